@@ -1,0 +1,1 @@
+"""aka_agents: agents behind one protocol, one module per agent."""

@@ -1,0 +1,65 @@
+"""The typer application and the single error boundary of the CLI.
+
+Command groups live in their own modules (``_run.py``, ``_ledger.py``, ...) and register
+themselves on :data:`app` or on a sub-application when imported by :func:`_load`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from aka.errors import AkaError
+
+app = typer.Typer(
+    name="aka",
+    help="aka: an arena where AI agents optimize GPU kernels, on an event-sourced ledger.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Each module below adds its commands to `app`; order is the order in `aka --help`.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+def _load() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name)
+
+
+def _domain_error_types() -> tuple[type[BaseException], ...]:
+    types: list[type[BaseException]] = [AkaError]
+    try:
+        from aka_ledger import LedgerError
+
+        types.append(LedgerError)
+    except ImportError:  # the ledger is always installed; this guards partial checkouts
+        pass
+    return tuple(types)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning domain errors into a message and an exit code."""
+    _load()
+    errors = _domain_error_types()
+    try:
+        app(args=argv, standalone_mode=False)
+    except errors as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", 1))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

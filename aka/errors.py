@@ -1,0 +1,40 @@
+"""Typed errors of the arena core.
+
+Errors are raised as values that know what went wrong, where, and how to fix it; the
+CLI turns them into a message and an exit code at one boundary (``aka.cli``), so no
+command prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+
+class AkaError(Exception):
+    """Base of every error the CLI reports as a message rather than a traceback.
+
+    Attributes:
+        exit_code: 2 for bad input (config, task folder, arguments), 1 for a failed
+            check (verification found problems), other codes where a command says so.
+    """
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, where: str | None = None, fix: str | None = None):
+        self.message = message
+        self.where = where
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """One human-readable message: where, what, and the fix."""
+        head = f"{self.where}: {self.message}" if self.where else self.message
+        return f"{head}\n  fix: {self.fix}" if self.fix else head
+
+
+class InputError(AkaError):
+    """Bad user input: a config, a task folder, a CLI argument. Exit code 2."""
+
+    exit_code = 2
+
+
+class NotFoundError(InputError):
+    """A named thing (run, attempt, task, agent) does not exist. Exit code 2."""

@@ -1,0 +1,1 @@
+"""aka_runners: where attempts execute (local, Docker, Slurm), claiming work from the ledger."""
