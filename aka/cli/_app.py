@@ -22,8 +22,7 @@ app = typer.Typer(
 )
 
 # Each module below adds its commands to `app`; order is the order in `aka --help`.
-COMMAND_MODULES: tuple[str, ...] = (
-)
+COMMAND_MODULES: tuple[str, ...] = ("aka.cli._groups",)
 
 
 def _load() -> None:
@@ -43,23 +42,14 @@ def _domain_error_types() -> tuple[type[BaseException], ...]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI, turning domain errors into a message and an exit code."""
+    """Entry point: run the CLI, turning domain errors into a message and an exit code.
+
+    Usage errors are click's (exit 2); domain errors are ours, rendered once here.
+    """
     _load()
     errors = _domain_error_types()
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv)
     except errors as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(getattr(exc, "exit_code", 1))
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

@@ -20,7 +20,7 @@ LedgerOpt = Annotated[
 DEFAULT_LEDGER = Path(".aka")
 
 
-class OutputFormat(str, enum.Enum):
+class OutputFormat(enum.StrEnum):
     """Output formats shared by every read command."""
 
     table = "table"
