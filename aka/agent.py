@@ -1,0 +1,148 @@
+"""The agent protocol: run in a workspace with a prompt and a budget, stream structured output.
+
+An agent is anything that edits files in a directory. The orchestrator hands it an
+:class:`AgentRequest`, receives :class:`AgentItem` values through an :class:`AgentSink`
+while it works (turned into ``AgentOutput`` events), and records the returned
+:class:`AgentOutcome`. The agent never sees the ledger; what it changed is captured
+afterwards by snapshotting the workspace, so an agent cannot claim a result.
+
+Agents register with :func:`register_agent` (built-ins) or through the ``aka.agents``
+entry-point group (third parties), so adding one touches one file.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from aka.errors import InputError
+
+ItemKind = Literal[
+    "message", "thinking", "tool_call", "tool_result", "file_edit", "usage", "log", "error"
+]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Per-arm knobs every agent understands; agent-specific ones go in ``extra``."""
+
+    model: str | None = None
+    effort: str | None = None
+    max_iterations: int | None = None
+    timeout_seconds: float = 1800.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """Everything an agent gets. Deliberately excludes the ledger's location.
+
+    Attributes:
+        workspace: directory holding the task's starting sources; the agent edits here.
+        prompt: the full prompt text (also stored as a blob by the orchestrator).
+        settings: the arm's resolved settings.
+        editable: workspace-relative paths the evaluator will take from the candidate.
+        targets: symbols the task asks the agent to optimize.
+        env: extra environment variables for the agent process.
+        eval_command: argv that scores the workspace's current candidate (self-evaluation);
+            its results are recorded as intermediate events and never as the final score.
+        task_name: the task's name, for logs.
+    """
+
+    workspace: Path
+    prompt: str
+    settings: AgentSettings
+    editable: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    eval_command: tuple[str, ...] = ()
+    task_name: str = ""
+
+
+@dataclass(frozen=True)
+class AgentItem:
+    """One structured piece of an agent's stream (a message, a tool call, usage, ...)."""
+
+    kind: ItemKind
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+class AgentSink(Protocol):
+    """Receives an agent's structured output as it happens."""
+
+    def emit(self, item: AgentItem) -> None:
+        """Record one item; must be cheap and must not raise."""
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What an agent run ended with. Token counts and cost are None when unknown."""
+
+    status: Literal["ok", "timeout", "error"]
+    exit_code: int | None = None
+    model: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    transcript: bytes = b""
+    error: str | None = None
+    version: str | None = None
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """The one protocol every agent implements."""
+
+    name: ClassVar[str]
+
+    def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
+        """Work in ``request.workspace`` until done or out of budget."""
+        ...
+
+
+AgentFactory = Callable[[], Agent]
+_REGISTRY: dict[str, AgentFactory] = {}
+
+
+def register_agent(name: str) -> Callable[[type], type]:
+    """Class decorator registering an agent under ``name``."""
+
+    def deco(cls: type) -> type:
+        cls.name = name  # type: ignore[attr-defined]
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def _load_entry_points() -> None:
+    for ep in importlib.metadata.entry_points(group="aka.agents"):
+        if ep.name not in _REGISTRY:
+            ep.load()  # importing the module runs its @register_agent
+
+
+def agent_names() -> list[str]:
+    """Names of every agent: built-ins plus entry points."""
+    _load_entry_points()
+    return sorted(_REGISTRY)
+
+
+def get_agent(name: str, *, where: str | None = None) -> Agent:
+    """Instantiate the agent called ``name``.
+
+    Raises:
+        InputError: no such agent (the message lists the known ones).
+    """
+    _load_entry_points()
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        raise InputError(
+            f"unknown agent {name!r}",
+            where=where,
+            fix=f"use one of: {', '.join(sorted(_REGISTRY)) or '(none installed)'}",
+        )
+    return factory()

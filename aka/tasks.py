@@ -1,0 +1,242 @@
+"""Task specs: a task is a folder of data, validated at the edge.
+
+A task folder ``tasks/<type>/<suite>/<name>/`` holds ``task.yaml`` (a :class:`TaskSpec`),
+a reference module, and the starting sources under ``source/``. Task *types* differ only
+by fields of the spec (backend, which files are editable, whether the reference is
+visible to the agent), never by branches in the pipeline.
+
+The reference module defines:
+
+- ``make_inputs(shape: dict[str, int], dtype: torch.dtype, device: str, seed: int) -> tuple``
+  fresh inputs for one trial (distributions should not be only standard normal);
+- ``reference(*inputs, **shape) -> torch.Tensor`` the ground truth, computed in fp32 or
+  fp64 whatever the input dtype;
+- optionally ``work(shape: dict[str, int], dtype: torch.dtype) -> dict`` with ``bytes`` and
+  ``flops`` moved/done by an ideal kernel (for speed-of-light headroom).
+
+The candidate's ``entry`` callable takes the same positional inputs (plus the shape as
+keywords when ``pass_shape`` is set) and returns the output tensor.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from aka.errors import InputError
+
+TASK_FILE = "task.yaml"
+Shape = dict[str, int]
+Device = Literal["cuda", "cpu"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(_Strict):
+    """Absolute and relative tolerance for ``allclose`` against the reference."""
+
+    atol: float = Field(ge=0, description="Absolute tolerance.")
+    rtol: float = Field(ge=0, description="Relative tolerance.")
+
+
+class Shapes(_Strict):
+    """Problem sizes. Held-out shapes are never shown to agents."""
+
+    tuning: list[Shape] = Field(min_length=1, description="GPU shapes the agent may tune for.")
+    heldout: list[Shape] = Field(default_factory=list, description="GPU shapes kept from agents.")
+    cpu: list[Shape] = Field(
+        default_factory=list, description="Tiny shapes for the CPU (Triton interpreter)."
+    )
+    cpu_heldout: list[Shape] = Field(
+        default_factory=list, description="Tiny held-out shapes for the CPU."
+    )
+
+    def for_device(self, device: str, *, heldout: bool = False) -> list[Shape]:
+        """The shapes that apply on ``device`` (``cpu`` or ``cuda[:N]``)."""
+        if device == "cpu":
+            return self.cpu_heldout if heldout else self.cpu
+        return self.heldout if heldout else self.tuning
+
+
+class TaskSpec(_Strict):
+    """One task, as written in ``task.yaml``. Unknown keys are rejected."""
+
+    name: str = Field(description="Unique task name (also the folder name).")
+    type: str = Field(
+        description="Task type label: triton2triton, torch2triton, instruction2triton, "
+        "cuda2cuda, torch2cuda, ... Informational: behaviour comes from the fields below."
+    )
+    origin: str = Field(default="", description="What the op is modelled on (project, paper).")
+    instructions: str = Field(description="What the agent is asked to do.")
+    backend: Literal["triton", "cuda", "torch"] = Field(
+        description="The kind of kernel the candidate must launch."
+    )
+    reference: str = Field(default="reference.py", description="Reference module, task-relative.")
+    source_dir: str = Field(default="source", description="Starting sources, task-relative.")
+    editable: list[str] = Field(
+        min_length=1,
+        description="Files under source_dir the agent may edit; only these are "
+        "taken from the candidate at evaluation.",
+    )
+    entry: str = Field(description="Candidate callable as 'file.py:function' under source_dir.")
+    targets: list[str] = Field(
+        default_factory=list, description="Symbols (kernels) the agent should optimize."
+    )
+    pass_shape: bool = Field(default=False, description="Pass the shape dict as keywords.")
+    reference_visible: bool = Field(
+        default=True,
+        description="Copy the reference into the agent's workspace (False for instruction tasks).",
+    )
+    dtypes: list[str] = Field(min_length=1, description="torch dtype names, e.g. float16.")
+    tolerances: dict[str, Tolerance] = Field(description="Tolerance per dtype name.")
+    shapes: Shapes
+    seeds: int = Field(default=3, ge=1, le=32, description="Correctness trials per shape.")
+    devices: list[Device] = Field(default=["cuda", "cpu"], description="Devices it runs on.")
+    forbidden: list[str] = Field(
+        default_factory=list,
+        description="Dotted names the candidate must not use (e.g. torch.softmax).",
+    )
+    tunables: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description="Module-level integer constants in the entry file and the values a "
+        "search agent may try (e.g. BLOCK_SIZE: [256, 512, 1024]).",
+    )
+    requires: list[str] = Field(
+        default_factory=list, description="Modules needed at evaluation (e.g. triton)."
+    )
+
+    @field_validator("entry")
+    @classmethod
+    def _entry_form(cls, v: str) -> str:
+        if not re.fullmatch(r"[\w./-]+\.(py|cu|cpp):\w+", v):
+            raise ValueError("must look like 'kernel.py:function_name'")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskSpec:
+        missing = [d for d in self.dtypes if d not in self.tolerances]
+        if missing:
+            raise ValueError(f"tolerances missing for dtypes {missing}")
+        if self.entry_file not in self.editable:
+            raise ValueError(f"entry file {self.entry_file!r} must be listed in editable")
+        if "cpu" in self.devices and not self.shapes.cpu:
+            raise ValueError("devices includes cpu but shapes.cpu is empty")
+        return self
+
+    @property
+    def entry_file(self) -> str:
+        """The file part of ``entry``."""
+        return self.entry.split(":", 1)[0]
+
+    @property
+    def entry_symbol(self) -> str:
+        """The function part of ``entry``."""
+        return self.entry.split(":", 1)[1]
+
+
+class Task(BaseModel):
+    """A loaded task: its spec plus where it lives and how it is named in selectors."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: TaskSpec
+    path: Path
+    key: str = Field(
+        description="Path relative to the tasks root, posix (e.g. triton2triton/llm/softmax)."
+    )
+
+    @property
+    def name(self) -> str:
+        """The task's name."""
+        return self.spec.name
+
+
+def _format_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"field '{loc}': {err['msg']}")
+    return "; ".join(parts)
+
+
+def load_task(folder: Path, *, root: Path | None = None) -> Task:
+    """Load and validate one task folder.
+
+    Raises:
+        InputError: missing ``task.yaml``, bad YAML, schema errors, or missing files,
+            each naming the file, the field and the fix.
+    """
+    spec_path = folder / TASK_FILE
+    if not spec_path.is_file():
+        raise InputError(
+            "no task.yaml", where=str(folder), fix="add a task.yaml (see `aka tasks new`)"
+        )
+    try:
+        raw = yaml.safe_load(spec_path.read_text())
+    except yaml.YAMLError as exc:
+        raise InputError(
+            f"malformed YAML: {exc}", where=str(spec_path), fix="fix the YAML syntax"
+        ) from None
+    if not isinstance(raw, dict):
+        raise InputError(
+            "expected a mapping at the top level", where=str(spec_path), fix="see docs/tasks.md"
+        )
+    try:
+        spec = TaskSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError(
+            _format_validation(exc),
+            where=str(spec_path),
+            fix="see the task schema in docs/tasks.md",
+        ) from None
+    for rel, field_name in [(spec.reference, "reference")] + [
+        (f"{spec.source_dir}/{e}", "editable") for e in spec.editable
+    ]:
+        if not (folder / rel).is_file():
+            raise InputError(
+                f"field '{field_name}': file {rel!r} does not exist",
+                where=str(spec_path),
+                fix=f"create {folder / rel} or correct the field",
+            )
+    key = folder.resolve().relative_to(root.resolve()).as_posix() if root else folder.name
+    return Task(spec=spec, path=folder, key=key)
+
+
+def discover(root: Path) -> list[Task]:
+    """Every task under ``root`` (folders holding a task.yaml), sorted by key."""
+    return [load_task(p.parent, root=root) for p in sorted(root.rglob(TASK_FILE))]
+
+
+def select(root: Path, selectors: list[str], *, where: str | None = None) -> list[Task]:
+    """Tasks matching selectors: paths relative to ``root``; a folder selects all below it.
+
+    Raises:
+        InputError: a selector matches no task.
+    """
+    chosen: dict[str, Task] = {}
+    for sel in selectors:
+        target = root / sel
+        if not target.exists():
+            raise InputError(
+                f"task selector {sel!r} matches no task (no {target})",
+                where=where,
+                fix=f"use a path relative to {root}; `aka tasks list` shows them",
+            )
+        found = (
+            [load_task(target, root=root)] if (target / TASK_FILE).is_file() else discover(target)
+        )
+        if not found:
+            raise InputError(
+                f"task selector {sel!r} matches no task",
+                where=where,
+                fix="`aka tasks list` shows them",
+            )
+        for task in found:
+            chosen.setdefault(task.key, task)
+    return [chosen[k] for k in sorted(chosen)]
