@@ -91,6 +91,7 @@ class AgentOutcome:
     transcript: bytes = b""
     error: str | None = None
     version: str | None = None
+    truncated: bool = False  # the transcript was capped or over-long lines were cut
 
 
 @runtime_checkable
