@@ -1,0 +1,29 @@
+"""Reference for the cross-entropy task: per-row loss in fp64."""
+
+import torch
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    m, v = shape["M"], shape["V"]
+    # Logits with per-row temperature and offset, and a few confident spikes; the target
+    # is sometimes the spiked token (small loss) and otherwise random (large loss).
+    temp = torch.rand(m, 1, generator=g) * 3.0 + 0.5
+    logits = torch.randn(m, v, generator=g) * temp + torch.randn(m, 1, generator=g) * 5.0
+    target = torch.randint(0, v, (m,), generator=g)
+    confident = torch.rand(m, generator=g) < 0.5
+    rows = torch.arange(m)
+    logits[rows[confident], target[confident]] += 12.0
+    return logits.to(dtype=dtype, device=device), target.to(device)
+
+
+def reference(logits, target):
+    x = logits.double()
+    lse = torch.logsumexp(x, dim=-1)
+    return lse - x.gather(1, target[:, None]).squeeze(1)
+
+
+def work(shape, dtype):
+    elems = shape["M"] * shape["V"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return {"bytes": elems * size + 12 * shape["M"], "flops": 4 * elems}

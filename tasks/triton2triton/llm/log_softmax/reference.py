@@ -1,0 +1,25 @@
+"""Reference for the log-softmax task: fp64 log-softmax over the last dimension."""
+
+import torch
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    m, n = shape["M"], shape["N"]
+    # Logits with a per-row temperature and a negative offset, plus a few large spikes
+    # per row: a kernel that skips the max subtraction or sums in low precision fails.
+    temp = torch.rand(m, 1, generator=g) * 5.0 + 0.5
+    x = torch.randn(m, n, generator=g) * temp - 8.0
+    spikes = torch.rand(m, n, generator=g) < 0.002
+    x = torch.where(spikes, x + 25.0, x)
+    return (x.to(dtype=dtype, device=device),)
+
+
+def reference(x):
+    return torch.log_softmax(x.double(), dim=-1)
+
+
+def work(shape, dtype):
+    elems = shape["M"] * shape["N"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return {"bytes": 2 * elems * size, "flops": 5 * elems}
