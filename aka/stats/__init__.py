@@ -1,1 +1,34 @@
-"""(package)"""
+"""A/B statistics and reward export over the attempt table (the ``scores`` view).
+
+Every function here is pure: it takes an attempt table (a polars DataFrame or a pyarrow
+Table, columns in :data:`ATTEMPT_COLUMNS`) and returns values; only
+:func:`export_rewards` writes a file. See docs/statistics.md and docs/rewards.md.
+"""
+
+from aka.stats._attempts import ATTEMPT_COLUMNS, AttemptTable, attempt_frame, final_attempts
+from aka.stats._compare import Comparison, Paired, TaskDelta, Verdict, compare, verdict_rule
+from aka.stats._estimators import (
+    VarianceSplit,
+    min_detectable_effect,
+    pass_at_k,
+)
+from aka.stats._summary import DEFAULT_FLOOR, FAST_P_THRESHOLDS, ArmSummary
+
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "DEFAULT_FLOOR",
+    "FAST_P_THRESHOLDS",
+    "ArmSummary",
+    "AttemptTable",
+    "Comparison",
+    "Paired",
+    "TaskDelta",
+    "VarianceSplit",
+    "Verdict",
+    "attempt_frame",
+    "compare",
+    "final_attempts",
+    "min_detectable_effect",
+    "pass_at_k",
+    "verdict_rule",
+]

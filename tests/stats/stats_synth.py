@@ -1,0 +1,180 @@
+"""Synthetic attempt tables with a known effect, for the statistics tests.
+
+The model: task t has a log speedup ``mu_t ~ N(mu, task_sd)`` and a pass probability
+``p_t ~ Beta``; one attempt on arm X is correct with probability ``p_t`` and then has
+log speedup ``mu_t + effect_X + N(0, attempt_sd)``. Effects are additive in log space,
+so a known ``effect`` is a known ratio of geometric means among correct attempts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Model:
+    """Parameters of the synthetic arena (see module docstring)."""
+
+    mu: float = 0.2
+    task_sd: float = 0.4
+    attempt_sd: float = 0.25
+    pass_a: float = 4.0
+    pass_b: float = 2.0
+    effect_sd: float = 0.0
+
+
+def draw_tasks(rng: np.random.Generator, n_tasks: int, model: Model) -> dict[str, np.ndarray]:
+    """Task-level parameters: base log speedup, pass probability, task-specific effect."""
+    return {
+        "mu": rng.normal(model.mu, model.task_sd, n_tasks),
+        "p": rng.beta(model.pass_a, model.pass_b, n_tasks),
+        "tau": rng.normal(0.0, model.effect_sd, n_tasks) if model.effect_sd else np.zeros(n_tasks),
+    }
+
+
+@dataclass(frozen=True)
+class Arm:
+    """Identity and effect of one synthetic arm."""
+
+    run_id: str = "run-a"
+    arm: str = "base"
+    agent: str = "noop"
+    effect: float = 0.0
+    treated: bool = False
+    task_prefix: str = "t"
+    device: str = "b3:dev"
+    policy: str = "agentkernelarena@1"
+    harness: str = "b3:harness"
+
+
+def attempts(
+    rng: np.random.Generator,
+    tasks: dict[str, np.ndarray],
+    arm: Arm,
+    *,
+    repeats: int,
+    model: Model = Model(),
+    intermediate_turns: int = 0,
+) -> pl.DataFrame:
+    """One arm's attempt table over ``tasks`` with ``repeats`` attempts per task."""
+    rows = [
+        _row(rng, tasks, arm, model, t, r, turn)
+        for t in range(tasks["mu"].size)
+        for r in range(repeats)
+        for turn in [*range(1, intermediate_turns + 1), 0]
+    ]
+    return pl.DataFrame(rows, schema=SCHEMA)
+
+
+def _row(
+    rng: np.random.Generator,
+    tasks: dict[str, np.ndarray],
+    arm: Arm,
+    model: Model,
+    t: int,
+    r: int,
+    turn: int,
+) -> dict[str, object]:
+    compiled = bool(rng.random() < 0.95)
+    correct = compiled and bool(rng.random() < tasks["p"][t])
+    shift = arm.effect + (tasks["tau"][t] if arm.treated else 0.0)
+    log_s = tasks["mu"][t] + shift + rng.normal(0.0, model.attempt_sd)
+    speedup = math.exp(log_s) if correct else None
+    base = 1e-3
+    score = 0.0 if not compiled else 20.0 if not correct else 120.0 + 100.0 * math.exp(log_s)
+    components = {"compiled": compiled, "correct": correct, "speedup": speedup}
+    task = f"{arm.task_prefix}{t:03d}"
+    key = f"{arm.run_id}/{arm.arm}/{task}/{r}"
+    return {
+        "run_id": arm.run_id,
+        "arm": arm.arm,
+        "agent": arm.agent,
+        "task": task,
+        "repeat": r,
+        "attempt_key": key,
+        "try_no": 1,
+        "compiled": compiled,
+        "correct": correct,
+        "speedup": speedup,
+        "score": score,
+        "reward_components": json.dumps(components, sort_keys=True),
+        "policy": arm.policy,
+        "hack_flags": ["replay"] if correct and rng.random() < 0.05 else [],
+        "candidate": f"b3:cand-{key}-{turn}",
+        "diff": f"b3:diff-{key}-{turn}" if compiled else None,
+        "task_digest": f"b3:task-{task}",
+        "harness_digest": f"{arm.harness}-{task}",
+        "device": arm.device,
+        "config_digest": "b3:config",
+        "arm_digest": f"b3:arm-{arm.arm}",
+        "tokens_in": int(rng.integers(1_000, 50_000)),
+        "tokens_out": int(rng.integers(100, 5_000)),
+        "cost_usd": float(rng.uniform(0.01, 0.5)),
+        "agent_wall_s": float(rng.uniform(10, 600)),
+        "eval_wall_s": float(rng.uniform(5, 60)),
+        "prompt": f"Optimize the kernel of task {task}.",
+        "response": f"--- a/kernel.py\n+++ b/kernel.py\n@@ turn {turn} of {key}\n",
+        "baseline_time_s": base,
+        "candidate_time_s": base / speedup if speedup else None,
+        "speedup_ci_low": speedup * 0.98 if speedup else None,
+        "speedup_ci_high": speedup * 1.02 if speedup else None,
+        "trials": 100 if compiled else 0,
+        "turn": turn,
+        "infra_retry": False,
+    }
+
+
+SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "run_id": pl.String,
+    "arm": pl.String,
+    "agent": pl.String,
+    "task": pl.String,
+    "repeat": pl.Int64,
+    "attempt_key": pl.String,
+    "try_no": pl.Int64,
+    "compiled": pl.Boolean,
+    "correct": pl.Boolean,
+    "speedup": pl.Float64,
+    "score": pl.Float64,
+    "reward_components": pl.String,
+    "policy": pl.String,
+    "hack_flags": pl.List(pl.String),
+    "candidate": pl.String,
+    "diff": pl.String,
+    "task_digest": pl.String,
+    "harness_digest": pl.String,
+    "device": pl.String,
+    "config_digest": pl.String,
+    "arm_digest": pl.String,
+    "tokens_in": pl.Int64,
+    "tokens_out": pl.Int64,
+    "cost_usd": pl.Float64,
+    "agent_wall_s": pl.Float64,
+    "eval_wall_s": pl.Float64,
+    "prompt": pl.String,
+    "response": pl.String,
+    "baseline_time_s": pl.Float64,
+    "candidate_time_s": pl.Float64,
+    "speedup_ci_low": pl.Float64,
+    "speedup_ci_high": pl.Float64,
+    "trials": pl.Int64,
+    "turn": pl.Int64,
+    "infra_retry": pl.Boolean,
+}
+
+
+def experiment(
+    seed: int, *, n_tasks: int = 20, repeats: int = 3, effect: float = 0.0, model: Model = Model()
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Two arms of one run over the same freshly drawn tasks; B has ``effect``."""
+    rng = np.random.default_rng(seed)
+    tasks = draw_tasks(rng, n_tasks, model)
+    a = attempts(rng, tasks, Arm(arm="base"), repeats=repeats, model=model)
+    treat = Arm(arm="treat", effect=effect, treated=True)
+    b = attempts(rng, tasks, treat, repeats=repeats, model=model)
+    return a, b
