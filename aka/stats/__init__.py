@@ -5,6 +5,7 @@ Table, columns in :data:`ATTEMPT_COLUMNS`) and returns values; only
 :func:`export_rewards` writes a file. See docs/statistics.md and docs/rewards.md.
 """
 
+from aka.stats import rewards
 from aka.stats._attempts import ATTEMPT_COLUMNS, AttemptTable, attempt_frame, final_attempts
 from aka.stats._compare import Comparison, Paired, TaskDelta, Verdict, compare, verdict_rule
 from aka.stats._estimators import (
@@ -12,23 +13,38 @@ from aka.stats._estimators import (
     min_detectable_effect,
     pass_at_k,
 )
+from aka.stats._export import (
+    EXPORT_FORMATS,
+    HEAD_COLUMNS,
+    ExportFormat,
+    export_rewards,
+    reward_frame,
+)
+from aka.stats._render import render_table
 from aka.stats._summary import DEFAULT_FLOOR, FAST_P_THRESHOLDS, ArmSummary
 
 __all__ = [
     "ATTEMPT_COLUMNS",
     "DEFAULT_FLOOR",
+    "EXPORT_FORMATS",
     "FAST_P_THRESHOLDS",
+    "HEAD_COLUMNS",
     "ArmSummary",
     "AttemptTable",
     "Comparison",
+    "ExportFormat",
     "Paired",
     "TaskDelta",
     "VarianceSplit",
     "Verdict",
     "attempt_frame",
     "compare",
+    "export_rewards",
     "final_attempts",
     "min_detectable_effect",
     "pass_at_k",
+    "render_table",
+    "reward_frame",
+    "rewards",
     "verdict_rule",
 ]
