@@ -98,8 +98,8 @@ def render_table(cmp: Comparison, *, width: int = 100) -> str:
     paired = Table(title=f"paired per task ({lb} minus {la})")
     paired.add_column("statistic")
     paired.add_column("value")
-    for row in _paired_rows(cmp):
-        paired.add_row(*row)
+    for name, value in _paired_rows(cmp):
+        paired.add_row(name, value)
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False)
     console.print(arms)
