@@ -1,0 +1,23 @@
+"""Reference for the column-sum task, computed in fp64."""
+
+import torch
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    m, n = shape["M"], shape["N"]
+    # Gradients with per-column means of either sign and heavy-tailed noise, so column
+    # sums are large and differ from any single row.
+    col_mean = torch.randn(1, n, generator=g) + torch.sign(torch.randn(1, n, generator=g)) * 0.5
+    noise = torch.randn(m, n, generator=g) * torch.exp(torch.randn(m, n, generator=g) * 0.5)
+    return ((col_mean + noise).to(dtype=dtype, device=device),)
+
+
+def reference(x):
+    return x.double().sum(dim=0)
+
+
+def work(shape, dtype):
+    elems = shape["M"] * shape["N"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return {"bytes": elems * size + 4 * shape["N"], "flops": elems}
