@@ -1,16 +1,27 @@
 """aka_ledger: an append-only event log with a BLAKE3 content store and a DuckDB read side.
 
-A reusable library: it knows nothing of kernels, agents or GPUs.
+A reusable library: it knows nothing of kernels, agents or GPUs. Importing it pulls in
+pyarrow, pydantic and blake3 only; duckdb is imported lazily by :meth:`Ledger.connect`.
 """
 
+from aka_ledger._cas import ContentStore, TreeEntry
+from aka_ledger._compact import CompactionResult
+from aka_ledger._envelope import Envelope
 from aka_ledger._errors import CorruptError, LedgerError, MissingBlobError, SchemaError
+from aka_ledger._ledger import Ledger, Problem
 from aka_ledger._model import EventModel, EventRegistry
 
 __all__ = [
+    "CompactionResult",
+    "ContentStore",
     "CorruptError",
+    "Envelope",
     "EventModel",
     "EventRegistry",
+    "Ledger",
     "LedgerError",
     "MissingBlobError",
+    "Problem",
     "SchemaError",
+    "TreeEntry",
 ]

@@ -68,7 +68,8 @@ class EventRegistry:
 
     def register(self, model: E) -> E:
         """Register an event model (usable as a class decorator)."""
-        tag = model.model_fields["type"].default
+        cls: type[EventModel] = model
+        tag = cls.model_fields["type"].default
         if not isinstance(tag, str) or not tag:
             raise TypeError(f"{model.__name__} needs a literal default for its `type` field")
         existing = self._models.get(tag)

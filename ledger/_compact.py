@@ -1,0 +1,209 @@
+"""Compaction: fewer, larger segments, committed by a new numbered manifest.
+
+DuckDB (and any reader) slows about linearly with the number of files, so compaction
+merges every writer segment not yet covered, plus small compacted segments, into
+segments of up to ``target_rows`` rows, and seals live logs whose writer is dead (its
+flock is free). It commits by creating manifest ``n + 1`` exclusively: two compactions
+racing both write their files, one wins the name, the loser deletes its own output.
+Superseded files are deleted only after the commit; readers retry if a file vanishes
+and deduplicate by ``event_id`` if they see a file twice, so writers and readers never
+wait for a compaction.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from aka_ledger._envelope import SCHEMA
+from aka_ledger._fs import (
+    COMPACTED,
+    EVENTS,
+    MANIFESTS,
+    Unit,
+    chain_hash,
+    fsync_dir,
+    segment_name,
+    write_atomic,
+)
+from aka_ledger._scan import (
+    Listing,
+    ManifestEntry,
+    covered_units,
+    dedup_sort,
+    latest_manifest,
+    list_files,
+)
+from aka_ledger._segments import parse_live, read_segment, write_segment
+from aka_ledger._writer import sealed_tail
+
+DEFAULT_TARGET_ROWS = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What a compaction did.
+
+    Attributes:
+        manifest: number of the manifest it committed (None if nothing to do or lost a race).
+        merged_files: segment files merged.
+        written_files: compacted segment files written.
+        removed_files: superseded files deleted after the commit.
+        sealed_orphans: live logs of dead writers sealed into segments.
+        rows: rows in the segments written.
+    """
+
+    manifest: int | None = None
+    merged_files: int = 0
+    written_files: int = 0
+    removed_files: int = 0
+    sealed_orphans: int = 0
+    rows: int = 0
+
+
+def compact(
+    root: Path, *, target_rows: int | None = None, own_writer: str | None = None
+) -> CompactionResult:
+    """Seal orphaned live logs, merge small segments, commit a manifest, clean up."""
+    target = target_rows or DEFAULT_TARGET_ROWS
+    sealed = seal_orphans(root, skip=own_writer)
+    listing = list_files(root)
+    number, entries = latest_manifest(listing)
+    covered = covered_units(entries)
+    events = root / EVENTS
+    inputs: list[Path] = [
+        path
+        for writer, segs in listing.segments.items()
+        for first, last, path in segs
+        if (writer, first, last) not in covered
+    ]
+    keep = [e for e in entries if e.rows >= target // 2]
+    small = [e for e in entries if e.rows < target // 2]
+    if not inputs and len(small) < 2:
+        return CompactionResult(sealed_orphans=sealed)
+    inputs += [events / e.file for e in small]
+    try:
+        written, rows = _write_outputs(events, number + 1, inputs, target)
+    except FileNotFoundError:  # a concurrent compaction removed an input: try next time
+        return CompactionResult(sealed_orphans=sealed)
+    manifest = {"segments": [_entry_json(e) for e in keep] + [_entry_json(e) for e in written]}
+    (events / MANIFESTS).mkdir(exist_ok=True)
+    path = events / MANIFESTS / f"{number + 1:08d}.json"
+    if not write_atomic(path, json.dumps(manifest).encode(), tag="manifest", exclusive=True):
+        for e in written:
+            (events / e.file).unlink(missing_ok=True)
+        return CompactionResult(sealed_orphans=sealed)
+    removed = _remove_superseded(root, number + 1)
+    return CompactionResult(number + 1, len(inputs), len(written), removed, sealed, rows)
+
+
+def _entry_json(e: ManifestEntry) -> dict[str, object]:
+    return {"file": e.file, "rows": e.rows, "units": [u.to_json() for u in e.units]}
+
+
+def _write_outputs(
+    events: Path, number: int, inputs: list[Path], target: int
+) -> tuple[list[ManifestEntry], int]:
+    """Merge ``inputs`` into files of at most ``target`` rows (inputs are never split)."""
+    (events / COMPACTED).mkdir(exist_ok=True)
+    token = secrets.token_hex(6)  # racing compactions never write the same name
+    groups: list[list[tuple[pa.Table, list[Unit]]]] = [[]]
+    rows_in_group = 0
+    for path in inputs:
+        table, units = read_segment(path)
+        if groups[-1] and rows_in_group + table.num_rows > target:
+            groups.append([])
+            rows_in_group = 0
+        groups[-1].append((table, units))
+        rows_in_group += table.num_rows
+    written: list[ManifestEntry] = []
+    total = 0
+    for i, group in enumerate(groups):
+        name = f"{number:08d}-{token}-{i:04d}.parquet"
+        tables = [t.append_column("_src", pa.array([0] * t.num_rows, pa.int32())) for t, _ in group]
+        merged = dedup_sort(tables).drop_columns(["_src"])
+        units = sorted({u for _, us in group for u in us}, key=lambda u: (u.writer, u.first))
+        write_segment(events / COMPACTED / name, merged, units, tag="compact")
+        written.append(ManifestEntry(f"{COMPACTED}/{name}", merged.num_rows, tuple(units)))
+        total += merged.num_rows
+    return written, total
+
+
+def _remove_superseded(root: Path, number: int) -> int:
+    """Delete what manifest ``number`` (just committed) makes redundant."""
+    listing = list_files(root)
+    latest, entries = latest_manifest(listing)
+    if latest != number:
+        return 0  # a newer compaction committed meanwhile; it cleans up after itself
+    covered = covered_units(entries)
+    current = {(root / EVENTS / e.file) for e in entries}
+    doomed = [
+        path
+        for writer, segs in listing.segments.items()
+        for first, last, path in segs
+        if (writer, first, last) in covered
+    ]
+    doomed += [p for p in listing.compacted if p not in current and _older(p, number)]
+    doomed += [p for n, p in listing.manifests if n < number - 1]
+    for path in doomed:
+        path.unlink(missing_ok=True)
+    return len(doomed)
+
+
+def _older(path: Path, number: int) -> bool:
+    """Compacted files of earlier compactions (never an in-flight newer one)."""
+    return int(path.name[:8]) < number
+
+
+def seal_orphans(root: Path, *, skip: str | None) -> int:
+    """Seal live logs whose writer is gone (their flock can be taken) into segments."""
+    sealed = 0
+    listing: Listing = list_files(root)
+    for writer, lives in listing.live.items():
+        if writer == skip:
+            continue
+        for first, path in sorted(lives):
+            sealed += _seal_one(root, writer, first, path)
+    return sealed
+
+
+def _seal_one(root: Path, writer: str, first: int, path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return 0
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # its writer is alive
+        try:
+            if os.stat(path).st_ino != os.fstat(fd).st_ino:
+                return 0
+        except FileNotFoundError:
+            return 0  # sealed by someone else meanwhile
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+        batches, _, _ = parse_live(data, path)
+        rows = sum(b.num_rows for b in batches)
+        tail = sealed_tail(root, writer)
+        next_seq = tail.last + 1 if tail else 0
+        if rows and first == next_seq:
+            table = pa.Table.from_batches(batches, SCHEMA)
+            prev = tail.chain if tail else ""
+            ids = table.column("event_id").to_pylist()
+            unit = Unit(writer, first, first + rows - 1, prev, chain_hash(prev, ids))
+            seg = path.parent / segment_name(first, first + rows - 1)
+            write_segment(seg, table, [unit], tag=writer)
+        elif rows and first + rows - 1 >= next_seq:
+            return 0  # not contiguous with the sealed history: leave it for verify
+        path.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+        return 1 if rows else 0
+    finally:
+        os.close(fd)

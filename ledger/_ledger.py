@@ -1,0 +1,302 @@
+"""The :class:`Ledger`: one object over an event log and a content store.
+
+Two backends share this class and its contract: a directory (:meth:`Ledger.open`,
+many processes on many nodes at once) and memory (:meth:`Ledger.memory`, the test
+double). Encoding, deduplication, ordering and decoding live here, once; a backend
+only stores record batches and returns them as a table.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from aka_ledger._cas import ContentStore, FileContentStore, MemoryContentStore
+from aka_ledger._envelope import SCHEMA, Envelope, decode, encode, now_us
+from aka_ledger._errors import LedgerError
+from aka_ledger._fs import CAS, check_writer_id, default_writer_id, ensure_root
+from aka_ledger._model import EventModel, EventRegistry
+from aka_ledger._scan import dedup_sort, read_all
+from aka_ledger._writer import FileWriter
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from aka_ledger._compact import CompactionResult
+
+DEFAULT_SEAL_ROWS = 250_000
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing ``verify`` found wrong: the file (or digest) and what is wrong."""
+
+    path: str
+    message: str
+
+
+class _Store(Protocol):
+    @property
+    def next_seq(self) -> int: ...
+
+    last_time_us: int
+
+    def write(self, batch: pa.RecordBatch, *, durable: bool) -> None: ...
+    def read(self) -> tuple[pa.Table, list[str]]: ...
+    def sync(self) -> None: ...
+    def seal(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class _MemoryStore:
+    """Record batches in a list."""
+
+    def __init__(self) -> None:
+        self.batches: list[pa.RecordBatch] = []
+        self.next_seq = 0
+        self.last_time_us = 0
+
+    def write(self, batch: pa.RecordBatch, *, durable: bool) -> None:
+        self.batches.append(batch)
+        self.next_seq += batch.num_rows
+
+    def read(self) -> tuple[pa.Table, list[str]]:
+        table = pa.Table.from_batches(self.batches, SCHEMA)
+        src = pa.array([0] * table.num_rows, pa.int32())
+        return dedup_sort([table.append_column("_src", src)]), ["<memory>"]
+
+    def sync(self) -> None:
+        pass
+
+    def seal(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _FileStore:
+    """A directory: this process's writer plus reads of every writer's files."""
+
+    def __init__(self, root: Path, writer_id: str, seal_rows: int | None) -> None:
+        self.root = root
+        self.writer_id = writer_id
+        self.seal_rows = seal_rows
+        self._writer: FileWriter | None = None
+        if (root / "events" / writer_id).exists():
+            self._writer = FileWriter(root, writer_id, seal_rows=seal_rows)
+
+    @property
+    def writer(self) -> FileWriter:
+        if self._writer is None:
+            self._writer = FileWriter(self.root, self.writer_id, seal_rows=self.seal_rows)
+        return self._writer
+
+    @property
+    def next_seq(self) -> int:
+        return self.writer.next_seq
+
+    @property
+    def last_time_us(self) -> int:
+        return self._writer.last_time_us if self._writer else 0
+
+    @last_time_us.setter
+    def last_time_us(self, value: int) -> None:
+        self.writer.last_time_us = value
+
+    def write(self, batch: pa.RecordBatch, *, durable: bool) -> None:
+        self.writer.write(batch, durable=durable)
+
+    def read(self) -> tuple[pa.Table, list[str]]:
+        return read_all(self.root)
+
+    def sync(self) -> None:
+        if self._writer:
+            self._writer.sync()
+
+    def seal(self) -> None:
+        if self._writer:
+            self._writer.seal()
+
+    def close(self) -> None:
+        if self._writer:
+            self._writer.close()
+            self._writer = None
+
+
+class Ledger:
+    """Append events, read them back deduplicated and ordered, and store blobs."""
+
+    def __init__(
+        self,
+        store: _Store,
+        cas: ContentStore,
+        registry: EventRegistry,
+        writer_id: str,
+        root: Path | None,
+    ) -> None:
+        self._store = store
+        self.cas = cas
+        self.registry = registry
+        self.writer_id = writer_id
+        self.root = root
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        root: str | Path,
+        *,
+        registry: EventRegistry,
+        writer_id: str | None = None,
+        create: bool = True,
+        seal_rows: int | None = DEFAULT_SEAL_ROWS,
+    ) -> Ledger:
+        """Open (or create) a ledger directory.
+
+        Args:
+            root: the ledger directory.
+            registry: event types this process reads and writes.
+            writer_id: this process's writer id; the default is unique per process.
+                Pass the id of a crashed writer to recover its live log and continue.
+            create: create the directory if it does not exist.
+            seal_rows: seal the live log into a segment once it holds this many rows.
+
+        Raises:
+            LedgerError: missing (with ``create=False``) or unwritable directory, or the
+                writer id is held by another live process.
+            SchemaError: the directory was written by a newer aka.
+        """
+        path = Path(root)
+        ensure_root(path, create=create)
+        wid = check_writer_id(writer_id) if writer_id is not None else default_writer_id()
+        store = _FileStore(path, wid, seal_rows)
+        return cls(store, FileContentStore(path / CAS, tmp_tag=wid), registry, wid, path)
+
+    @classmethod
+    def memory(cls, *, registry: EventRegistry, writer_id: str | None = None) -> Ledger:
+        """An in-memory ledger with the same contract (tests, dry runs)."""
+        wid = check_writer_id(writer_id) if writer_id is not None else default_writer_id()
+        return cls(_MemoryStore(), MemoryContentStore(), registry, wid, None)
+
+    # -- writing ------------------------------------------------------------------------
+    def append(
+        self,
+        event: EventModel,
+        *,
+        run_id: str,
+        attempt_key: str | None = None,
+        durable: bool = False,
+    ) -> Envelope:
+        """Append one event; with ``durable`` it is on stable storage when this returns."""
+        return self.append_many([(event, run_id, attempt_key)], durable=durable)[0]
+
+    def append_many(
+        self, items: Sequence[tuple[EventModel, str, str | None]], durable: bool = False
+    ) -> list[Envelope]:
+        """Append events as one record batch (the fast path); all or nothing."""
+        if not items:
+            return []
+        self._check_open()
+        for event, _, _ in items:
+            if event.type not in self.registry:
+                raise LedgerError(
+                    f"event type {event.type!r} is not registered",
+                    fix="register it in the registry passed to Ledger.open",
+                )
+        with self._lock:
+            store = self._store
+            t = max(now_us(), store.last_time_us)
+            cols, envs = encode(
+                items, writer_id=self.writer_id, first_seq=store.next_seq, time_us=t
+            )
+            store.write(cols.to_batch(), durable=durable)
+            store.last_time_us = t
+        return envs
+
+    def sync(self) -> None:
+        """Make every appended event durable (fsync the live log)."""
+        with self._lock:
+            self._store.sync()
+
+    def seal(self) -> None:
+        """Seal the live log into a Parquet segment now."""
+        with self._lock:
+            self._store.seal()
+
+    def close(self) -> None:
+        """Seal and release this writer's files; the object is unusable afterwards."""
+        with self._lock:
+            if not self._closed:
+                self._store.close()
+                self._closed = True
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LedgerError("the ledger is closed", path=self.root)
+
+    # -- reading ------------------------------------------------------------------------
+    def table(
+        self, *, run_id: str | None = None, types: Collection[str] | None = None
+    ) -> tuple[pa.Table, list[str]]:
+        """Deduplicated, ordered rows (Arrow) with a ``_src`` column into the file list."""
+        table, names = self._store.read()
+        if run_id is not None:
+            table = table.filter(pc.equal(table.column("run_id"), run_id))
+        if types is not None:
+            table = table.filter(pc.is_in(table.column("type"), pa.array(list(types), pa.string())))
+        return table, names
+
+    def events(
+        self, *, run_id: str | None = None, types: Collection[str] | None = None
+    ) -> list[Envelope]:
+        """Every event (of one run, of some types), deduplicated, in (time, writer, seq) order.
+
+        Raises:
+            SchemaError: a stored event's type is unknown or its version too new; the
+                message names the file.
+        """
+        table, names = self.table(run_id=run_id, types=types)
+        return decode(table, self.registry, names)
+
+    def run_ids(self) -> list[str]:
+        """Distinct run ids, sorted."""
+        table, _ = self._store.read()
+        return sorted(pc.unique(table.column("run_id")).to_pylist())
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with an ``events`` view over every event (a snapshot)."""
+        from aka_ledger._sql import connect
+
+        return connect(self)
+
+    # -- maintenance --------------------------------------------------------------------
+    def verify(self) -> list[Problem]:
+        """Check everything recorded; an empty list means the ledger is sound."""
+        from aka_ledger._verify import verify
+
+        return verify(self)
+
+    def compact(self, *, target_rows: int | None = None) -> CompactionResult:
+        """Merge small segments (and seal dead writers' live logs); safe while others run."""
+        from aka_ledger._compact import CompactionResult, compact
+
+        if self.root is None:
+            return CompactionResult()
+        return compact(self.root, target_rows=target_rows, own_writer=self.writer_id)

@@ -1,0 +1,185 @@
+"""Reading a ledger directory as one deduplicated table, safe against concurrent writers.
+
+A read lists the event files, then reads the latest compaction manifest, then reads
+the files. Whatever a writer or a compaction does meanwhile, the outcome is either a
+complete view (duplicates are removed by ``event_id``) or a vanished file, in which
+case the whole read is retried: writers and compactions only ever delete a file after
+its events are durably somewhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from aka_ledger._envelope import SCHEMA
+from aka_ledger._errors import CorruptError, LedgerError
+from aka_ledger._fs import (
+    COMPACTED,
+    COMPACTED_RE,
+    EVENTS,
+    LIVE_RE,
+    MANIFEST_RE,
+    MANIFESTS,
+    SEGMENT_RE,
+    TMP_PREFIX,
+    WRITER_RE,
+    Unit,
+    read_json,
+)
+from aka_ledger._segments import read_live, read_segment
+
+RETRIES = 20
+SORT_KEYS = [("time", "ascending"), ("writer_id", "ascending"), ("seq", "ascending")]
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One compacted segment a manifest declares current."""
+
+    file: str
+    rows: int
+    units: tuple[Unit, ...]
+
+
+@dataclass(slots=True)
+class Listing:
+    """The event files found in one pass over ``events/``."""
+
+    segments: dict[str, list[tuple[int, int, Path]]] = field(default_factory=dict)
+    live: dict[str, list[tuple[int, Path]]] = field(default_factory=dict)
+    compacted: list[Path] = field(default_factory=list)
+    manifests: list[tuple[int, Path]] = field(default_factory=list)
+    temps: list[Path] = field(default_factory=list)
+    strays: list[Path] = field(default_factory=list)
+
+
+def list_files(root: Path) -> Listing:
+    """Classify every file under ``<root>/events``; unknown names are strays."""
+    out = Listing()
+    events = root / EVENTS
+    if not events.is_dir():
+        return out
+    for sub in sorted(events.iterdir()):
+        if not sub.is_dir():
+            (out.temps if sub.name.startswith(TMP_PREFIX) else out.strays).append(sub)
+            continue
+        for f in sorted(sub.iterdir()):
+            _classify(out, sub.name, f)
+    return out
+
+
+def _classify(out: Listing, dirname: str, f: Path) -> None:
+    name = f.name
+    if name.startswith(TMP_PREFIX):
+        out.temps.append(f)
+    elif dirname == COMPACTED and COMPACTED_RE.fullmatch(name):
+        out.compacted.append(f)
+    elif dirname == MANIFESTS and (m := MANIFEST_RE.fullmatch(name)):
+        out.manifests.append((int(m[1]), f))
+    elif dirname not in (COMPACTED, MANIFESTS) and WRITER_RE.fullmatch(dirname):
+        if m := SEGMENT_RE.fullmatch(name):
+            out.segments.setdefault(dirname, []).append((int(m[1]), int(m[2]), f))
+        elif m := LIVE_RE.fullmatch(name):
+            out.live.setdefault(dirname, []).append((int(m[1]), f))
+        else:
+            out.strays.append(f)
+    else:
+        out.strays.append(f)
+
+
+def read_manifest(path: Path) -> list[ManifestEntry]:
+    """Parse a manifest; raises :class:`CorruptError` naming it."""
+    doc = read_json(path)
+    try:
+        return [
+            ManifestEntry(
+                str(e["file"]), int(e["rows"]), tuple(Unit.from_json(u) for u in e["units"])
+            )
+            for e in doc["segments"]
+        ]
+    except (KeyError, TypeError, ValueError):
+        raise CorruptError("manifest is malformed", path=path) from None
+
+
+def latest_manifest(listing: Listing) -> tuple[int, list[ManifestEntry]]:
+    """The highest-numbered manifest (0 and nothing if none)."""
+    if not listing.manifests:
+        return 0, []
+    number, path = max(listing.manifests)
+    return number, read_manifest(path)
+
+
+def covered_units(entries: list[ManifestEntry]) -> set[tuple[str, int, int]]:
+    """(writer, first, last) of every unit the manifest's segments contain."""
+    return {(u.writer, u.first, u.last) for e in entries for u in e.units}
+
+
+def read_all(root: Path) -> tuple[pa.Table, list[str]]:
+    """Every event of the ledger, deduplicated by ``event_id`` and ordered.
+
+    Returns the table (with a ``_src`` column indexing the returned file names) and
+    the file names. Retries when a file vanishes under a concurrent seal or compaction.
+    """
+    for _ in range(RETRIES):
+        try:
+            return _read_once(root)
+        except FileNotFoundError:
+            continue
+    raise LedgerError(
+        f"event files kept vanishing during {RETRIES} reads",
+        path=root / EVENTS,
+        fix="retry; is a compaction looping?",
+    )
+
+
+def _read_once(root: Path) -> tuple[pa.Table, list[str]]:
+    listing = list_files(root)
+    _, entries = latest_manifest(listing)
+    covered = covered_units(entries)
+    tables: list[pa.Table] = []
+    names: list[str] = []
+
+    def add(table: pa.Table, path: Path) -> None:
+        if table.num_rows:
+            src = pa.array([len(names)] * table.num_rows, pa.int32())
+            tables.append(table.append_column("_src", src))
+        names.append(str(path))
+
+    events = root / EVENTS
+    for entry in entries:
+        table, _ = read_segment(events / entry.file)
+        add(table, events / entry.file)
+    for writer, segs in listing.segments.items():
+        for first, last, path in segs:
+            if (writer, first, last) not in covered:
+                add(read_segment(path)[0], path)
+    for lives in listing.live.values():
+        for _, path in lives:
+            batches, _, _ = read_live(path)
+            add(pa.Table.from_batches(batches, SCHEMA), path)
+    return dedup_sort(tables), names
+
+
+def dedup_sort(tables: list[pa.Table]) -> pa.Table:
+    """Concatenate, order by (time, writer, seq) and drop repeated ``event_id`` rows.
+
+    Copies of one record share time, writer and seq, so after the sort they are
+    adjacent and one vectorized comparison removes them.
+    """
+    if not tables:
+        return SCHEMA.empty_table().append_column("_src", pa.array([], pa.int32()))
+    table = pa.concat_tables(tables)
+    table = table.take(pc.sort_indices(table, sort_keys=[*SORT_KEYS, ("event_id", "ascending")]))
+    n = table.num_rows
+    if n < 2:
+        return table
+    ids = table.column("event_id").combine_chunks()
+    differs = pc.not_equal(ids.slice(1), ids.slice(0, n - 1))
+    if pc.all(differs).as_py():
+        return table
+    keep = pa.concat_arrays([pa.array([True]), differs])
+    return table.filter(keep)

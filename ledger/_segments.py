@@ -1,0 +1,171 @@
+"""Reading and writing the two event file kinds: live logs and sealed segments.
+
+A live log is an Arrow IPC stream: a schema message then record-batch messages, each
+written with one ``write``. A process killed mid-write leaves at most one torn message
+at the end, and :func:`read_live` returns every complete batch before it. A sealed
+segment is a Parquet file written temp → fsync → rename whose key-value metadata
+carries its hash-chain units.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from aka_ledger._envelope import SCHEMA
+from aka_ledger._errors import CorruptError, LedgerError
+from aka_ledger._fs import Unit, fsync_dir, tmp_name
+
+SEGMENT_META_KEY = b"aka.segment"
+HEADER = SCHEMA.serialize().to_pybytes()
+
+
+def read_live(path: Path) -> tuple[list[pa.RecordBatch], int, int]:
+    """Complete batches of a live log, the byte offset where they end, and the file size.
+
+    Raises:
+        FileNotFoundError: the file vanished (sealed meanwhile); callers retry.
+        CorruptError: the file is not a live log of this schema.
+    """
+    data = path.read_bytes()
+    return parse_live(data, path)
+
+
+def parse_live(data: bytes, path: Path) -> tuple[list[pa.RecordBatch], int, int]:
+    """:func:`read_live` over bytes already read."""
+    if len(data) < len(HEADER):
+        if HEADER.startswith(data):
+            return [], 0, len(data)
+        raise CorruptError("not a live log (bad header)", path=path)
+    if not data.startswith(HEADER):
+        raise CorruptError(
+            "not a live log of this schema (bad header)",
+            path=path,
+            fix="move the file out of the ledger directory",
+        )
+    reader = pa.BufferReader(data)
+    reader.seek(len(HEADER))
+    batches: list[pa.RecordBatch] = []
+    end = len(HEADER)
+    while end < len(data):
+        try:
+            msg = pa.ipc.read_message(reader)
+            batch = pa.ipc.read_record_batch(msg, SCHEMA)
+        except (OSError, pa.ArrowInvalid, EOFError):
+            break  # torn tail: everything before it is complete
+        batches.append(batch)
+        end = reader.tell()
+    return batches, end, len(data)
+
+
+class LiveLog:
+    """The append side of one live log, owned by one writer (which holds its flock)."""
+
+    def __init__(self, path: Path, first: int, *, new: bool) -> None:
+        import fcntl
+
+        self.path = path
+        self.first = first
+        flags = os.O_RDWR | os.O_CREAT | (os.O_EXCL if new else 0)
+        try:
+            self.fd = os.open(path, flags, 0o644)
+        except PermissionError as exc:
+            raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise LedgerError(
+                "live log is locked by another process (writer id in use)",
+                path=path,
+                fix="give each process its own writer_id (the default is unique)",
+            ) from None
+        if new:
+            os.write(self.fd, HEADER)
+        self.size = os.fstat(self.fd).st_size
+
+    def recover(self) -> list[pa.RecordBatch]:
+        """Read complete batches and cut off a torn tail (we hold the lock)."""
+        data = os.pread(self.fd, self.size, 0)
+        batches, end, size = parse_live(data, self.path)
+        if end < len(HEADER):
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, HEADER, 0)
+            end = len(HEADER)
+        elif end < size:
+            os.ftruncate(self.fd, end)
+        os.fsync(self.fd)
+        self.size = end
+        return batches
+
+    def write(self, batch: pa.RecordBatch, *, durable: bool) -> None:
+        """Append one batch with a single write; fsync if ``durable``."""
+        buf = batch.serialize()
+        n = os.pwrite(self.fd, buf, self.size)
+        if n != buf.size:  # a short write on a full disk; never leave it half written
+            os.ftruncate(self.fd, self.size)
+            raise LedgerError("short write (disk full?)", path=self.path)
+        self.size += n
+        if durable:
+            os.fsync(self.fd)
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing releases the flock
+            self.fd = -1
+
+
+def write_segment(path: Path, table: pa.Table, units: list[Unit], *, tag: str) -> None:
+    """Write a Parquet segment durably: temp → fsync → rename → fsync directory."""
+    meta = {SEGMENT_META_KEY: json.dumps({"units": [u.to_json() for u in units]}).encode()}
+    table = table.replace_schema_metadata(meta)
+    tmp = path.parent / tmp_name(tag)
+    try:
+        pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 20)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except PermissionError as exc:
+        tmp.unlink(missing_ok=True)
+        raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
+    fsync_dir(path.parent)
+
+
+def read_segment(path: Path) -> tuple[pa.Table, list[Unit]]:
+    """A segment's rows and hash-chain units.
+
+    Raises:
+        FileNotFoundError: it vanished (compacted meanwhile); callers retry.
+        CorruptError: it does not parse, has another schema, or lacks its units.
+    """
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        if not path.exists():
+            raise FileNotFoundError(path) from None
+        raise CorruptError(
+            f"segment does not parse ({exc})",
+            path=path,
+            fix="restore it from a backup or a replica; `aka ledger verify` lists the damage",
+        ) from None
+    meta = table.schema.metadata or {}
+    table = table.replace_schema_metadata(None)
+    if table.schema != SCHEMA:
+        raise CorruptError("segment has an unexpected schema", path=path)
+    try:
+        units = [Unit.from_json(u) for u in json.loads(meta[SEGMENT_META_KEY])["units"]]
+    except (KeyError, ValueError, TypeError):
+        raise CorruptError("segment lacks its hash-chain metadata", path=path) from None
+    return table, units

@@ -1,0 +1,255 @@
+"""``verify``: check everything recorded and report each problem with its file.
+
+Checks, in order: the directory's format, stray and leftover files, every segment and
+manifest parses, every record hashes to its ``event_id``, every payload decodes with
+the registry, each writer's hash chain holds over its sealed units, no writer has a
+sequence gap or two different events under one sequence number, and every digest an
+event references exists in the content store and hashes right. Verify only reads.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from aka_ledger._envelope import SCHEMA, decode, event_id
+from aka_ledger._errors import LedgerError
+from aka_ledger._fs import CAS, COMPACTED, EVENTS, META_FILE, Unit, chain_hash, ensure_root
+from aka_ledger._scan import covered_units, latest_manifest, list_files, read_manifest
+from aka_ledger._segments import read_live, read_segment
+
+if TYPE_CHECKING:
+    from aka_ledger._ledger import Ledger, Problem
+
+_HEX = set("0123456789abcdef")
+
+
+class _Report:
+    def __init__(self) -> None:
+        from aka_ledger._ledger import Problem
+
+        self._problem = Problem
+        self.problems: list[Problem] = []
+
+    def add(self, path: object, message: str) -> None:
+        self.problems.append(self._problem(str(path), message))
+
+
+def verify(ledger: Ledger) -> list[Problem]:
+    """All problems found (empty if the ledger is sound)."""
+    report = _Report()
+    if ledger.root is None:
+        table, names = ledger.table()
+        _check_rows(report, ledger, table, names[0])
+        _check_digests(report, ledger, {d: names[0] for d in _digests(table)})
+        return report.problems
+    root = ledger.root
+    try:
+        ensure_root(root, create=False)
+    except LedgerError as exc:
+        report.add(exc.path or root, exc.message)
+        return report.problems
+    tables: list[pa.Table] = []
+    units: list[tuple[Unit, pa.Table, str]] = []
+    _check_files(report, ledger, root, tables, units)
+    _check_chains(report, units)
+    _check_sequences(report, tables)
+    referenced: dict[str, str] = {}
+    for t in tables:
+        src = str(t.schema.metadata[b"src"].decode()) if t.schema.metadata else "?"
+        for d in _digests(t):
+            referenced.setdefault(d, src)
+    _check_digests(report, ledger, referenced)
+    _check_cas_layout(report, root / CAS)
+    return report.problems
+
+
+def _check_files(
+    report: _Report,
+    ledger: Ledger,
+    root: Path,
+    tables: list[pa.Table],
+    units: list[tuple[Unit, pa.Table, str]],
+) -> None:
+    """Parse every event file; collect the current ones' rows and chain units."""
+    for entry in sorted(root.iterdir()):
+        if entry.name not in (META_FILE, EVENTS, CAS):
+            report.add(entry, "stray file: not part of a ledger; move it out of the directory")
+    listing = list_files(root)
+    for path in listing.strays:
+        report.add(path, "stray file: not part of a ledger; move it out of the directory")
+    for path in listing.temps:
+        report.add(path, "leftover temporary file of an interrupted write; safe to delete")
+    for _, path in listing.manifests:
+        try:
+            read_manifest(path)
+        except LedgerError as exc:
+            report.add(path, exc.message)
+    try:
+        _, entries = latest_manifest(listing)
+    except LedgerError:
+        entries = []
+    covered = covered_units(entries)
+    current = {str(root / EVENTS / e.file) for e in entries}
+    for e in entries:
+        if not (root / EVENTS / e.file).exists():
+            report.add(root / EVENTS / e.file, "listed in the latest manifest but missing")
+    paths = [p for segs in listing.segments.values() for _, _, p in segs] + listing.compacted
+    for path in paths:
+        try:
+            table, file_units = read_segment(path)
+        except (LedgerError, FileNotFoundError) as exc:
+            report.add(path, getattr(exc, "message", "vanished while verifying"))
+            continue
+        w = path.parent.name
+        if w == COMPACTED:
+            is_current = str(path) in current
+        else:
+            is_current = any((w, u.first, u.last) not in covered for u in file_units)
+        if is_current:
+            _take(report, ledger, table, str(path), tables)
+            units += [(u, table, str(path)) for u in file_units]
+    for lives in listing.live.values():
+        for _, path in lives:
+            try:
+                batches, _, _ = read_live(path)
+            except (LedgerError, FileNotFoundError) as exc:
+                report.add(path, getattr(exc, "message", "vanished while verifying"))
+                continue
+            _take(report, ledger, pa.Table.from_batches(batches, SCHEMA), str(path), tables)
+
+
+def _take(report: _Report, ledger: Ledger, table: pa.Table, path: str, out: list[pa.Table]) -> None:
+    _check_rows(
+        report, ledger, table.append_column("_src", pa.array([0] * len(table), pa.int32())), path
+    )
+    out.append(table.replace_schema_metadata({b"src": path.encode()}))
+
+
+def _check_rows(report: _Report, ledger: Ledger, table: pa.Table, path: str) -> None:
+    """Every row hashes to its id and decodes with the registry."""
+    c = {
+        n: table.column(n).to_pylist()
+        for n in (
+            "event_id",
+            "writer_id",
+            "seq",
+            "run_id",
+            "attempt_key",
+            "type",
+            "version",
+            "payload",
+        )
+    }
+    for i, eid in enumerate(c["event_id"]):
+        expect = event_id(
+            c["writer_id"][i],
+            c["seq"][i],
+            c["run_id"][i],
+            c["attempt_key"][i],
+            c["type"][i],
+            c["version"][i],
+            c["payload"][i],
+        )
+        if expect != eid:
+            report.add(
+                path,
+                f"event {eid} (writer {c['writer_id'][i]}, seq {c['seq'][i]}) "
+                "does not hash to its id: the record was altered",
+            )
+            return
+    try:
+        decode(table, ledger.registry, [path])
+    except LedgerError as exc:
+        report.add(path, exc.message)
+
+
+def _check_chains(report: _Report, units: list[tuple[Unit, pa.Table, str]]) -> None:
+    """Each writer's sealed units link up from seq 0 and hash to their stored chain."""
+    by_writer: dict[str, list[tuple[Unit, pa.Table, str]]] = defaultdict(list)
+    for item in units:
+        by_writer[item[0].writer].append(item)
+    for writer, items in sorted(by_writer.items()):
+        items.sort(key=lambda x: x[0].first)
+        prev, expect_first = "", 0
+        seen: set[tuple[int, int]] = set()
+        for unit, table, path in items:
+            if (unit.first, unit.last) in seen:
+                continue  # the same unit in two current files (compaction mid-way)
+            seen.add((unit.first, unit.last))
+            if unit.first != expect_first or unit.prev != prev:
+                report.add(path, f"hash chain of writer {writer} broken at seq {unit.first}")
+            mask = pc.and_(
+                pc.equal(table.column("writer_id"), writer),
+                pc.and_(
+                    pc.greater_equal(table.column("seq"), unit.first),
+                    pc.less_equal(table.column("seq"), unit.last),
+                ),
+            )
+            rows = table.filter(mask).sort_by("seq")
+            if chain_hash(unit.prev, rows.column("event_id").to_pylist()) != unit.chain:
+                report.add(
+                    path,
+                    f"seq {unit.first}..{unit.last} of writer {writer} does not "
+                    "match its hash chain: events were removed or altered",
+                )
+            prev, expect_first = unit.chain, unit.last + 1
+
+
+def _check_sequences(report: _Report, tables: list[pa.Table]) -> None:
+    """No writer skips a sequence number, and no number holds two different events."""
+    if not tables:
+        return
+    cols = ["writer_id", "seq", "event_id"]
+    rows = pa.concat_tables([t.select(cols).replace_schema_metadata(None) for t in tables])
+    uniq = rows.group_by(cols).aggregate([])
+    per_seq = uniq.group_by(["writer_id", "seq"]).aggregate([("event_id", "count")])
+    dup = per_seq.filter(pc.greater(per_seq.column("event_id_count"), 1))
+    for w, s in zip(
+        dup.column("writer_id").to_pylist(), dup.column("seq").to_pylist(), strict=True
+    ):
+        report.add(f"events/{w}", f"two different events with seq {s}")
+    stats = per_seq.group_by("writer_id").aggregate(
+        [("seq", "min"), ("seq", "max"), ("seq", "count")]
+    )
+    for w, lo, hi, n in zip(
+        *(stats.column(k).to_pylist() for k in ("writer_id", "seq_min", "seq_max", "seq_count")),
+        strict=True,
+    ):
+        if lo != 0 or hi - lo + 1 != n:
+            report.add(f"events/{w}", f"sequence gap: {hi + 1 - n} of seq 0..{hi} missing")
+
+
+def _digests(table: pa.Table) -> set[str]:
+    return set(pc.list_flatten(table.column("digests")).to_pylist())
+
+
+def _check_digests(report: _Report, ledger: Ledger, referenced: dict[str, str]) -> None:
+    """Every referenced blob exists and hashes right; every stored blob hashes right."""
+    cas = ledger.cas
+    for digest, path in sorted(referenced.items()):
+        if not cas.exists(digest):
+            report.add(path, f"references {digest}, which is not in the content store")
+    for digest in cas.digests():
+        if not cas.hashes_right(digest):
+            report.add(cas.path(digest) or digest, "blob does not hash to its name (corrupted)")
+
+
+def _check_cas_layout(report: _Report, cas_root: Path) -> None:
+    if not cas_root.is_dir():
+        return
+    for sub in sorted(cas_root.iterdir()):
+        if sub.name == "tmp" and sub.is_dir():
+            for f in sorted(sub.iterdir()):
+                report.add(f, "leftover temporary file of an interrupted put; safe to delete")
+            continue
+        if not sub.is_dir() or len(sub.name) != 2 or not set(sub.name) <= _HEX:
+            report.add(sub, "stray file: not part of a ledger; move it out of the directory")
+            continue
+        for f in sorted(sub.iterdir()):
+            if len(f.name) != 62 or not set(f.name) <= _HEX or not f.is_file():
+                report.add(f, "stray file in the content store; move it out")

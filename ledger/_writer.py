@@ -1,0 +1,184 @@
+"""One process's append side of a file-backed ledger.
+
+A writer owns ``events/<writer_id>/``: it appends record batches to its live log
+(holding an flock on it), seals the log into a Parquet segment when it grows or on
+request, and chains each sealed unit to the previous one. Reopening with the same
+writer id after a crash recovers the live log's complete batches and continues the
+sequence; nothing another writer wrote is ever touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from aka_ledger._envelope import SCHEMA
+from aka_ledger._errors import CorruptError, LedgerError
+from aka_ledger._fs import (
+    CAS,
+    EVENTS,
+    TMP_PREFIX,
+    Unit,
+    chain_hash,
+    fsync_dir,
+    live_name,
+    segment_name,
+)
+from aka_ledger._scan import RETRIES, latest_manifest, list_files
+from aka_ledger._segments import SEGMENT_META_KEY, LiveLog, write_segment
+
+
+def sealed_tail(root: Path, writer_id: str) -> Unit | None:
+    """The last sealed unit of ``writer_id``, from its segments and the manifest.
+
+    Retries when a segment vanishes under a concurrent compaction (which commits its
+    manifest, covering the segment, before deleting it).
+    """
+    for _ in range(RETRIES):
+        try:
+            return _sealed_tail_once(root, writer_id)
+        except FileNotFoundError:
+            continue
+    raise LedgerError("segments kept vanishing while reading", path=root / EVENTS / writer_id)
+
+
+def _sealed_tail_once(root: Path, writer_id: str) -> Unit | None:
+    listing = list_files(root)
+    best: Unit | None = None
+    _, entries = latest_manifest(listing)
+    for entry in entries:
+        for unit in entry.units:
+            if unit.writer == writer_id and (best is None or unit.last > best.last):
+                best = unit
+    for _, last, path in listing.segments.get(writer_id, []):
+        if best is not None and last <= best.last:
+            continue
+        try:
+            meta = pq.read_schema(path).metadata or {}
+            units = [Unit.from_json(u) for u in json.loads(meta[SEGMENT_META_KEY])["units"]]
+        except FileNotFoundError:
+            raise
+        except Exception:
+            if not path.exists():
+                raise FileNotFoundError(path) from None
+            raise CorruptError(
+                "segment metadata unreadable; cannot continue this writer's chain",
+                path=path,
+                fix="run `aka ledger verify`",
+            ) from None
+        best = max(units, key=lambda u: u.last)
+    return best
+
+
+class FileWriter:
+    """Appends, syncs and seals the live log of one writer."""
+
+    def __init__(self, root: Path, writer_id: str, *, seal_rows: int | None) -> None:
+        self.root = root
+        self.writer_id = writer_id
+        self.dir = root / EVENTS / writer_id
+        self.seal_rows = seal_rows
+        self.live: LiveLog | None = None
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.next_seq = 0
+        self.last_time_us = 0
+        self.prev_chain = ""
+        if self.dir.exists():
+            self._recover()
+
+    def _recover(self) -> None:
+        """Continue after a crash: drop temps, drop sealed live logs, reopen the rest."""
+        for tmp in self.dir.glob(f"{TMP_PREFIX}*"):
+            tmp.unlink(missing_ok=True)
+        for tmp in (self.root / CAS / "tmp").glob(f"{TMP_PREFIX}{self.writer_id}-*"):
+            tmp.unlink(missing_ok=True)
+        tail = sealed_tail(self.root, self.writer_id)
+        if tail is not None:
+            self.next_seq, self.prev_chain = tail.last + 1, tail.chain
+        lives = sorted(self.dir.glob("live-*.arrows"))
+        for path in lives:
+            first = int(path.name[5:17])
+            log = LiveLog(path, first, new=False)
+            batches = log.recover()
+            rows = sum(b.num_rows for b in batches)
+            if first + max(rows, 1) - 1 < self.next_seq:
+                log.close()  # already sealed before the crash
+                path.unlink(missing_ok=True)
+                continue
+            if first != self.next_seq or self.live is not None:
+                log.close()
+                raise CorruptError(
+                    f"live log starts at seq {first} but the writer's sealed history ends "
+                    f"at {self.next_seq - 1}",
+                    path=path,
+                    fix="run `aka ledger verify`; use a new writer id to keep appending",
+                )
+            self.live = log
+            self.pending = batches
+            self.pending_rows = rows
+            self.next_seq = first + rows
+            if rows:
+                times = batches[-1].column("time").cast(pa.int64())
+                self.last_time_us = times[len(times) - 1].as_py()
+        fsync_dir(self.dir)
+
+    def _ensure_live(self) -> LiveLog:
+        if self.live is None:
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise LedgerError(
+                    f"cannot create the writer directory: {exc.strerror}",
+                    path=self.dir,
+                    fix="make the ledger directory writable",
+                ) from None
+            self.live = LiveLog(self.dir / live_name(self.next_seq), self.next_seq, new=True)
+            fsync_dir(self.dir)
+        return self.live
+
+    def write(self, batch: pa.RecordBatch, *, durable: bool) -> None:
+        """Append a batch whose seqs start at ``next_seq``; seal if the log is big."""
+        live = self._ensure_live()
+        live.write(batch, durable=durable)
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        self.next_seq += batch.num_rows
+        if self.seal_rows is not None and self.pending_rows >= self.seal_rows:
+            self.seal()
+
+    def sync(self) -> None:
+        if self.live is not None:
+            self.live.sync()
+
+    def seal(self) -> None:
+        """Seal the live log into a segment, then delete the log (in that order)."""
+        live = self.live
+        if live is None:
+            return
+        if self.pending_rows:
+            table = pa.Table.from_batches(self.pending, SCHEMA)
+            first, last = live.first, self.next_seq - 1
+            ids = table.column("event_id").to_pylist()
+            unit = Unit(
+                self.writer_id, first, last, self.prev_chain, chain_hash(self.prev_chain, ids)
+            )
+            write_segment(self.dir / segment_name(first, last), table, [unit], tag=self.writer_id)
+            self.prev_chain = unit.chain
+        live.close()
+        live.path.unlink(missing_ok=True)
+        fsync_dir(self.dir)
+        self.live = None
+        self.pending, self.pending_rows = [], 0
+
+    def close(self) -> None:
+        """Seal what is pending and release the live log."""
+        with contextlib.suppress(FileNotFoundError):
+            self.seal()
+        if self.live is not None:
+            self.live.close()
+            self.live = None
