@@ -31,3 +31,55 @@ class OutputFormat(enum.StrEnum):
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
 ]
+
+
+def open_ledger(path: Path, *, create: bool = False):  # type: ignore[no-untyped-def]
+    """Open the ledger at ``path`` with the arena's event types registered.
+
+    Raises:
+        NotFoundError: ``create`` is False and there is no ledger there.
+    """
+    from aka.errors import NotFoundError
+    from aka.events import REGISTRY
+    from aka_ledger import Ledger
+
+    if not create and not path.is_dir():
+        raise NotFoundError(
+            "no ledger here",
+            where=str(path),
+            fix="pass --ledger DIR (or set AKA_LEDGER), or run `aka run` first",
+        )
+    return Ledger.open(path, registry=REGISTRY, create=create)
+
+
+def emit_rows(
+    rows: list[dict[str, object]], fmt: OutputFormat, *, title: str | None = None
+) -> None:
+    """Print rows as a rich table, JSON or CSV: the one renderer every read command uses."""
+    import csv
+    import json
+    import sys
+
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if fmt is OutputFormat.csv:
+        if rows:
+            writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    for col in rows[0] if rows else []:
+        table.add_column(str(col), overflow="fold")
+    for row in rows:
+        table.add_row(
+            *(
+                "" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+                for v in row.values()
+            )
+        )
+    Console(width=200).print(table)

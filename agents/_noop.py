@@ -1,0 +1,19 @@
+"""The ``noop`` agent: submits the starting sources unchanged (the A/A control)."""
+
+from __future__ import annotations
+
+from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSink, register_agent
+
+
+@register_agent("noop")
+class NoopAgent:
+    """Does nothing, so its score measures the baseline against itself."""
+
+    name = "noop"
+
+    def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
+        """Leave the workspace as it is."""
+        sink.emit(AgentItem(kind="log", text="noop: submitting the starting sources unchanged"))
+        return AgentOutcome(
+            status="ok", exit_code=0, model=None, tokens_in=0, tokens_out=0, cost_usd=0.0
+        )

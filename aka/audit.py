@@ -1,0 +1,103 @@
+"""Audit: from a score down to the exact bytes that were evaluated, checked against the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import blake3
+
+from aka import events as ev
+from aka.errors import NotFoundError
+from aka_ledger import Ledger
+
+
+@dataclass(frozen=True)
+class AuditedFile:
+    """One file behind a score, with its digest re-checked."""
+
+    role: str
+    path: str
+    digest: str
+    size: int
+    verified: bool
+
+
+@dataclass
+class Audit:
+    """Everything behind one attempt's final score."""
+
+    run_id: str
+    attempt_key: str
+    score: ev.Scored
+    evaluation: ev.EvaluationStarted
+    diff: str | None
+    files: list[AuditedFile] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every file's bytes hash to the digest the events recorded."""
+        return all(f.verified for f in self.files)
+
+
+def _verify(ledger: Ledger, digest: str) -> bool:
+    try:
+        data = ledger.cas.get(digest)
+    except Exception:
+        return False
+    return f"b3:{blake3.blake3(data).hexdigest()}" == digest
+
+
+def find_final(
+    ledger: Ledger, attempt: str, run_id: str | None
+) -> tuple[str, str, ev.Scored, ev.EvaluationStarted]:
+    """Locate an attempt's final score by attempt key (optionally within a run) or eval id."""
+    envs = ledger.events(run_id=run_id, types=["Scored", "EvaluationStarted"])
+    starts = {e.payload.eval_id: e for e in envs if isinstance(e.payload, ev.EvaluationStarted)}
+    for e in envs:
+        p = e.payload
+        if (
+            isinstance(p, ev.Scored)
+            and p.purpose == "final"
+            and attempt in (e.attempt_key, p.eval_id)
+        ):
+            start = starts[p.eval_id].payload
+            assert isinstance(start, ev.EvaluationStarted)
+            return e.run_id, e.attempt_key or "", p, start
+    raise NotFoundError(
+        f"no scored attempt {attempt!r}" + (f" in run {run_id!r}" if run_id else ""),
+        where=str(ledger.root),
+        fix="use an attempt key from `aka report RUN --format json` (column attempt_key)",
+    )
+
+
+def audit(ledger: Ledger, attempt: str, *, run_id: str | None = None) -> Audit:
+    """Collect and verify the candidate, task and harness files behind a score."""
+    rid, key, scored, start = find_final(ledger, attempt, run_id)
+    diff = None
+    for e in ledger.events(run_id=rid, types=["CandidateCaptured"]):
+        p = e.payload
+        if (
+            e.attempt_key == key
+            and isinstance(p, ev.CandidateCaptured)
+            and p.tree == start.candidate
+        ):
+            diff = ledger.cas.get(p.diff).decode(errors="replace")
+    result = Audit(run_id=rid, attempt_key=key, score=scored, evaluation=start, diff=diff)
+    for role, tree in (
+        ("candidate", start.candidate),
+        ("task", start.task),
+        ("harness", start.harness),
+    ):
+        for entry in ledger.cas.read_tree(tree):
+            result.files.append(
+                AuditedFile(
+                    role, entry.path, entry.digest, entry.size, _verify(ledger, entry.digest)
+                )
+            )
+    return result
+
+
+def export_candidate(ledger: Ledger, a: Audit, dest: Path) -> None:
+    """Write the evaluated candidate files into ``dest`` (for ``replay`` or inspection)."""
+    ledger.cas.materialize(a.evaluation.candidate, dest)

@@ -1,0 +1,174 @@
+"""``aka run``, ``aka resume``, ``aka report``, ``aka status``, ``aka audit``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from aka import events as ev
+from aka.cli._app import app
+from aka.cli._common import (
+    DEFAULT_LEDGER,
+    FormatOpt,
+    LedgerOpt,
+    OutputFormat,
+    emit_rows,
+    open_ledger,
+)
+from aka.core import AttemptPlan
+
+
+class _Bar:
+    """A rich progress bar fed by the orchestrator's progress callback."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.task_id: object = None
+
+    def __call__(self, p: AttemptPlan, scored: ev.Scored | None, i: int, total: int) -> None:
+        if self.task_id is None:
+            self.task_id = self.progress.add_task("attempts", total=total)
+        what = "error" if scored is None else f"score {scored.score:.1f}"
+        self.progress.update(
+            self.task_id, completed=i, total=total, description=f"{p.task} [{p.arm}] {what}"
+        )  # type: ignore[arg-type]
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=False,
+    )
+
+
+@app.command()
+def run(
+    config: Annotated[Path, typer.Argument(help="Run config (YAML).")],
+    label: Annotated[str | None, typer.Option(help="Override the config's label.")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Use this run id.")] = None,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """Run every task with every arm; each step becomes an event in the ledger."""
+    from aka.orchestrator import run as run_
+
+    led = open_ledger(ledger, create=True)
+    with _progress() as progress:
+        rid = run_(led, config, label=label, run_id=run_id, progress=_Bar(progress))
+    led.close()
+    typer.echo(f"run {rid} finished; `aka report {rid}` shows the results")
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (or a unique prefix).")] = None,
+    latest: Annotated[bool, typer.Option("--latest", help="Resume the most recent run.")] = False,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """Finish a run: read → fold → plan → the same loop as `aka run`."""
+    from aka.errors import InputError
+    from aka.orchestrator import drive
+    from aka.report import resolve_run
+
+    if (run_id is None) == (not latest):
+        raise InputError("give a RUN_ID or --latest (not both)", fix="e.g. `aka resume --latest`")
+    led = open_ledger(ledger)
+    rid = resolve_run(led, None if latest else run_id)
+    with _progress() as progress:
+        state = drive(led, rid, progress=_Bar(progress))
+    led.close()
+    n = sum(1 for a in state.attempts.values() if a.score is not None)
+    typer.echo(f"run {rid}: {n}/{len(state.attempts)} attempts scored")
+
+
+@app.command()
+def report(
+    run: Annotated[
+        str | None, typer.Argument(help="Run id, prefix or label (default: latest).")
+    ] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """One row per attempt: compiled, correct, speedup, score, candidate digest, error."""
+    from aka.report import attempt_rows, resolve_run
+
+    led = open_ledger(ledger)
+    rid = resolve_run(led, run)
+    rows = attempt_rows(led, rid)
+    if fmt is OutputFormat.table:
+        for r in rows:
+            r["candidate"] = (r["candidate"] or "")[:15]
+            r["error"] = (r["error"] or "")[:60]
+            r.pop("attempt_key")
+    emit_rows(rows, fmt, title=f"run {rid}")
+
+
+@app.command()
+def status(
+    run: Annotated[str | None, typer.Argument(help="Run id (default: every run).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """Runs with their progress (scored / planned)."""
+    from aka.report import resolve_run, run_rows
+
+    led = open_ledger(ledger)
+    rows = run_rows(led)
+    if run is not None:
+        rid = resolve_run(led, run)
+        rows = [r for r in rows if r["run_id"] == rid]
+    emit_rows(rows, fmt, title="runs")
+
+
+@app.command()
+def audit(
+    attempt: Annotated[
+        str, typer.Argument(help="Attempt key (from `aka report --format json`) or eval id.")
+    ],
+    run: Annotated[str | None, typer.Option("--run", help="Run the attempt belongs to.")] = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Print the candidate's diff.")] = False,
+    export: Annotated[
+        Path | None, typer.Option("--export", help="Write the candidate files here.")
+    ] = None,
+    fmt: FormatOpt = OutputFormat.table,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """The exact files behind a score, each re-hashed against the content store."""
+    from aka.audit import audit as audit_
+    from aka.audit import export_candidate
+    from aka.report import resolve_run
+
+    led = open_ledger(ledger)
+    rid = resolve_run(led, run) if run else None
+    a = audit_(led, attempt, run_id=rid)
+    s = a.score
+    typer.echo(
+        f"run {a.run_id} attempt {a.attempt_key}: score {s.score:.2f} ({s.policy} v{s.policy_version}), compiled={s.compiled} correct={s.correct} speedup={s.speedup}"
+    )
+    typer.echo(
+        f"candidate {a.evaluation.candidate}  task {a.evaluation.task}  harness {a.evaluation.harness}  device {a.evaluation.device}"
+    )
+    rows = [
+        {
+            "role": f.role,
+            "path": f.path,
+            "digest": f.digest,
+            "bytes": f.size,
+            "verified": f.verified,
+        }
+        for f in a.files
+    ]
+    emit_rows(rows, fmt, title="files behind the score")
+    if diff:
+        typer.echo(a.diff or "(no changes)")
+    if export is not None:
+        export_candidate(led, a, export)
+        typer.echo(f"candidate written to {export}")
+    if not a.ok:
+        typer.echo("error: some files do not match their digests", err=True)
+        raise typer.Exit(1)

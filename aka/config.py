@@ -1,0 +1,152 @@
+"""Run configs: what to run, with which arms, how often, where, and how to score.
+
+Validated once at the edge (:func:`load_config`); unknown keys are rejected and every
+error names the file, the field and the fix. Past the loader nothing is a raw dict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from aka.errors import InputError
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArmConfig(_Strict):
+    """One arm of an experiment: an agent and its per-arm overrides."""
+
+    name: str = Field(description="Arm name, unique in the config (e.g. baseline, treatment).")
+    agent: str = Field(description="Agent name (`aka agents list`).")
+    model: str | None = Field(default=None, description="Model override for the agent.")
+    effort: str | None = Field(default=None, description="Reasoning effort override.")
+    max_iterations: int | None = Field(default=None, ge=1, description="Turn/iteration limit.")
+    timeout_seconds: float = Field(default=1800.0, gt=0, description="Wall-clock budget.")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Agent-specific settings (see docs/agents.md)."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME.match(v):
+            raise ValueError("use letters, digits, '_', '.', '-' (no spaces)")
+        return v
+
+
+class TimingSettings(_Strict):
+    """Knobs passed to the timing engine."""
+
+    target_rel_ci: float = Field(
+        default=0.005, gt=0, lt=1, description="Stop at this CI half-width."
+    )
+    max_time_s: float = Field(default=2.0, gt=0, description="Time budget per shape, seconds.")
+    min_samples: int = Field(default=10, ge=3, description="Samples per arm at least.")
+
+
+class ScoringSettings(_Strict):
+    """Which pure scoring policy turns measurements into a score."""
+
+    policy: Literal["agentkernelarena", "log_speedup", "fast_p"] = Field(
+        default="agentkernelarena", description="Scoring policy (docs/scoring.md)."
+    )
+
+
+class RunConfig(_Strict):
+    """A run: tasks × arms × repeats, on one device."""
+
+    label: str = Field(default="run", description="Label shown in reports.")
+    tasks: list[str] = Field(min_length=1, description="Task selectors relative to tasks_root.")
+    tasks_root: str = Field(default="tasks", description="Folder holding the tasks.")
+    arms: list[ArmConfig] = Field(min_length=1, description="One or more arms.")
+    repeats: int = Field(default=1, ge=1, le=1000, description="Attempts per task per arm.")
+    device: str = Field(default="auto", description="'cpu', 'cuda', 'cuda:N' or 'auto'.")
+    scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+    timing: TimingSettings = Field(default_factory=TimingSettings)
+    max_tries: int = Field(default=3, ge=1, le=20, description="Tries per attempt after crashes.")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", v):
+            raise ValueError("use 'auto', 'cpu', 'cuda' or 'cuda:N'")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_arms(self) -> RunConfig:
+        names = [a.name for a in self.arms]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"arm names must be unique; repeated: {dupes}")
+        return self
+
+    def arm(self, name: str) -> ArmConfig:
+        """The arm called ``name``."""
+        for a in self.arms:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def canonical_json(self) -> bytes:
+        """Deterministic JSON of the resolved config (what the ledger stores)."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+
+
+def format_errors(exc: ValidationError) -> str:
+    """One line per pydantic error: ``field 'a.b': message``."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"field '{loc}': {msg}")
+    return "; ".join(lines)
+
+
+def parse_config(raw: object, *, where: str) -> RunConfig:
+    """Validate an already-parsed config mapping."""
+    if not isinstance(raw, dict):
+        raise InputError(
+            "expected a mapping at the top level", where=where, fix="see docs/config.md"
+        )
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError(
+            format_errors(exc), where=where, fix="see docs/config.md for every field"
+        ) from None
+
+
+def load_config(path: Path) -> RunConfig:
+    """Read and validate a YAML or JSON run config.
+
+    Raises:
+        InputError: the file is missing, malformed, or fails validation.
+    """
+    if not path.is_file():
+        raise InputError(
+            "config file not found", where=str(path), fix="pass the path of a YAML config"
+        )
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InputError(
+            f"malformed YAML: {exc}", where=str(path), fix="fix the YAML syntax"
+        ) from None
+    return parse_config(raw, where=str(path))
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON schema of :class:`RunConfig` (published in docs/config.md)."""
+    return RunConfig.model_json_schema()

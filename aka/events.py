@@ -1,0 +1,258 @@
+"""The arena's event vocabulary: one frozen model per event type, all in one module.
+
+Every step of an attempt is one of these, appended to the ledger. Names are past tense;
+``*Started`` events are *intents* written (durably) before a side effect that cannot be
+repeated for free (an agent run, a GPU measurement) and closed by a result event. On
+resume, an intent without its result marks a failed try.
+
+Artifacts are digests (``b3:...``), never paths. Bump a model's ``schema_version`` when
+its fields change and register an upcaster in :data:`REGISTRY`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from aka_ledger import EventModel, EventRegistry
+
+Digest = str
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunStarted(EventModel):
+    """A run began (or was registered before its first attempt)."""
+
+    type: Literal["RunStarted"] = "RunStarted"
+    label: str = Field(description="Human label of the run (from config or --label).")
+    config: Digest = Field(description="Blob of the resolved run config (JSON).")
+    config_path: str = Field(description="Where the config was read from, for people.")
+    tasks: dict[str, Digest] = Field(description="Task key -> tree digest of the task folder.")
+    arms: dict[str, Digest] = Field(description="Arm name -> blob of the resolved arm (JSON).")
+    device: str = Field(description="Device the run evaluates on: 'cpu' or 'cuda[:N]'.")
+    environment: Digest = Field(description="Blob of the environment fingerprint (JSON).")
+    harness: Digest = Field(description="Tree digest of the evaluator's own code.")
+    policy: str = Field(description="Scoring policy name.")
+    aka_version: str = Field(description="aka version that started the run.")
+
+
+class AttemptPlanned(EventModel):
+    """The planner's output: one attempt of one arm on one task (pure, no side effect)."""
+
+    type: Literal["AttemptPlanned"] = "AttemptPlanned"
+    task: str = Field(description="Task key (path under tasks/).")
+    arm: str = Field(description="Arm name.")
+    agent: str = Field(description="Agent name of the arm.")
+    repeat: int = Field(ge=0, description="Repeat index, 0-based.")
+    order: int = Field(ge=0, description="Position in the run's interleaved order.")
+
+
+class AttemptStarted(EventModel):
+    """A try of an attempt began on a worker."""
+
+    type: Literal["AttemptStarted"] = "AttemptStarted"
+    try_no: int = Field(ge=1, description="Try number: 1 first; a retry after a crash is 2, ...")
+    worker: str = Field(description="Worker id (node/device/process).")
+
+
+class WorkspaceMaterialized(EventModel):
+    """The agent's workspace was built from the content store."""
+
+    type: Literal["WorkspaceMaterialized"] = "WorkspaceMaterialized"
+    try_no: int = Field(ge=1, description="Try this belongs to.")
+    tree: Digest = Field(description="Tree digest of the starting workspace.")
+    task: Digest = Field(description="Tree digest of the task folder it came from.")
+
+
+class AgentStarted(EventModel):
+    """Intent: an agent is about to run (a side effect that costs tokens and time)."""
+
+    type: Literal["AgentStarted"] = "AgentStarted"
+    try_no: int = Field(ge=1, description="Try this belongs to.")
+    agent: str = Field(description="Agent name.")
+    arm: Digest = Field(description="Blob of the resolved arm.")
+    prompt: Digest = Field(description="Blob of the exact prompt text.")
+    timeout_seconds: float = Field(description="Budget the agent was given.")
+
+
+class AgentItemRecord(_Part):
+    """One structured item of an agent's stream."""
+
+    kind: str = Field(
+        description="message, thinking, tool_call, tool_result, file_edit, usage, log, error."
+    )
+    text: str = Field(default="", description="Text of the item (truncated to a cap).")
+    data: str = Field(default="{}", description="JSON object with the item's structured fields.")
+
+
+class AgentOutput(EventModel):
+    """A batch of structured output from a running agent."""
+
+    type: Literal["AgentOutput"] = "AgentOutput"
+    try_no: int = Field(ge=1, description="Try this belongs to.")
+    items: list[AgentItemRecord] = Field(description="Items in stream order.")
+
+
+class AgentFinished(EventModel):
+    """Result: the agent run ended."""
+
+    type: Literal["AgentFinished"] = "AgentFinished"
+    try_no: int = Field(ge=1, description="Try this belongs to.")
+    status: Literal["ok", "timeout", "error"] = Field(description="How the agent ended.")
+    exit_code: int | None = Field(default=None, description="Process exit code, if a process.")
+    model: str | None = Field(default=None, description="Model reported by the agent.")
+    tokens_in: int | None = Field(default=None, description="Input tokens, if reported.")
+    tokens_out: int | None = Field(default=None, description="Output tokens, if reported.")
+    cost_usd: float | None = Field(default=None, description="Cost in USD, if reported.")
+    wall_s: float = Field(description="Wall time of the agent run, seconds.")
+    transcript: Digest | None = Field(default=None, description="Blob of the raw transcript.")
+    error: str | None = Field(default=None, description="Error summary, if any.")
+
+
+class CandidateCaptured(EventModel):
+    """The patch produced: the workspace after the agent, as a tree and a diff."""
+
+    type: Literal["CandidateCaptured"] = "CandidateCaptured"
+    try_no: int = Field(ge=1, description="Try this belongs to.")
+    tree: Digest = Field(description="Tree digest of the editable files after the agent.")
+    diff: Digest = Field(description="Blob of the unified diff against the start.")
+    changed: list[str] = Field(description="Editable paths whose content changed.")
+    reused_from: int | None = Field(
+        default=None, description="Try whose candidate this reuses (resume after a crash)."
+    )
+
+
+class EvaluationStarted(EventModel):
+    """Intent: the evaluator is about to measure a candidate."""
+
+    type: Literal["EvaluationStarted"] = "EvaluationStarted"
+    try_no: int = Field(ge=0, description="Try this belongs to (0 outside attempts).")
+    eval_id: str = Field(description="Unique id of this evaluation.")
+    purpose: Literal["final", "self"] = Field(
+        description="'final' scores the attempt; 'self' is the agent's own check (never the score)."
+    )
+    turn: int = Field(default=0, ge=0, description="Self-evaluation number within the try.")
+    candidate: Digest = Field(description="Tree digest of the candidate's editable files.")
+    task: Digest = Field(description="Tree digest of the task folder.")
+    harness: Digest = Field(description="Tree digest of the evaluator code.")
+    device: str = Field(description="Device evaluated on.")
+
+
+class Compiled(EventModel):
+    """The candidate was imported/compiled (first launch for JIT kernels)."""
+
+    type: Literal["Compiled"] = "Compiled"
+    eval_id: str = Field(description="Evaluation this belongs to.")
+    ok: bool = Field(description="Whether it compiled and launched.")
+    error: str | None = Field(default=None, description="First error lines, if it failed.")
+    wall_s: float = Field(description="Seconds spent compiling.")
+
+
+class CaseResult(_Part):
+    """Correctness of one (shape, dtype, seed) trial."""
+
+    shape: dict[str, int] = Field(description="Problem size.")
+    dtype: str = Field(description="Input dtype.")
+    seed: int = Field(description="Input seed.")
+    ok: bool = Field(description="Within tolerance of the reference.")
+    max_abs_err: float | None = Field(default=None, description="Max |candidate - reference|.")
+    error: str | None = Field(default=None, description="Why it failed, if it did.")
+
+
+class CorrectnessChecked(EventModel):
+    """The candidate's outputs were compared with the reference."""
+
+    type: Literal["CorrectnessChecked"] = "CorrectnessChecked"
+    eval_id: str = Field(description="Evaluation this belongs to.")
+    ok: bool = Field(description="Every case within tolerance and no hack flag.")
+    cases: list[CaseResult] = Field(description="One result per trial.")
+    hack_flags: list[str] = Field(default_factory=list, description="Detector names that fired.")
+    evidence: list[str] = Field(
+        default_factory=list, description="Evidence per flag (file:line ...)."
+    )
+
+
+class ShapeTiming(_Part):
+    """Interleaved timing of baseline and candidate on one shape."""
+
+    shape: dict[str, int] = Field(description="Problem size.")
+    dtype: str = Field(description="Dtype timed.")
+    baseline_s: float = Field(description="Baseline median, seconds.")
+    candidate_s: float = Field(description="Candidate median, seconds.")
+    baseline_ci: tuple[float, float] = Field(description="CI of the baseline median.")
+    candidate_ci: tuple[float, float] = Field(description="CI of the candidate median.")
+    speedup: float = Field(description="baseline median / candidate median.")
+    speedup_ci: tuple[float, float] = Field(description="Bootstrap CI of the speedup.")
+    samples: int = Field(description="Samples per arm.")
+    method: str = Field(description="How it was timed (engine, timer, flush, stop rule).")
+    raw: Digest | None = Field(default=None, description="Blob of the raw samples (JSON).")
+
+
+class KernelTimed(EventModel):
+    """Baseline and candidate were timed, interleaved, in one process."""
+
+    type: Literal["KernelTimed"] = "KernelTimed"
+    eval_id: str = Field(description="Evaluation this belongs to.")
+    shapes: list[ShapeTiming] = Field(description="One entry per timed shape.")
+    device: Digest = Field(description="Blob of the device fingerprint (JSON).")
+
+
+class Scored(EventModel):
+    """Result: an evaluation's score, with every component kept for reshaping rewards."""
+
+    type: Literal["Scored"] = "Scored"
+    eval_id: str = Field(description="Evaluation this closes.")
+    try_no: int = Field(ge=0, description="Try this belongs to.")
+    purpose: Literal["final", "self"] = Field(description="Only 'final' is the attempt's score.")
+    compiled: bool = Field(description="The candidate compiled and launched.")
+    correct: bool = Field(description="Every correctness case passed and no hack flag fired.")
+    speedup: float | None = Field(description="Geometric mean of per-shape speedups, if correct.")
+    score: float = Field(description="The policy's score.")
+    policy: str = Field(description="Scoring policy name.")
+    policy_version: int = Field(description="Scoring policy version.")
+    components: dict[str, float] = Field(description="Every number the score was made from.")
+    hack_flags: list[str] = Field(default_factory=list, description="Detectors that fired.")
+    error: str | None = Field(default=None, description="Why it failed, if it did.")
+
+
+class AttemptFinished(EventModel):
+    """A try ended: 'scored' (a final Scored exists) or 'error' (infrastructure failure)."""
+
+    type: Literal["AttemptFinished"] = "AttemptFinished"
+    try_no: int = Field(ge=1, description="Try that ended.")
+    status: Literal["scored", "error"] = Field(description="How it ended.")
+    error: str | None = Field(default=None, description="Error summary for 'error'.")
+
+
+class RunFinished(EventModel):
+    """Every planned attempt has a result (or exhausted its tries)."""
+
+    type: Literal["RunFinished"] = "RunFinished"
+    attempts: int = Field(description="Planned attempts.")
+    scored: int = Field(description="Attempts with a final score.")
+
+
+REGISTRY = EventRegistry(
+    [
+        RunStarted,
+        AttemptPlanned,
+        AttemptStarted,
+        WorkspaceMaterialized,
+        AgentStarted,
+        AgentOutput,
+        AgentFinished,
+        CandidateCaptured,
+        EvaluationStarted,
+        Compiled,
+        CorrectnessChecked,
+        KernelTimed,
+        Scored,
+        AttemptFinished,
+        RunFinished,
+    ]
+)
+"""Every arena event type; pass it to :meth:`aka_ledger.Ledger.open`."""

@@ -1,0 +1,384 @@
+"""The orchestrator: the one I/O shell around the pure core.
+
+It is the only module that touches clocks, agents, the evaluator and the ledger together.
+``aka run`` = :func:`start_run` then :func:`drive`; ``aka resume`` = :func:`drive` on an
+existing run id: read → fold → plan → the same loop. Each attempt try is wrapped at one
+boundary where any exception becomes an ``AttemptFinished(status="error")`` event, so a
+crashing agent or evaluator never loses what was recorded before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import shutil
+import socket
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+from aka import __version__
+from aka import events as ev
+from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSettings, get_agent
+from aka.config import ArmConfig, RunConfig, load_config
+from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, plan
+from aka.errors import InputError, NotFoundError
+from aka.eval import EvalRequest, evaluate, harness_paths
+from aka.tasks import Task, select
+from aka.workspace import TaskCache, capture, materialize_workspace
+from aka_ledger import Ledger
+
+ITEM_BATCH = 64
+ITEM_TEXT_CAP = 8192
+
+
+def resolve_device(device: str) -> str:
+    """'auto' becomes 'cuda' when torch sees a GPU, else 'cpu'."""
+    if device != "auto":
+        return device
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def environment() -> dict[str, str]:
+    """The environment fingerprint recorded with every run."""
+    env = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "aka": __version__,
+    }
+    for dist in ("torch", "triton", "numpy"):
+        try:
+            env[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            env[dist] = "absent"
+    return env
+
+
+def new_run_id(label: str) -> str:
+    """A sortable, unique run id: UTC timestamp, label, random suffix."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{label}-{secrets.token_hex(3)}"
+
+
+def harness_digest(ledger: Ledger) -> str:
+    """Tree digest of the evaluator's code: part of every score's provenance."""
+    root, paths = harness_paths()
+    return ledger.cas.snapshot(root, paths=paths)
+
+
+def start_run(
+    ledger: Ledger,
+    config: RunConfig,
+    *,
+    config_path: str,
+    run_id: str | None = None,
+    tasks_root: Path | None = None,
+) -> str:
+    """Validate everything, then record RunStarted and every AttemptPlanned.
+
+    Nothing is written unless tasks and agents all resolve, so bad input records no run.
+    """
+    root = tasks_root or Path(config.tasks_root)
+    tasks = select(root, config.tasks, where=config_path)
+    for arm in config.arms:
+        get_agent(arm.agent, where=f"{config_path}: arm {arm.name!r}, field 'agent'")
+    device = resolve_device(config.device)
+    runnable = [t for t in tasks if ("cpu" if device == "cpu" else "cuda") in t.spec.devices]
+    if not runnable:
+        raise InputError(
+            f"no selected task runs on device {device!r}",
+            where=config_path,
+            fix="select tasks whose `devices` include it, or change `device`",
+        )
+    run_id = run_id or new_run_id(config.label)
+    if ledger.events(run_id=run_id, types=["RunStarted"]):
+        raise InputError(
+            f"run {run_id!r} already exists", fix="use `aka resume` or pick another --run-id"
+        )
+    started = ev.RunStarted(
+        label=config.label,
+        config=ledger.cas.put(config.canonical_json()),
+        config_path=config_path,
+        tasks={t.key: ledger.cas.snapshot(t.path) for t in runnable},
+        arms={
+            a.name: ledger.cas.put(json.dumps(a.model_dump(mode="json"), sort_keys=True).encode())
+            for a in config.arms
+        },
+        device=device,
+        environment=ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),
+        harness=harness_digest(ledger),
+        policy=config.scoring.policy,
+        aka_version=__version__,
+    )
+    planned = initial_plan(
+        [t.key for t in runnable], [(a.name, a.agent) for a in config.arms], config.repeats
+    )
+    items: list[tuple[ev.EventModel, str, str | None]] = [(started, run_id, None)]
+    items += [(p, run_id, attempt_key(p.task, p.arm, p.repeat)) for p in planned]
+    ledger.append_many(items, durable=True)
+    return run_id
+
+
+@dataclass
+class RunContext:
+    """A run's resolved inputs, read back from the ledger (never from the config file)."""
+
+    run_id: str
+    config: RunConfig
+    started: ev.RunStarted
+    tasks: TaskCache
+
+    def task(self, key: str) -> Task:
+        """The task as recorded at run start."""
+        return self.tasks.get(key, self.started.tasks[key])
+
+
+def open_run(ledger: Ledger, run_id: str) -> RunContext:
+    """Load a run's config and tasks from its RunStarted event and the content store."""
+    found = ledger.events(run_id=run_id, types=["RunStarted"])
+    if not found:
+        raise NotFoundError(
+            f"no run {run_id!r} in the ledger",
+            where=str(ledger.root),
+            fix="`aka status` lists runs",
+        )
+    started = found[0].payload
+    assert isinstance(started, ev.RunStarted)
+    config = RunConfig.model_validate_json(ledger.cas.get(started.config))
+    return RunContext(run_id=run_id, config=config, started=started, tasks=TaskCache(ledger.cas))
+
+
+def run_state(ledger: Ledger, run_id: str) -> RunState:
+    """Read and fold one run."""
+    return fold(run_id, ledger.events(run_id=run_id))
+
+
+def pending_attempts(ledger: Ledger, run_id: str) -> list[AttemptPlan]:
+    """What is left to run: the pure plan over the folded events."""
+    ctx_cfg = open_run(ledger, run_id).config
+    return plan(run_state(ledger, run_id), max_tries=ctx_cfg.max_tries)
+
+
+class _Sink:
+    """Buffers agent items into AgentOutput events."""
+
+    def __init__(self, emit: Callable[[ev.EventModel], None], try_no: int):
+        self.emit_event = emit
+        self.try_no = try_no
+        self.items: list[ev.AgentItemRecord] = []
+
+    def emit(self, item: AgentItem) -> None:
+        self.items.append(
+            ev.AgentItemRecord(
+                kind=item.kind,
+                text=item.text[:ITEM_TEXT_CAP],
+                data=json.dumps(dict(item.data), default=str)[:ITEM_TEXT_CAP],
+            )
+        )
+        if len(self.items) >= ITEM_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.items:
+            self.emit_event(ev.AgentOutput(try_no=self.try_no, items=self.items))
+            self.items = []
+
+
+def _settings(arm: ArmConfig) -> AgentSettings:
+    return AgentSettings(
+        model=arm.model,
+        effort=arm.effort,
+        max_iterations=arm.max_iterations,
+        timeout_seconds=arm.timeout_seconds,
+        extra=dict(arm.options),
+    )
+
+
+def _agent_env() -> dict[str, str]:
+    """The agent's environment: never the ledger's location."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("AKA_")}
+
+
+@contextmanager
+def _workspace_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="aka-ws-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _run_agent(
+    ledger: Ledger, ctx: RunContext, p: AttemptPlan, task: Task, emit: Callable[..., None]
+) -> ev.CandidateCaptured:
+    from aka.prompt import build_prompt
+
+    arm = ctx.config.arm(p.arm)
+    with _workspace_dir() as ws_path:
+        ws = materialize_workspace(ledger.cas, task, ws_path)
+        emit(
+            ev.WorkspaceMaterialized(
+                try_no=p.try_no, tree=ws.start_tree, task=ctx.started.tasks[p.task]
+            )
+        )
+        prompt = build_prompt(task, device=ctx.started.device, eval_command="aka eval")
+        agent = get_agent(p.agent)
+        emit(
+            ev.AgentStarted(
+                try_no=p.try_no,
+                agent=p.agent,
+                arm=ctx.started.arms[p.arm],
+                prompt=ledger.cas.put(prompt.encode()),
+                timeout_seconds=arm.timeout_seconds,
+            ),
+            durable=True,
+        )
+        sink = _Sink(lambda e: emit(e), p.try_no)
+        request = AgentRequest(
+            workspace=ws.path,
+            prompt=prompt,
+            settings=_settings(arm),
+            editable=tuple(task.spec.editable),
+            targets=tuple(task.spec.targets),
+            env=_agent_env(),
+            eval_command=("aka", "eval"),
+            task_name=task.name,
+        )
+        t0 = time.monotonic()
+        try:
+            outcome = agent.run(request, sink)
+        except Exception as exc:
+            outcome = AgentOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+        sink.flush()
+        transcript = ledger.cas.put(outcome.transcript) if outcome.transcript else None
+        emit(
+            ev.AgentFinished(
+                try_no=p.try_no,
+                status=outcome.status,
+                exit_code=outcome.exit_code,
+                model=outcome.model,
+                tokens_in=outcome.tokens_in,
+                tokens_out=outcome.tokens_out,
+                cost_usd=outcome.cost_usd,
+                wall_s=time.monotonic() - t0,
+                transcript=transcript,
+                error=outcome.error,
+            ),
+            durable=True,
+        )
+        tree, diff, changed = capture(ledger.cas, task, ws.path)
+    captured = ev.CandidateCaptured(
+        try_no=p.try_no, tree=tree, diff=ledger.cas.put(diff), changed=changed
+    )
+    emit(captured, durable=True)
+    return captured
+
+
+def execute_attempt(
+    ledger: Ledger, run_id: str, p: AttemptPlan, *, worker_id: str, ctx: RunContext | None = None
+) -> ev.Scored | None:
+    """Run one try of an attempt end to end; every step is an event.
+
+    Returns the final Scored event, or None if the try failed at the infrastructure
+    level (recorded as ``AttemptFinished(status="error")`` and retried by the planner).
+    """
+    ctx = ctx or open_run(ledger, run_id)
+
+    def emit(event: ev.EventModel, durable: bool = False) -> None:
+        ledger.append(event, run_id=run_id, attempt_key=p.key, durable=durable)
+
+    emit(ev.AttemptStarted(try_no=p.try_no, worker=worker_id), durable=True)
+    try:
+        task = ctx.task(p.task)
+        if p.reuse_candidate is not None:
+            c = p.reuse_candidate
+            captured = ev.CandidateCaptured(
+                try_no=p.try_no, tree=c.tree, diff=c.diff, changed=c.changed, reused_from=c.try_no
+            )
+            emit(captured, durable=True)
+        else:
+            captured = _run_agent(ledger, ctx, p, task, emit)
+        req = EvalRequest(
+            task=task,
+            task_tree=ctx.started.tasks[p.task],
+            candidate=captured.tree,
+            harness=ctx.started.harness,
+            device=ctx.started.device,
+            policy=ctx.started.policy,
+            timing=ctx.config.timing,
+            try_no=p.try_no,
+        )
+        scored = evaluate(ledger, run_id, p.key, req)
+    except Exception as exc:  # the attempt boundary: any failure becomes an event
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        emit(ev.AttemptFinished(try_no=p.try_no, status="error", error=detail[:2000]), durable=True)
+        return None
+    emit(ev.AttemptFinished(try_no=p.try_no, status="scored"), durable=True)
+    return scored
+
+
+ProgressFn = Callable[[AttemptPlan, ev.Scored | None, int, int], None]
+
+
+def drive(
+    ledger: Ledger, run_id: str, *, worker_id: str | None = None, progress: ProgressFn | None = None
+) -> RunState:
+    """Run every pending attempt of ``run_id`` until none is left; the run and resume loop."""
+    ctx = open_run(ledger, run_id)
+    worker = worker_id or f"{socket.gethostname()}/{ctx.started.device}/{os.getpid()}"
+    try:
+        while True:
+            todo = plan(run_state(ledger, run_id), max_tries=ctx.config.max_tries)
+            if not todo:
+                break
+            total = len(todo)
+            for i, p in enumerate(todo, 1):
+                scored = execute_attempt(ledger, run_id, p, worker_id=worker, ctx=ctx)
+                if progress:
+                    progress(p, scored, i, total)
+        state = run_state(ledger, run_id)
+        if state.finished is None:
+            n_scored = sum(1 for a in state.attempts.values() if a.score is not None)
+            ledger.append(
+                ev.RunFinished(attempts=len(state.attempts), scored=n_scored),
+                run_id=run_id,
+                durable=True,
+            )
+            state = run_state(ledger, run_id)
+        return state
+    finally:
+        ctx.tasks.close()
+
+
+def run(
+    ledger: Ledger,
+    config_path: Path,
+    *,
+    label: str | None = None,
+    run_id: str | None = None,
+    progress: ProgressFn | None = None,
+) -> str:
+    """``aka run``: load and validate the config, start the run, drive it to the end."""
+    config = load_config(config_path)
+    if label:
+        config = config.model_copy(update={"label": label})
+    root = Path(config.tasks_root)
+    if not root.is_absolute() and not root.exists():
+        root = config_path.parent.parent / config.tasks_root  # configs/x.yaml -> ../tasks
+    rid = start_run(ledger, config, config_path=str(config_path), run_id=run_id, tasks_root=root)
+    drive(ledger, rid, progress=progress)
+    return rid

@@ -1,0 +1,92 @@
+"""Workspaces: built from the content store, captured back into it.
+
+An agent's workspace is the task's starting sources (plus the reference when the task
+shows it), materialized from the task's tree digest into a fresh temporary directory
+that is never inside the ledger. After the agent, only the editable files are captured,
+as a tree, with a unified diff against the start.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from aka.tasks import Task, load_task
+from aka_ledger import ContentStore
+
+REFERENCE_NAME = "reference.py"
+
+
+class TaskCache:
+    """Materializes task trees once per process, so tasks are read from digests, not disk.
+
+    Resuming a run therefore sees exactly the task files the run started with, even if
+    the folder on disk changed since.
+    """
+
+    def __init__(self, cas: ContentStore):
+        self.cas = cas
+        self._root = Path(tempfile.mkdtemp(prefix="aka-tasks-"))
+        self._tasks: dict[str, Task] = {}
+
+    def get(self, key: str, tree: str) -> Task:
+        """The task stored under ``tree`` (its key as recorded in the run)."""
+        cached = self._tasks.get(tree)
+        if cached is None:
+            dest = self._root / tree.removeprefix("b3:")[:32]
+            if not dest.exists():
+                self.cas.materialize(tree, dest)
+            cached = load_task(dest)
+            self._tasks[tree] = cached
+        return cached.model_copy(update={"key": key})
+
+    def close(self) -> None:
+        """Remove the materialized copies."""
+        shutil.rmtree(self._root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A materialized workspace and the tree it started from."""
+
+    path: Path
+    start_tree: str
+
+
+def materialize_workspace(cas: ContentStore, task: Task, dest: Path) -> Workspace:
+    """Copy the task's starting sources (and visible reference) into ``dest``."""
+    src = task.path / task.spec.source_dir
+    shutil.copytree(src, dest, dirs_exist_ok=True)
+    if task.spec.reference_visible:
+        shutil.copy2(task.path / task.spec.reference, dest / REFERENCE_NAME)
+    return Workspace(path=dest, start_tree=cas.snapshot(dest))
+
+
+def capture(cas: ContentStore, task: Task, workspace: Path) -> tuple[str, bytes, list[str]]:
+    """Snapshot the editable files of ``workspace``; return (tree, diff, changed paths).
+
+    A deleted editable file is simply absent from the tree (and fails evaluation).
+    """
+    present = [p for p in task.spec.editable if (workspace / p).is_file()]
+    tree = cas.snapshot(workspace, paths=present)
+    chunks: list[str] = []
+    changed: list[str] = []
+    start = task.path / task.spec.source_dir
+    for rel in task.spec.editable:
+        before = (
+            (start / rel).read_text(errors="replace").splitlines(keepends=True)
+            if (start / rel).is_file()
+            else []
+        )
+        after = (
+            (workspace / rel).read_text(errors="replace").splitlines(keepends=True)
+            if (workspace / rel).is_file()
+            else []
+        )
+        if before != after:
+            changed.append(rel)
+            chunks.extend(difflib.unified_diff(before, after, f"a/{rel}", f"b/{rel}"))
+    return tree, "".join(chunks).encode(), changed
