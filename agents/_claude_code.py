@@ -1,0 +1,90 @@
+"""Claude Code, run headless with its ``stream-json`` output parsed into items.
+
+Command line (as AgentKernelArena runs it, plus a turn limit when asked)::
+
+    claude --print --verbose --output-format stream-json --include-partial-messages
+           --permission-mode bypassPermissions [--model M] [--effort E] [--max-turns N]
+           [extra.args ...] PROMPT
+
+The CLI runs with the workspace as its working directory.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka_agents._process import AgentCheck, check_cli, env_credentials, launch
+from aka_agents._streams import ClaudeParser
+
+INSTALL = "npm install -g @anthropic-ai/claude-code"
+_KEYS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+)
+
+
+def claude_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
+    """The command line for one run, and notes on settings it ignores (none here)."""
+    s = request.settings
+    argv = [
+        exe,
+        "--print",
+        "--verbose",
+        "--output-format",
+        "stream-json",
+        "--include-partial-messages",
+        "--permission-mode",
+        "bypassPermissions",
+    ]
+    if s.model:
+        argv += ["--model", s.model]
+    if s.effort:
+        argv += ["--effort", s.effort]
+    if s.max_iterations is not None:
+        argv += ["--max-turns", str(s.max_iterations)]
+    argv += [str(a) for a in s.extra.get("args", [])]
+    return [*argv, request.prompt], []
+
+
+def _auth(exe: str, env: Mapping[str, str]) -> tuple[bool | None, str]:
+    key = env_credentials(env, _KEYS)
+    if key:
+        return True, f"credentials from {key}"
+    home = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME", "~")).expanduser() / ".claude")
+    if (home / ".credentials.json").is_file():
+        return True, f"logged in ({home / '.credentials.json'})"
+    if sys.platform == "darwin":
+        return (
+            None,
+            "no API key set; a login would be in the macOS keychain (run `claude` once to check)",
+        )
+    return False, "not logged in: set ANTHROPIC_API_KEY or run `claude` and log in"
+
+
+@register_agent("claude_code")
+class ClaudeCodeAgent:
+    """Anthropic's Claude Code CLI."""
+
+    name: ClassVar[str] = "claude_code"
+
+    def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
+        """Run ``claude`` in the workspace until it finishes or the timeout stops it."""
+        return launch(
+            request,
+            sink,
+            executable="claude",
+            install=INSTALL,
+            parser=ClaudeParser(),
+            build=claude_argv,
+        )
+
+    def check(self) -> AgentCheck:
+        """Installed, version, and credentials present (no model call)."""
+        return check_cli(self.name, "claude", INSTALL, _auth)

@@ -1,0 +1,78 @@
+"""OpenAI Codex CLI, run with ``exec --json`` and its JSONL events parsed into items.
+
+Command line (as AgentKernelArena runs it)::
+
+    codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check
+          --cd WORKSPACE [--model M] [-c model_reasoning_effort="E"] [extra.args ...] PROMPT
+
+Codex has no turn limit flag, so ``max_iterations`` is recorded as ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka_agents._process import AgentCheck, check_cli, env_credentials, first_line, launch
+from aka_agents._streams import CodexParser
+
+INSTALL = "npm install -g @openai/codex"
+
+
+def codex_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
+    """The command line for one run, and notes on settings it ignores."""
+    s = request.settings
+    argv = [
+        exe,
+        "exec",
+        "--json",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--skip-git-repo-check",
+        "--cd",
+        str(request.workspace),
+    ]
+    if s.model:
+        argv += ["--model", s.model]
+    if s.effort:
+        argv += ["-c", f'model_reasoning_effort="{s.effort}"']
+    notes = []
+    if s.max_iterations is not None:
+        notes.append(f"max_iterations={s.max_iterations} ignored: codex exec has no turn limit")
+    argv += [str(a) for a in s.extra.get("args", [])]
+    return [*argv, request.prompt], notes
+
+
+def _auth(exe: str, env: Mapping[str, str]) -> tuple[bool | None, str]:
+    key = env_credentials(env, ("CODEX_API_KEY", "OPENAI_API_KEY"))
+    if key:
+        return True, f"credentials from {key}"
+    code, text = first_line([exe, "login", "status"], env=env)
+    if code == 0:
+        return True, text or "logged in"
+    return (
+        False,
+        f"not logged in ({text or 'codex login status failed'}): run `codex login` or set OPENAI_API_KEY",
+    )
+
+
+@register_agent("codex")
+class CodexAgent:
+    """OpenAI's Codex CLI."""
+
+    name: ClassVar[str] = "codex"
+
+    def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
+        """Run ``codex exec`` in the workspace until it finishes or the timeout stops it."""
+        return launch(
+            request,
+            sink,
+            executable="codex",
+            install=INSTALL,
+            parser=CodexParser(),
+            build=codex_argv,
+        )
+
+    def check(self) -> AgentCheck:
+        """Installed, version, and ``codex login status`` (no model call)."""
+        return check_cli(self.name, "codex", INSTALL, _auth)

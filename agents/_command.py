@@ -1,0 +1,109 @@
+"""Any program as an agent: a templated command line, stdout parsed as JSON lines or kept as log.
+
+This is how DeepSeek Harness, GEAK or a custom agent plugs in without code. The arm sets::
+
+    extra:
+      command: ["my-agent", "--prompt-file", "{prompt_file}", "--dir", "{workspace}", "--model", "{model}"]
+      stream_format: lines        # or claude | codex | cursor, to reuse those parsers
+      version_command: ["my-agent", "--version"]   # optional
+
+Placeholders: ``{prompt_file}`` (the prompt, written to a file outside the workspace),
+``{workspace}``, ``{model}``, ``{effort}``, ``{max_iterations}``, ``{timeout_seconds}``;
+an unset setting becomes an empty string. The program runs in the workspace.
+
+In the ``lines`` format each stdout line that is a JSON object with a ``kind`` (an item
+kind) becomes that item; ``{"kind": "usage", "data": {"tokens_in": .., "tokens_out": ..,
+"cost_usd": .., "model": ..}}`` feeds the outcome; any other line is kept as a log item.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka.errors import InputError
+from aka_agents._process import AgentCheck, agent_env, first_line, run_cli
+from aka_agents._streams import PARSERS
+
+FIELDS = ("prompt_file", "workspace", "model", "effort", "max_iterations", "timeout_seconds")
+_FIX = 'set settings.extra.command to a list of strings, e.g. ["my-agent", "{prompt_file}"]'
+
+
+def _template(extra: Any) -> list[str]:
+    command = extra.get("command")
+    if (
+        not isinstance(command, list | tuple)
+        or not command
+        or not all(isinstance(a, str) for a in command)
+    ):
+        raise InputError(
+            "the command agent needs a non-empty list of strings",
+            where="settings.extra.command",
+            fix=_FIX,
+        )
+    for arg in command:
+        for _, name, _, _ in string.Formatter().parse(arg):
+            if name is not None and name not in FIELDS:
+                raise InputError(
+                    f"unknown placeholder {{{name}}} in {arg!r}",
+                    where="settings.extra.command",
+                    fix=f"use only {', '.join('{' + f + '}' for f in FIELDS)} (double braces for a literal)",
+                )
+    return list(command)
+
+
+def command_argv(request: AgentRequest, prompt_file: Path) -> list[str]:
+    """The program's argv with every placeholder filled.
+
+    Raises:
+        InputError: ``extra.command`` is missing, not a list of strings, or uses an
+            unknown placeholder.
+    """
+    s = request.settings
+    values = {
+        "prompt_file": str(prompt_file),
+        "workspace": str(request.workspace),
+        "model": s.model or "",
+        "effort": s.effort or "",
+        "max_iterations": "" if s.max_iterations is None else str(s.max_iterations),
+        "timeout_seconds": f"{s.timeout_seconds:g}",
+    }
+    return [arg.format_map(values) for arg in _template(s.extra)]
+
+
+@register_agent("command")
+class CommandAgent:
+    """Runs the program named in ``settings.extra.command``."""
+
+    name: ClassVar[str] = "command"
+
+    def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
+        """Write the prompt to a file, run the command in the workspace, parse its stdout."""
+        extra = request.settings.extra
+        fmt = str(extra.get("stream_format", "lines"))
+        if fmt not in PARSERS:
+            raise InputError(
+                f"unknown stream_format {fmt!r}",
+                where="settings.extra.stream_format",
+                fix=f"use one of: {', '.join(PARSERS)}",
+            )
+        env = agent_env(os.environ, request.env, request.settings)
+        version = None
+        if extra.get("version_command"):
+            code, text = first_line([str(a) for a in extra["version_command"]], env=env)
+            version = text.splitlines()[0] if code == 0 and text else None
+        with tempfile.TemporaryDirectory(prefix="aka-prompt-") as tmp:
+            prompt_file = Path(tmp) / "prompt.md"
+            prompt_file.write_text(request.prompt)
+            argv = command_argv(request, prompt_file)
+            return run_cli(argv, request, sink, PARSERS[fmt](), version=version, env=env)
+
+    def check(self) -> AgentCheck:
+        """Nothing to check until an arm names a program."""
+        return AgentCheck(
+            self.name, installed=True, message="runs the program in settings.extra.command"
+        )

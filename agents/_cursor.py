@@ -1,0 +1,71 @@
+"""Cursor's agent CLI, run headless with its ``stream-json`` output parsed into items.
+
+Command line (as AgentKernelArena runs it)::
+
+    cursor-agent --force --print --output-format stream-json --stream-partial-output
+                 [--model M] [extra.args ...] PROMPT
+
+The CLI runs with the workspace as its working directory. It has no effort or turn-limit
+flag, so ``effort`` and ``max_iterations`` are recorded as ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka_agents._process import AgentCheck, check_cli, env_credentials, first_line, launch
+from aka_agents._streams import CursorParser
+
+INSTALL = "curl https://cursor.com/install -fsS | bash"
+
+
+def cursor_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
+    """The command line for one run, and notes on settings it ignores."""
+    s = request.settings
+    argv = [exe, "--force", "--print", "--output-format", "stream-json", "--stream-partial-output"]
+    if s.model:
+        argv += ["--model", s.model]
+    notes = []
+    if s.effort:
+        notes.append(f"effort={s.effort!r} ignored: cursor-agent has no effort flag")
+    if s.max_iterations is not None:
+        notes.append(f"max_iterations={s.max_iterations} ignored: cursor-agent has no turn limit")
+    argv += [str(a) for a in s.extra.get("args", [])]
+    return [*argv, request.prompt], notes
+
+
+def _auth(exe: str, env: Mapping[str, str]) -> tuple[bool | None, str]:
+    key = env_credentials(env, ("CURSOR_API_KEY",))
+    if key:
+        return True, f"credentials from {key}"
+    code, text = first_line([exe, "status"], env=env)
+    if code == 0 and "not logged in" not in text.lower():
+        return True, text or "logged in"
+    return (
+        False,
+        f"not logged in ({text or 'cursor-agent status failed'}): run `cursor-agent login` or set CURSOR_API_KEY",
+    )
+
+
+@register_agent("cursor")
+class CursorAgent:
+    """Cursor's ``cursor-agent`` CLI."""
+
+    name: ClassVar[str] = "cursor"
+
+    def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
+        """Run ``cursor-agent`` in the workspace until it finishes or the timeout stops it."""
+        return launch(
+            request,
+            sink,
+            executable="cursor-agent",
+            install=INSTALL,
+            parser=CursorParser(),
+            build=cursor_argv,
+        )
+
+    def check(self) -> AgentCheck:
+        """Installed, version, and ``cursor-agent status`` (no model call)."""
+        return check_cli(self.name, "cursor-agent", INSTALL, _auth)

@@ -1,0 +1,472 @@
+"""Subprocess machinery shared by every CLI agent: spawn, stream, cap, time out, clean up.
+
+An agent CLI is an untrusted, long-running process tree. This module runs it so that:
+
+- its stdout is read line by line and handed to a parser as it arrives (lines longer
+  than a limit are cut, the rest of the line is dropped and counted);
+- the raw stdout is kept as the transcript up to a size cap (the parser still sees every
+  line after the cap, so the final usage event is not lost), with a flag when capped;
+- at the timeout the whole process tree is stopped: SIGTERM, a grace period, SIGKILL;
+- after the main process ends, by itself or not, nothing it started is left running.
+
+What "nothing left running" catches, on Linux: every process in the agent's process group
+(children and grandchildren, background jobs, ``nohup``), and processes that left the
+group with ``setsid`` but kept the inherited environment, found by a per-run marker
+variable (``AKA_AGENT_RUN``) in ``/proc/<pid>/environ``. A process that both leaves the
+session and scrubs its environment escapes; container runners catch those. Elsewhere only
+the process group is signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSettings, AgentSink
+from aka_agents._streams import StreamParser, StreamTotals
+
+MiB = 1 << 20
+MARKER_VAR = "AKA_AGENT_RUN"
+_STDERR_TAIL = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Budgets for one process run.
+
+    Attributes:
+        timeout_seconds: wall-clock budget; at the end the process tree is stopped.
+        max_transcript_bytes: stdout kept verbatim up to this size (parsing goes on).
+        max_line_bytes: a longer stdout line is cut here and its rest dropped.
+        kill_grace_seconds: time between SIGTERM and SIGKILL.
+    """
+
+    timeout_seconds: float
+    max_transcript_bytes: int = 64 * MiB
+    max_line_bytes: int = 4 * MiB
+    kill_grace_seconds: float = 5.0
+
+    @classmethod
+    def from_settings(cls, settings: AgentSettings) -> Limits:
+        """Limits from an arm's settings; ``extra`` may override the caps and the grace."""
+        extra = settings.extra
+        return cls(
+            timeout_seconds=float(settings.timeout_seconds),
+            max_transcript_bytes=int(extra.get("max_transcript_bytes", 64 * MiB)),
+            max_line_bytes=int(extra.get("max_line_bytes", 4 * MiB)),
+            kill_grace_seconds=float(extra.get("kill_grace_seconds", 5.0)),
+        )
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How a process run ended.
+
+    Attributes:
+        exit_code: the main process's return code (negative: killed by that signal);
+            None when it could not be started.
+        timed_out: the timeout stopped it.
+        transcript: stdout bytes, capped at ``Limits.max_transcript_bytes``.
+        truncated: the transcript was capped or at least one line was cut.
+        long_lines: how many lines were cut at ``Limits.max_line_bytes``.
+        stderr_tail: the last 64 KiB of stderr, decoded.
+        killed: processes of the tree signalled after the main process ended or timed out.
+        spawn_error: why the process could not be started, if it could not.
+        wall_seconds: wall-clock time from spawn to the end of cleanup.
+    """
+
+    exit_code: int | None
+    timed_out: bool = False
+    transcript: bytes = b""
+    truncated: bool = False
+    long_lines: int = 0
+    stderr_tail: str = ""
+    killed: int = 0
+    spawn_error: str | None = None
+    wall_seconds: float = 0.0
+
+
+class _Stdout:
+    """Reader state for stdout: transcript under a cap, long-line accounting."""
+
+    def __init__(self, limits: Limits, on_line: Callable[[str], None]):
+        self.limits = limits
+        self.on_line = on_line
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.capped = False
+        self.long_lines = 0
+        self.handler_errors = 0
+
+    def keep(self, chunk: bytes) -> None:
+        room = self.limits.max_transcript_bytes - self.size
+        if room <= 0:
+            self.capped = True
+            return
+        if len(chunk) > room:
+            chunk = chunk[:room]
+            self.capped = True
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+
+    def pump(self, stream: IO[bytes]) -> None:
+        limit = max(1, self.limits.max_line_bytes)
+        skipping = False
+        while chunk := stream.readline(limit):
+            complete = chunk.endswith(b"\n")
+            if skipping:  # the rest of a line already cut
+                skipping = not complete
+                continue
+            if not complete and len(chunk) >= limit:
+                self.long_lines += 1
+                skipping = True
+                chunk += b"\n"
+            self.keep(chunk)
+            try:
+                self.on_line(chunk.decode("utf-8", "replace").rstrip("\r\n"))
+            except Exception:  # a handler bug must not stop the draining of the pipe
+                self.handler_errors += 1
+
+
+def _pump_tail(stream: IO[bytes], out: list[bytes]) -> None:
+    tail = b""
+    while chunk := stream.read(8192):
+        tail = (tail + chunk)[-_STDERR_TAIL:]
+    out.append(tail)
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, process group) of ``pid`` from /proc, or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return fields[0].decode(), int(fields[2])
+
+
+def _marked(pid: int, marker: bytes) -> bool:
+    try:
+        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def tree_members(pgid: int, marker: str) -> list[int]:
+    """Live processes of a run: in process group ``pgid`` or carrying ``marker``.
+
+    Zombies are skipped (they are dead, only not reaped). Without /proc, returns [] and
+    callers fall back to signalling the group.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    me = os.getpid()
+    needle = f"{MARKER_VAR}={marker}".encode()
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        stat = _proc_stat(pid)
+        if stat is None or stat[0] in ("Z", "X"):
+            continue
+        if stat[1] == pgid or _marked(pid, needle):
+            found.append(pid)
+    return found
+
+
+def _signal(pids: Sequence[int], pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def stop_tree(pgid: int, marker: str, grace: float) -> int:
+    """SIGTERM every process of the run, wait up to ``grace``, SIGKILL the rest.
+
+    Returns:
+        how many processes were found alive and signalled.
+    """
+    members = tree_members(pgid, marker)
+    if not members and sys.platform.startswith("linux"):
+        return 0
+    _signal(members, pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not tree_members(pgid, marker) and sys.platform.startswith("linux"):
+            return len(members)
+        time.sleep(0.02)
+    _signal(tree_members(pgid, marker), pgid, signal.SIGKILL)
+    return len(members)
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    limits: Limits,
+    on_line: Callable[[str], None],
+) -> ProcessResult:
+    """Run ``argv`` to completion or timeout, feeding stdout lines to ``on_line``.
+
+    ``on_line`` is called from a reader thread, in stream order; it must not block.
+    Stdin is closed (an agent waiting for input gets EOF instead of hanging).
+    """
+    marker = uuid.uuid4().hex
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env={**env, MARKER_VAR: marker},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own session and process group (pgid == pid)
+        )
+    except OSError as exc:
+        return ProcessResult(exit_code=None, spawn_error=f"{argv[0]}: {exc.strerror or exc}")
+    out = _Stdout(limits, on_line)
+    err: list[bytes] = []
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        threading.Thread(target=out.pump, args=(proc.stdout,), daemon=True),
+        threading.Thread(target=_pump_tail, args=(proc.stderr, err), daemon=True),
+    ]
+    for t in readers:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=max(0.0, limits.timeout_seconds))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        killed = stop_tree(proc.pid, marker, limits.kill_grace_seconds)
+        proc.wait()
+    for t in readers:
+        t.join(timeout=limits.kill_grace_seconds + 1.0)
+    return ProcessResult(
+        exit_code=proc.returncode,
+        timed_out=timed_out,
+        transcript=b"".join(out.chunks),
+        truncated=out.capped or out.long_lines > 0,
+        long_lines=out.long_lines,
+        stderr_tail=err[0].decode("utf-8", "replace") if err else "",
+        killed=killed,
+        wall_seconds=time.monotonic() - started,
+    )
+
+
+def agent_env(
+    base: Mapping[str, str], request_env: Mapping[str, str], settings: AgentSettings
+) -> dict[str, str]:
+    """The agent's environment: ours, then the request's, then the arm's ``extra.env``."""
+    extra_env: Any = settings.extra.get("env", {})
+    return {**base, **request_env, **{str(k): str(v) for k, v in dict(extra_env).items()}}
+
+
+def first_line(
+    argv: Sequence[str], *, env: Mapping[str, str], timeout: float = 10.0
+) -> tuple[int | None, str]:
+    """Run a short command (``--version``, ``login status``) and return (exit code, output).
+
+    Runs through :func:`run_process`, so a CLI that hangs is killed with its children.
+    """
+    lines: list[str] = []
+    result = run_process(
+        argv,
+        cwd=Path.cwd(),
+        env=env,
+        limits=Limits(timeout_seconds=timeout, max_transcript_bytes=MiB, kill_grace_seconds=1.0),
+        on_line=lines.append,
+    )
+    if result.spawn_error:
+        return None, result.spawn_error
+    text = "\n".join(line for line in lines if line.strip()) or result.stderr_tail.strip()
+    return result.exit_code, text
+
+
+def outcome_from(
+    result: ProcessResult, totals: StreamTotals, *, version: str | None, requested_model: str | None
+) -> AgentOutcome:
+    """The outcome of a CLI run: status from the process, numbers from the stream.
+
+    Status is ``timeout`` when the timeout stopped it, ``error`` when it could not start,
+    exited non-zero or its stream reported an error, else ``ok``. The model is the one
+    the stream names, else the one requested.
+    """
+    status: Literal["ok", "timeout", "error"] = "ok"
+    error = None
+    if result.spawn_error:
+        status, error = "error", result.spawn_error
+    elif result.timed_out:
+        status, error = "timeout", "timed out; the process tree was stopped"
+    elif result.exit_code != 0:
+        tail = result.stderr_tail.strip()[-2000:]
+        status, error = (
+            "error",
+            f"exited with code {result.exit_code}" + (f": {tail}" if tail else ""),
+        )
+    elif totals.is_error:
+        status, error = "error", totals.error or "the agent reported an error"
+    return AgentOutcome(
+        status=status,
+        exit_code=result.exit_code,
+        model=totals.model or requested_model,
+        tokens_in=totals.tokens_in,
+        tokens_out=totals.tokens_out,
+        cost_usd=totals.cost_usd,
+        transcript=result.transcript,
+        error=error,
+        version=version,
+        truncated=result.truncated,
+    )
+
+
+def run_cli(
+    argv: Sequence[str],
+    request: AgentRequest,
+    sink: AgentSink,
+    parser: StreamParser,
+    *,
+    version: str | None,
+    env: Mapping[str, str] | None = None,
+) -> AgentOutcome:
+    """Run one agent CLI in the request's workspace and turn its stream into items and an outcome.
+
+    Items reach ``sink`` as they are parsed (from a reader thread, in stream order); a
+    closing ``log`` item records how the process ended (exit code, wall time, cut lines,
+    processes stopped), and an ``error`` item says why a run failed.
+    """
+    settings = request.settings
+    limits = Limits.from_settings(settings)
+
+    def on_line(line: str) -> None:
+        for item in parser.feed(line):
+            sink.emit(item)
+
+    run_env = env if env is not None else agent_env(os.environ, request.env, settings)
+    result = run_process(argv, cwd=request.workspace, env=run_env, limits=limits, on_line=on_line)
+    for item in parser.finish():
+        sink.emit(item)
+    outcome = outcome_from(result, parser.totals, version=version, requested_model=settings.model)
+    sink.emit(
+        AgentItem(
+            "log",
+            "process ended",
+            {
+                "exit_code": result.exit_code,
+                "timed_out": result.timed_out,
+                "wall_seconds": round(result.wall_seconds, 3),
+                "transcript_bytes": len(result.transcript),
+                "truncated": result.truncated,
+                "long_lines": result.long_lines,
+                "malformed_lines": parser.totals.malformed_lines,
+                "processes_stopped": result.killed,
+            },
+        )
+    )
+    if outcome.error:
+        sink.emit(AgentItem("error", outcome.error, {"status": outcome.status}))
+    return outcome
+
+
+@dataclass(frozen=True)
+class AgentCheck:
+    """Whether an agent can run here, found without spending model tokens.
+
+    Attributes:
+        name: the agent's registered name.
+        installed: its program (or package) is present.
+        version: what its ``--version`` said.
+        authenticated: True/False when the CLI can tell without a model call, None when
+            it cannot be told (the first run will say).
+        message: what to do next, or what was found.
+    """
+
+    name: str
+    installed: bool
+    version: str | None = None
+    authenticated: bool | None = None
+    message: str = ""
+
+    @property
+    def ready(self) -> bool:
+        """Installed and not known to be logged out."""
+        return self.installed and self.authenticated is not False
+
+
+AuthProbe = Callable[[str, Mapping[str, str]], tuple[bool | None, str]]
+ArgvBuilder = Callable[[str, AgentRequest], tuple[list[str], list[str]]]
+
+
+def resolve_executable(default: str, settings: AgentSettings, env: Mapping[str, str]) -> str | None:
+    """The agent program: ``extra.executable`` if set, else ``default`` looked up on PATH."""
+    exe = str(settings.extra.get("executable") or default)
+    if os.sep in exe:
+        return exe if os.access(exe, os.X_OK) else None
+    return shutil.which(exe, path=env.get("PATH"))
+
+
+def cli_version(exe: str, env: Mapping[str, str]) -> str | None:
+    """First line of ``exe --version``, or None when it fails."""
+    code, text = first_line([exe, "--version"], env=env)
+    return text.splitlines()[0].strip() if code == 0 and text else None
+
+
+def launch(
+    request: AgentRequest,
+    sink: AgentSink,
+    *,
+    executable: str,
+    install: str,
+    parser: StreamParser,
+    build: ArgvBuilder,
+) -> AgentOutcome:
+    """Find the CLI, build its command line, run it and parse its stream.
+
+    ``build`` returns the argv and notes on settings the CLI cannot honour (each becomes
+    a ``log`` item, so a run records what was ignored).
+    """
+    env = agent_env(os.environ, request.env, request.settings)
+    exe = resolve_executable(executable, request.settings, env)
+    if exe is None:
+        message = f"{executable!r} not found on PATH; install it: {install}"
+        sink.emit(AgentItem("error", message))
+        return AgentOutcome(status="error", error=message)
+    argv, notes = build(exe, request)
+    for note in notes:
+        sink.emit(AgentItem("log", note, {"ignored_setting": True}))
+    return run_cli(argv, request, sink, parser, version=cli_version(exe, env), env=env)
+
+
+def check_cli(name: str, executable: str, install: str, auth: AuthProbe) -> AgentCheck:
+    """Installed, version and login state of a CLI agent, from the current environment."""
+    env = dict(os.environ)
+    exe = shutil.which(executable, path=env.get("PATH"))
+    if exe is None:
+        return AgentCheck(
+            name, installed=False, message=f"{executable} not found on PATH; install: {install}"
+        )
+    authenticated, message = auth(exe, env)
+    return AgentCheck(name, True, cli_version(exe, env), authenticated, message)
+
+
+def env_credentials(env: Mapping[str, str], names: Sequence[str]) -> str | None:
+    """The first of ``names`` set (non-empty) in ``env``."""
+    return next((n for n in names if env.get(n)), None)
