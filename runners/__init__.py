@@ -1,1 +1,43 @@
-"""aka_runners: where attempts execute (local, Docker, Slurm), claiming work from the ledger."""
+"""aka_runners: where attempts execute (local, Docker, Slurm), claiming work from the ledger.
+
+Workers share one ledger directory and claim attempts through lease files in it
+(:func:`claim_next`), so no central server is needed; every runner launches the same
+``aka worker`` loop (:func:`run_worker`).
+"""
+
+from aka_runners._claims import Claim, LeaseInfo, claim_next, claims_dir, key_state, read_leases
+from aka_runners._local import LocalWorker, parse_gpus, run_local, start_local, worker_argv
+from aka_runners._preflight import DeviceInfo, detect_device, preflight
+from aka_runners._worker import (
+    AttemptSource,
+    SourceFactory,
+    WorkerReport,
+    default_worker_id,
+    load_source_factory,
+    orchestrator_source,
+    run_worker,
+)
+
+__all__ = [
+    "AttemptSource",
+    "Claim",
+    "DeviceInfo",
+    "LeaseInfo",
+    "LocalWorker",
+    "SourceFactory",
+    "WorkerReport",
+    "claim_next",
+    "claims_dir",
+    "default_worker_id",
+    "detect_device",
+    "key_state",
+    "load_source_factory",
+    "orchestrator_source",
+    "parse_gpus",
+    "preflight",
+    "read_leases",
+    "run_local",
+    "run_worker",
+    "start_local",
+    "worker_argv",
+]
