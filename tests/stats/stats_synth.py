@@ -178,3 +178,75 @@ def experiment(
     treat = Arm(arm="treat", effect=effect, treated=True)
     b = attempts(rng, tasks, treat, repeats=repeats, model=model)
     return a, b
+
+
+def frame_from(records: list[dict[str, object]], **defaults: object) -> pl.DataFrame:
+    """An attempt table from a few hand-written rows; unspecified columns get defaults.
+
+    Each record needs ``task`` and ``repeat`` plus the outcome (``correct``,
+    ``speedup``); ``compiled`` defaults to ``correct`` and ``score`` follows the
+    agentkernelarena rule, so hand-made tables stay internally consistent.
+    """
+    rows = []
+    for rec in records:
+        row: dict[str, object] = {
+            "run_id": "run-x",
+            "arm": "base",
+            "agent": "noop",
+            "try_no": 1,
+            "hack_flags": [],
+            "policy": "agentkernelarena@1",
+            "device": "b3:dev",
+            "config_digest": "b3:config",
+            "arm_digest": "b3:arm",
+            "tokens_in": 10,
+            "tokens_out": 5,
+            "cost_usd": 0.5,
+            "agent_wall_s": 2.0,
+            "eval_wall_s": 1.0,
+            "prompt": "optimize",
+            "response": "patch",
+            "trials": 10,
+            "turn": 0,
+            "infra_retry": False,
+            **defaults,
+            **rec,
+        }
+        task, correct = row["task"], bool(row.get("correct", False))
+        speedup = row.get("speedup") if correct else None
+        compiled = bool(row.get("compiled", correct))
+        row.update(correct=correct, speedup=speedup, compiled=compiled)
+        row.setdefault("attempt_key", f"{row['run_id']}/{row['arm']}/{task}/{row['repeat']}")
+        row.setdefault("task_digest", f"b3:task-{task}")
+        row.setdefault("harness_digest", f"b3:harness-{task}")
+        row.setdefault("candidate", f"b3:cand-{row['attempt_key']}")
+        row.setdefault("diff", None)
+        row.setdefault("reward_components", json.dumps({"correct": correct}))
+        row.setdefault(
+            "score",
+            0.0 if not compiled else 20.0 if not correct else 120.0 + 100.0 * float(speedup),  # type: ignore[arg-type]
+        )
+        row.setdefault("baseline_time_s", 1e-3)
+        row.setdefault("candidate_time_s", 1e-3 / float(speedup) if speedup else None)  # type: ignore[arg-type]
+        row.setdefault("speedup_ci_low", None)
+        row.setdefault("speedup_ci_high", None)
+        rows.append({k: row[k] for k in SCHEMA})
+    return pl.DataFrame(rows, schema=SCHEMA)
+
+
+def true_delta(model: Model, effect: float, *, floor: float, n: int, seed: int) -> float:
+    """Monte Carlo value of the population mean per-task delta of effective log speedup.
+
+    This is the estimand of ``Paired.delta_log_speedup``: draw many tasks, one attempt
+    per arm each (repeats do not change the expectation), and average B - A.
+    """
+    rng = np.random.default_rng(seed)
+    tasks = draw_tasks(rng, n, model)
+    lf = math.log(floor)
+
+    def arm(shift: np.ndarray) -> np.ndarray:
+        ok = (rng.random(n) < 0.95) & (rng.random(n) < tasks["p"])
+        log_s = tasks["mu"] + shift + rng.normal(0.0, model.attempt_sd, n)
+        return np.where(ok, np.maximum(log_s, lf), lf)
+
+    return float((arm(effect + tasks["tau"]) - arm(np.zeros(n))).mean())
