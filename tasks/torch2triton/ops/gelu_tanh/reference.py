@@ -1,0 +1,25 @@
+"""Reference for the tanh-GELU task, computed in fp64."""
+
+import math
+
+import torch
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    m, n = shape["M"], shape["N"]
+    # Pre-activations with an offset and a heavy tail (a normal times a log-normal), so
+    # both the near-linear and the saturating parts of the curve are exercised.
+    x = torch.randn(m, n, generator=g) * torch.exp(torch.randn(m, n, generator=g) * 0.6) + 0.7
+    return (x.to(dtype=dtype, device=device),)
+
+
+def reference(x):
+    xd = x.double()
+    return 0.5 * xd * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (xd + 0.044715 * xd**3)))
+
+
+def work(shape, dtype):
+    elems = shape["M"] * shape["N"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return {"bytes": 2 * elems * size, "flops": 10 * elems}

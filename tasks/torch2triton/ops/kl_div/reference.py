@@ -1,0 +1,27 @@
+"""Reference for the per-row KL divergence task, computed in fp64."""
+
+import torch
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    m, v = shape["M"], shape["V"]
+    # Student logits are the teacher's plus noise of a per-row size and a different
+    # offset (offsets cancel in softmax, so only a stable kernel is right); the KL per
+    # row spans small to large values.
+    teacher = torch.randn(m, v, generator=g) * 2.5 + torch.randn(m, 1, generator=g) * 20.0
+    noise = torch.randn(m, v, generator=g) * (torch.rand(m, 1, generator=g) * 1.5 + 0.3)
+    student = teacher + noise + torch.randn(m, 1, generator=g) * 20.0
+    return teacher.to(dtype=dtype, device=device), student.to(dtype=dtype, device=device)
+
+
+def reference(teacher, student):
+    lp = torch.log_softmax(teacher.double(), dim=-1)
+    lq = torch.log_softmax(student.double(), dim=-1)
+    return (lp.exp() * (lp - lq)).sum(dim=-1)
+
+
+def work(shape, dtype):
+    elems = shape["M"] * shape["V"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return {"bytes": 2 * elems * size + 4 * shape["M"], "flops": 8 * elems}

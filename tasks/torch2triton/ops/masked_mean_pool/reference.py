@@ -1,0 +1,29 @@
+"""Reference for the masked mean-pooling task, computed in fp64."""
+
+import torch
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    b, s, d = shape["B"], shape["S"], shape["D"]
+    # Right-padded batches of random lengths (at least 1 token, often far fewer than S),
+    # with padded positions holding large junk so ignoring the mask fails; token states
+    # carry a per-channel offset so the mean is not near zero.
+    lengths = torch.randint(1, s + 1, (b,), generator=g)
+    mask = (torch.arange(s)[None, :] < lengths[:, None]).long()
+    channel = torch.randn(1, 1, d, generator=g)
+    hidden = torch.randn(b, s, d, generator=g) * 2.0 + channel
+    junk = torch.randn(b, s, d, generator=g) * 50.0 + 30.0
+    hidden = torch.where(mask[:, :, None].bool(), hidden, junk)
+    return hidden.to(dtype=dtype, device=device), mask.to(device)
+
+
+def reference(hidden, mask):
+    m = mask.double()[:, :, None]
+    return (hidden.double() * m).sum(dim=1) / m.sum(dim=1)
+
+
+def work(shape, dtype):
+    b, s, d = shape["B"], shape["S"], shape["D"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return {"bytes": b * s * d * size + 8 * b * s + 4 * b * d, "flops": 2 * b * s * d}
