@@ -24,6 +24,7 @@ app = typer.Typer(
 # Each module below adds its commands to `app`; order is the order in `aka --help`.
 COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._groups",
+    "aka.cli._agents",
     "aka.cli._run",
     "aka.cli._tasks",
     "aka.cli._worker",
