@@ -1,0 +1,33 @@
+"""Reference for the scaled causal softmax task, computed in fp64."""
+
+import torch
+
+SCALE = 0.125
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    b, s = shape["B"], shape["S"]
+    # Raw q.k scores: a per-matrix offset and spread, a recency bias near the diagonal,
+    # and huge junk above it, so a kernel that forgets the mask or the scale fails.
+    spread = torch.rand(b, 1, 1, generator=g) * 20.0 + 4.0
+    x = torch.randn(b, s, s, generator=g) * spread + torch.randn(b, 1, 1, generator=g) * 40.0
+    idx = torch.arange(s)
+    x = x + 16.0 * torch.exp(-(idx[:, None] - idx[None, :]).abs().float() / 8.0)
+    above = idx[None, :] > idx[:, None]
+    x = torch.where(above, x + 500.0, x)
+    return (x.to(dtype=dtype, device=device),)
+
+
+def reference(x):
+    s = x.shape[-1]
+    above = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+    scores = (x.double() * SCALE).masked_fill(above, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+def work(shape, dtype):
+    elems = shape["B"] * shape["S"] * shape["S"]
+    size = torch.empty((), dtype=dtype).element_size()
+    # An ideal kernel reads only the causal half but writes every element.
+    return {"bytes": elems * size // 2 + elems * size, "flops": 3 * elems // 2}
