@@ -163,12 +163,6 @@ def decide(ci: tuple[float, float], permutation_p: float, alpha: float) -> Verdi
     return "no detectable difference"
 
 
-def _pair(frame_a: pl.DataFrame, frame_b: pl.DataFrame, floor: float) -> pl.DataFrame:
-    ta = per_task(final_attempts(frame_a), floor)
-    tb = per_task(final_attempts(frame_b), floor)
-    return ta.join(tb, on="task", suffix="_b").sort("task")
-
-
 def paired_stats(
     joined: pl.DataFrame, *, alpha: float, n_boot: int, n_permutations: int, seed: int
 ) -> Paired:
@@ -272,14 +266,15 @@ def compare(
             )
     tasks, warnings = check_comparable(fa, fb, labels, force=force)
     fa, fb = (f.filter(pl.col("task").is_in(tasks)) for f in (fa, fb))
-    joined = _pair(fa, fb, floor)
+    ta, tb = (per_task(final_attempts(f), floor) for f in (fa, fb))
+    joined = ta.join(tb, on="task", suffix="_b").sort("task")
     paired = paired_stats(
         joined, alpha=alpha, n_boot=n_boot, n_permutations=n_permutations, seed=seed
     )
     return Comparison(
         labels=labels,
-        a=summarize(fa, labels[0], tasks, floor),
-        b=summarize(fb, labels[1], tasks, floor),
+        a=summarize(fa, labels[0], floor, ta),
+        b=summarize(fb, labels[1], floor, tb),
         paired=paired,
         verdict=decide(paired.delta_log_speedup_ci, paired.permutation_p, alpha),
         verdict_rule=verdict_rule(alpha),

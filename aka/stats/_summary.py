@@ -118,17 +118,24 @@ def per_task(finals: pl.DataFrame, floor: float) -> pl.DataFrame:
     )
 
 
-def _mean(frame: pl.DataFrame, column: str) -> float:
-    value = frame.get_column(column).mean()
-    return float(value) if isinstance(value, int | float) else math.nan
+def _means(frame: pl.DataFrame) -> dict[str, float]:
+    row = frame.select(pl.exclude("task").cast(pl.Float64).mean()).row(0, named=True)
+    return {k: math.nan if v is None else float(v) for k, v in row.items()}
 
 
-def _total(frame: pl.DataFrame, column: str) -> float:
-    return float(frame.get_column(column).fill_null(0).sum())
+SPEND_COLUMNS = ("tokens_in", "tokens_out", "cost_usd", "agent_wall_s", "eval_wall_s")
 
 
-def _names(frame: pl.DataFrame, column: str) -> tuple[str, ...]:
-    return tuple(sorted(str(v) for v in frame.get_column(column).drop_nulls().unique()))
+def _totals(frame: pl.DataFrame) -> dict[str, float]:
+    cols = [pl.col(c).cast(pl.Float64).fill_null(0.0).sum() for c in SPEND_COLUMNS]
+    cols.append(pl.col("infra_retry").fill_null(False).cast(pl.Float64).sum())
+    return {k: float(v) for k, v in frame.select(cols).row(0, named=True).items()}
+
+
+def _names(frame: pl.DataFrame) -> dict[str, tuple[str, ...]]:
+    cols = ("run_id", "arm", "agent")
+    values = frame.select(pl.col(c).drop_nulls().unique().implode() for c in cols).row(0)
+    return {c: tuple(sorted(str(v) for v in vs)) for c, vs in zip(cols, values, strict=True)}
 
 
 def _pass_at_k(tasks: pl.DataFrame, repeats_min: int) -> dict[int, float]:
@@ -137,41 +144,53 @@ def _pass_at_k(tasks: pl.DataFrame, repeats_min: int) -> dict[int, float]:
     return {k: sum(pass_at_k(int(n), int(c), k) for n, c in pairs) / len(pairs) for k in ks}
 
 
-def summarize(frame: pl.DataFrame, label: str, tasks: list[str], floor: float) -> ArmSummary:
-    """Summarise one side's attempt rows over ``tasks`` (see :class:`ArmSummary`)."""
-    rows = frame.filter(pl.col("task").is_in(tasks))
+def summarize(
+    rows: pl.DataFrame, label: str, floor: float, by_task: pl.DataFrame | None = None
+) -> ArmSummary:
+    """Summarise one side's attempt rows (already restricted to the compared tasks).
+
+    Args:
+        rows: the side's attempt rows, every try and turn.
+        label: display name of the side.
+        floor: speedup failures count at.
+        by_task: :func:`per_task` of the side's final attempts, if the caller has it.
+    """
     finals = final_attempts(rows)
-    firsts = final_attempts(rows, first_try=True)
-    by_task = per_task(finals, floor)
-    first_by_task = per_task(firsts, floor)
+    by_task = per_task(finals, floor) if by_task is None else by_task
+    spent = rows.filter(pl.col("turn") == 0)  # every try, retries included: what was paid
+    retried = spent.height > finals.height
+    first_by_task = per_task(final_attempts(rows, first_try=True), floor) if retried else by_task
     counts = by_task.get_column("n")
     repeats_min, repeats_max = int(counts.min()), int(counts.max())  # type: ignore[arg-type]
-    spent = rows.filter(pl.col("turn") == 0)  # every try, retries included: what was paid
-    correct_logs = finals.filter(pl.col("correct").fill_null(False)).get_column("speedup")
-    correct_logs = correct_logs.drop_nulls().log()
+    correct = finals.filter(pl.col("correct").fill_null(False) & pl.col("speedup").is_not_null())
+    log_correct = correct.select(pl.col("speedup").log().mean()).item()
+    means, first, spend, names = (
+        _means(by_task),
+        _means(first_by_task),
+        _totals(spent),
+        _names(finals),
+    )
     return ArmSummary(
         label=label,
-        runs=_names(finals, "run_id"),
-        arms=_names(finals, "arm"),
-        agents=_names(finals, "agent"),
+        runs=names["run_id"],
+        arms=names["arm"],
+        agents=names["agent"],
         n_tasks=by_task.height,
         n_attempts=finals.height,
         repeats_min=repeats_min,
         repeats_max=repeats_max,
-        compiled_rate=_mean(by_task, "compiled"),
-        correct_rate=_mean(by_task, "correct"),
-        correct_rate_first_try=_mean(first_by_task, "correct"),
-        infra_retries=int(spent.get_column("infra_retry").fill_null(False).sum()),
-        fast_p={p_label(p): _mean(by_task, fast_p_column(p)) for p in FAST_P_THRESHOLDS},
-        geomean_speedup=math.exp(_mean(by_task, "log_speedup")),
-        geomean_speedup_correct=(
-            math.exp(float(correct_logs.mean())) if correct_logs.len() else math.nan  # type: ignore[arg-type]
-        ),
-        mean_score=_mean(by_task, "score"),
+        compiled_rate=means["compiled"],
+        correct_rate=means["correct"],
+        correct_rate_first_try=first["correct"],
+        infra_retries=int(spend["infra_retry"]),
+        fast_p={p_label(p): means[fast_p_column(p)] for p in FAST_P_THRESHOLDS},
+        geomean_speedup=math.exp(means["log_speedup"]),
+        geomean_speedup_correct=math.nan if log_correct is None else math.exp(log_correct),
+        mean_score=means["score"],
         pass_at_k=_pass_at_k(by_task, repeats_min),
-        tokens_in=int(_total(spent, "tokens_in")),
-        tokens_out=int(_total(spent, "tokens_out")),
-        cost_usd=_total(spent, "cost_usd"),
-        agent_wall_s=_total(spent, "agent_wall_s"),
-        eval_wall_s=_total(spent, "eval_wall_s"),
+        tokens_in=int(spend["tokens_in"]),
+        tokens_out=int(spend["tokens_out"]),
+        cost_usd=spend["cost_usd"],
+        agent_wall_s=spend["agent_wall_s"],
+        eval_wall_s=spend["eval_wall_s"],
     )

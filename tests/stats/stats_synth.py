@@ -234,19 +234,24 @@ def frame_from(records: list[dict[str, object]], **defaults: object) -> pl.DataF
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
-def true_delta(model: Model, effect: float, *, floor: float, n: int, seed: int) -> float:
-    """Monte Carlo value of the population mean per-task delta of effective log speedup.
+def true_deltas(
+    model: Model, effect: float, *, floor: float, n: int, seed: int
+) -> tuple[float, float]:
+    """Monte Carlo estimands of the paired deltas: (log speedup, fast_1.0), B minus A.
 
-    This is the estimand of ``Paired.delta_log_speedup``: draw many tasks, one attempt
-    per arm each (repeats do not change the expectation), and average B - A.
+    The population mean over tasks of the expected per-task delta of effective log
+    speedup and of fast_1.0: draw many tasks, one attempt per arm each (repeats do not
+    change the expectation), and average B - A.
     """
     rng = np.random.default_rng(seed)
     tasks = draw_tasks(rng, n, model)
     lf = math.log(floor)
 
-    def arm(shift: np.ndarray) -> np.ndarray:
+    def arm(shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ok = (rng.random(n) < 0.95) & (rng.random(n) < tasks["p"])
         log_s = tasks["mu"] + shift + rng.normal(0.0, model.attempt_sd, n)
-        return np.where(ok, np.maximum(log_s, lf), lf)
+        return np.where(ok, np.maximum(log_s, lf), lf), ok & (log_s > 0)
 
-    return float((arm(effect + tasks["tau"]) - arm(np.zeros(n))).mean())
+    log_b, fast_b = arm(effect + tasks["tau"])
+    log_a, fast_a = arm(np.zeros(n))
+    return float((log_b - log_a).mean()), float(fast_b.mean() - fast_a.mean())
