@@ -50,6 +50,9 @@ class AgentRequest:
         eval_command: argv that scores the workspace's current candidate (self-evaluation);
             its results are recorded as intermediate events and never as the final score.
         task_name: the task's name, for logs.
+        entry_file: the editable file holding the entry point.
+        tunables: module-level integer constants of the entry file a search may vary,
+            with the values to try (from the task spec).
     """
 
     workspace: Path
@@ -60,6 +63,8 @@ class AgentRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     eval_command: tuple[str, ...] = ()
     task_name: str = ""
+    entry_file: str = ""
+    tunables: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

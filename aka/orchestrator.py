@@ -32,6 +32,7 @@ from aka.config import ArmConfig, RunConfig, load_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, plan
 from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
+from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, select
 from aka.workspace import TaskCache, capture, materialize_workspace
 from aka_ledger import Ledger
@@ -222,6 +223,23 @@ def _workspace_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _eval_request(
+    ctx: RunContext, p: AttemptPlan, task: Task, tree: str, *, purpose: str = "final", turn: int = 0
+) -> EvalRequest:
+    return EvalRequest(
+        task=task,
+        task_tree=ctx.started.tasks[p.task],
+        candidate=tree,
+        harness=ctx.started.harness,
+        device=ctx.started.device,
+        policy=ctx.started.policy,
+        timing=ctx.config.timing,
+        try_no=p.try_no,
+        purpose=purpose,
+        turn=turn,
+    )
+
+
 def _run_agent(
     ledger: Ledger, ctx: RunContext, p: AttemptPlan, task: Task, emit: Callable[..., None]
 ) -> ev.CandidateCaptured:
@@ -248,21 +266,34 @@ def _run_agent(
             durable=True,
         )
         sink = _Sink(lambda e: emit(e), p.try_no)
-        request = AgentRequest(
-            workspace=ws.path,
-            prompt=prompt,
-            settings=_settings(arm),
-            editable=tuple(task.spec.editable),
-            targets=tuple(task.spec.targets),
-            env=_agent_env(),
-            eval_command=("aka", "eval"),
-            task_name=task.name,
-        )
+
+        def self_eval(turn: int) -> ev.Scored:
+            tree, _, _ = capture(ledger.cas, task, ws.path)
+            return evaluate(
+                ledger,
+                ctx.run_id,
+                p.key,
+                _eval_request(ctx, p, task, tree, purpose="self", turn=turn),
+            )
+
         t0 = time.monotonic()
-        try:
-            outcome = agent.run(request, sink)
-        except Exception as exc:
-            outcome = AgentOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+        with serve(self_eval) as sock:
+            request = AgentRequest(
+                workspace=ws.path,
+                prompt=prompt,
+                settings=_settings(arm),
+                editable=tuple(task.spec.editable),
+                targets=tuple(task.spec.targets),
+                env={**_agent_env(), SOCKET_ENV: sock},
+                eval_command=("aka", "eval"),
+                task_name=task.name,
+                entry_file=task.spec.entry_file,
+                tunables={k: tuple(v) for k, v in task.spec.tunables.items()},
+            )
+            try:
+                outcome = agent.run(request, sink)
+            except Exception as exc:
+                outcome = AgentOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
         sink.flush()
         transcript = ledger.cas.put(outcome.transcript) if outcome.transcript else None
         emit(
@@ -312,17 +343,7 @@ def execute_attempt(
             emit(captured, durable=True)
         else:
             captured = _run_agent(ledger, ctx, p, task, emit)
-        req = EvalRequest(
-            task=task,
-            task_tree=ctx.started.tasks[p.task],
-            candidate=captured.tree,
-            harness=ctx.started.harness,
-            device=ctx.started.device,
-            policy=ctx.started.policy,
-            timing=ctx.config.timing,
-            try_no=p.try_no,
-        )
-        scored = evaluate(ledger, run_id, p.key, req)
+        scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, task, captured.tree))
     except Exception as exc:  # the attempt boundary: any failure becomes an event
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         emit(ev.AttemptFinished(try_no=p.try_no, status="error", error=detail[:2000]), durable=True)

@@ -27,7 +27,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._agents",
     "aka.cli._run",
     "aka.cli._tasks",
+    "aka.cli._eval",
     "aka.cli._worker",
+    "aka.cli._bench_schedule",
 )
 
 

@@ -93,6 +93,16 @@ def _child_request(req: EvalRequest, dirs: dict[str, Path], seed: int) -> dict[s
     }
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL when the evaluator dies, so a killed run leaves no orphan."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def run_child(
     request: dict[str, Any], *, cwd: Path, device: str, timeout: float = CHILD_TIMEOUT_S
 ) -> dict[str, Any]:
@@ -110,6 +120,7 @@ def run_child(
         env=env,
         pass_fds=(write_fd,),
         start_new_session=True,
+        preexec_fn=_die_with_parent,
     )
     os.close(write_fd)
     assert proc.stdin is not None

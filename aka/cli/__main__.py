@@ -1,0 +1,5 @@
+"""``python -m aka.cli``."""
+
+from aka.cli import main
+
+main()

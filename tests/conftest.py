@@ -1,0 +1,61 @@
+"""Shared fixtures: a temporary ledger, fixture tasks, and an in-process CLI runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_TASKS = REPO / "tests" / "fixtures" / "tasks"
+
+
+@dataclass
+class CliResult:
+    """Exit code and captured output of one CLI call."""
+
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run ``aka ARGS`` in-process; return its exit code and output."""
+    from aka.cli import main
+
+    def invoke(*args: str) -> CliResult:
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return invoke
+
+
+@pytest.fixture
+def tasks_root(tmp_path: Path) -> Path:
+    """A private copy of the fixture tasks (tests may break them)."""
+    dest = tmp_path / "tasks"
+    shutil.copytree(FIXTURE_TASKS, dest)
+    return dest
+
+
+@pytest.fixture
+def ledger_dir(tmp_path: Path) -> Path:
+    """Where a test's ledger lives."""
+    return tmp_path / "ledger"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AKA_LEDGER", raising=False)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
