@@ -1,0 +1,81 @@
+"""The command agent: templated argv, prompt file outside the workspace, JSON-lines stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from agent_helpers import FAKES, Collect, make_request
+
+from aka.agent import get_agent
+from aka.errors import InputError
+
+SCRIPT = """
+import json, os, sys
+prompt_file, workspace, model = sys.argv[1:4]
+print(json.dumps({"kind": "message", "text": "read " + str(len(open(prompt_file).read())) + " chars"}))
+print("plain progress")
+print(json.dumps({"kind": "file_edit", "text": "kernel.py", "data": {"path": "kernel.py"}}))
+open(os.path.join(workspace, "kernel.py"), "w").write("BLOCK_SIZE = 1024\\n")
+print(json.dumps({"kind": "usage", "data": {"tokens_in": 42, "tokens_out": 5, "cost_usd": 0.01, "model": model}}))
+print(json.dumps({"where": os.getcwd(), "prompt_dir": os.path.dirname(prompt_file)}))
+"""
+
+
+def test_command_runs_with_filled_template(workspace: Path, tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(SCRIPT)
+    command = [sys.executable, str(script), "{prompt_file}", "{workspace}", "{model}"]
+    sink = Collect()
+    outcome = get_agent("command").run(
+        make_request(workspace, model="local-7b", extra={"command": command}), sink
+    )
+    assert outcome.status == "ok" and outcome.exit_code == 0
+    assert (outcome.tokens_in, outcome.tokens_out, outcome.cost_usd, outcome.model) == (
+        42,
+        5,
+        0.01,
+        "local-7b",
+    )
+    assert [i.text for i in sink.of("message")] == [f"read {len('Make softmax faster.')} chars"]
+    assert [i.text for i in sink.of("file_edit")] == ["kernel.py"]
+    assert (workspace / "kernel.py").read_text() == "BLOCK_SIZE = 1024\n"
+    where = next(i.data for i in sink.of("log") if "where" in i.data)
+    assert Path(where["where"]).resolve() == workspace.resolve()
+    assert not Path(where["prompt_dir"]).resolve().is_relative_to(workspace.resolve())
+    assert not Path(where["prompt_dir"]).exists()  # the prompt file is removed afterwards
+
+
+def test_command_can_reuse_a_cli_stream_format(workspace: Path) -> None:
+    command = ["cat", str(FAKES / "claude.jsonl")]
+    outcome = get_agent("command").run(
+        make_request(workspace, extra={"command": command, "stream_format": "claude"}), Collect()
+    )
+    assert (outcome.tokens_in, outcome.cost_usd) == (460, 0.0421)
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({}, "settings.extra.command"),
+        ({"command": "echo hi"}, "settings.extra.command"),
+        ({"command": ["echo", "{prompt}"]}, "settings.extra.command"),
+        ({"command": ["echo"], "stream_format": "xml"}, "settings.extra.stream_format"),
+    ],
+)
+def test_bad_command_settings_name_the_field(workspace: Path, extra: dict, field: str) -> None:
+    with pytest.raises(InputError) as err:
+        get_agent("command").run(make_request(workspace, extra=extra), Collect())
+    assert err.value.where == field and err.value.fix
+
+
+def test_version_command_is_recorded(workspace: Path) -> None:
+    extra = {
+        "command": ["true"],
+        "version_command": [sys.executable, "-c", "print('my-agent 3.1')"],
+    }
+    outcome = get_agent("command").run(make_request(workspace, extra=extra), Collect())
+    assert outcome.version == "my-agent 3.1"
+    assert json.loads(json.dumps(outcome.status)) == "ok"
