@@ -202,4 +202,4 @@ def test_missing_columns_and_bad_parameters_are_input_errors() -> None:
     with pytest.raises(InputError, match="no scored final attempt"):
         compare(a, b.filter(pl.col("turn") > 0))
     with pytest.raises(InputError, match="DataFrame"):
-        compare(a.to_dicts(), b)  # type: ignore[arg-type]
+        compare(a.to_dicts(), b)

@@ -20,7 +20,7 @@ from aka.stats import compare
 ALPHA = 0.05
 N_SIM = 250
 SIZES = [N_SIM, pytest.param(1000, marks=pytest.mark.slow, id="1000")]
-FAST = {"n_boot": 1000, "n_permutations": 999}
+N_BOOT, N_PERM = 1000, 999
 
 
 def acceptance(rate: float, n: int) -> tuple[float, float]:
@@ -31,7 +31,10 @@ def acceptance(rate: float, n: int) -> tuple[float, float]:
 
 @pytest.mark.parametrize("n_sim", SIZES)
 def test_a_a_comparisons_hold_the_false_positive_rate(n_sim: int) -> None:
-    results = [compare(*experiment(1_000 + s), alpha=ALPHA, seed=s, **FAST) for s in range(n_sim)]
+    results = [
+        compare(*experiment(1_000 + s), alpha=ALPHA, seed=s, n_boot=N_BOOT, n_permutations=N_PERM)
+        for s in range(n_sim)
+    ]
     lo, hi = acceptance(ALPHA, n_sim)
     verdicts = np.mean([r.verdict != "no detectable difference" for r in results])
     permutation = np.mean([r.paired.permutation_p < ALPHA for r in results])
@@ -65,7 +68,13 @@ def test_bootstrap_intervals_cover_a_known_effect_at_their_nominal_rate(n_sim: i
     effect = 0.3
     truth_log, truth_fast = true_deltas(model, effect, floor=0.5, n=2_000_000, seed=99)
     results = [
-        compare(*experiment(5_000 + s, effect=effect, model=model), alpha=ALPHA, seed=s, **FAST)
+        compare(
+            *experiment(5_000 + s, effect=effect, model=model),
+            alpha=ALPHA,
+            seed=s,
+            n_boot=N_BOOT,
+            n_permutations=N_PERM,
+        )
         for s in range(n_sim)
     ]
     lo, hi = acceptance(1 - ALPHA, n_sim)
