@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,15 +105,16 @@ def test_claude_error_result_sets_error() -> None:
 
 def test_claude_without_result_sums_message_usage_once_per_message() -> None:
     p = ClaudeParser()
-    msg = {
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 7, "output_tokens": 1}
+    msg: dict[str, Any] = {
         "id": "m1",
         "content": [],
-        "usage": {"input_tokens": 3, "cache_read_input_tokens": 7, "output_tokens": 1},
+        "usage": usage,
     }
     p.feed(json.dumps({"type": "assistant", "message": msg}))
     p.feed(
         json.dumps(
-            {"type": "assistant", "message": {**msg, "usage": {**msg["usage"], "output_tokens": 4}}}
+            {"type": "assistant", "message": {**msg, "usage": {**usage, "output_tokens": 4}}}
         )
     )
     p.feed(
