@@ -129,8 +129,8 @@ def test_claude_without_result_sums_message_usage_once_per_message() -> None:
             }
         )
     )
-    (usage,) = p.finish()
-    assert usage.data["source"] == "messages"
+    (summed,) = p.finish()
+    assert summed.data["source"] == "messages"
     assert (p.totals.tokens_in, p.totals.tokens_out) == (11, 5)
 
 
