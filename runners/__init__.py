@@ -6,6 +6,7 @@ Workers share one ledger directory and claim attempts through lease files in it
 """
 
 from aka_runners._claims import Claim, LeaseInfo, claim_next, claims_dir, key_state, read_leases
+from aka_runners._docker import DockerSpec, docker_client, run_docker, start_docker, wait_docker
 from aka_runners._local import LocalWorker, parse_gpus, run_local, start_local, worker_argv
 from aka_runners._preflight import DeviceInfo, detect_device, preflight
 from aka_runners._worker import (
@@ -22,6 +23,7 @@ __all__ = [
     "AttemptSource",
     "Claim",
     "DeviceInfo",
+    "DockerSpec",
     "LeaseInfo",
     "LocalWorker",
     "SourceFactory",
@@ -30,14 +32,18 @@ __all__ = [
     "claims_dir",
     "default_worker_id",
     "detect_device",
+    "docker_client",
     "key_state",
     "load_source_factory",
     "orchestrator_source",
     "parse_gpus",
     "preflight",
     "read_leases",
+    "run_docker",
     "run_local",
     "run_worker",
+    "start_docker",
     "start_local",
+    "wait_docker",
     "worker_argv",
 ]

@@ -43,6 +43,8 @@ def read_events(ledger: Path) -> list[tuple[str, str, str, int]]:
 
 
 class StandinSource:
+    target_device = "cpu"  # what a run records; preflight then needs no torch import
+
     def __init__(self, ledger: Path, run_id: str, worker_id: str):
         self.dir = Path(ledger) / "standin"
         self.plan = json.loads((self.dir / "plan.json").read_text())

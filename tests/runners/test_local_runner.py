@@ -24,14 +24,8 @@ from aka_runners import (
     start_local,
 )
 
-HERE = Path(__file__).parent
 SOURCE = "runners_standin:make"
-
-
-@pytest.fixture(autouse=True)
-def _standin_importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    path = os.environ.get("PYTHONPATH", "")
-    monkeypatch.setenv("PYTHONPATH", f"{HERE}{os.pathsep}{path}" if path else str(HERE))
+pytestmark = pytest.mark.usefixtures("standin_path")
 
 
 def _scored(ledger: Path) -> Counter[str]:
