@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from aka_ledger._cas import ContentStore, FileContentStore, MemoryContentStore
-from aka_ledger._envelope import SCHEMA, Envelope, decode, encode, now_us
+from aka_ledger._envelope import SCHEMA, Envelope, decode, encode, no_gc, now_us
 from aka_ledger._errors import LedgerError
 from aka_ledger._fs import CAS, check_writer_id, default_writer_id, ensure_root
 from aka_ledger._model import EventModel, EventRegistry
@@ -215,10 +215,11 @@ class Ledger:
         with self._lock:
             store = self._store
             t = max(now_us(), store.last_time_us)
-            cols, envs = encode(
-                items, writer_id=self.writer_id, first_seq=store.next_seq, time_us=t
-            )
-            store.write(cols.to_batch(), durable=durable)
+            with no_gc():
+                batch, envs = encode(
+                    items, writer_id=self.writer_id, first_seq=store.next_seq, time_us=t
+                )
+            store.write(batch, durable=durable)
             store.last_time_us = t
         return envs
 
@@ -273,7 +274,8 @@ class Ledger:
                 message names the file.
         """
         table, names = self.table(run_id=run_id, types=types)
-        return decode(table, self.registry, names)
+        with no_gc():
+            return decode(table, self.registry, names)
 
     def run_ids(self) -> list[str]:
         """Distinct run ids, sorted."""

@@ -1,0 +1,128 @@
+"""``aka ledger verify|compact``, ``aka sql`` and ``aka bench ledger``: thin wrappers.
+
+Each command calls one library function; domain errors (a corrupt file, a newer
+schema) surface as :class:`aka_ledger.LedgerError` and are rendered once by the CLI
+boundary, so bad input never prints a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from aka.cli._app import app
+from aka.cli._common import DEFAULT_LEDGER, FormatOpt, LedgerOpt, OutputFormat, emit_rows
+from aka.cli._groups import bench_app, ledger_app
+
+
+def _open(path: Path) -> Any:
+    """Open an existing ledger with the arena's event types (never creates one)."""
+    from aka.errors import NotFoundError
+    from aka.events import REGISTRY
+    from aka_ledger import Ledger
+
+    if not path.is_dir():
+        raise NotFoundError(
+            "no ledger here",
+            where=str(path),
+            fix="pass --ledger DIR (or set AKA_LEDGER), or run `aka run` first",
+        )
+    return Ledger.open(path, registry=REGISTRY, create=False)
+
+
+@ledger_app.command("verify")
+def verify(
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Check segments, hash chains, sequences and blobs; exit 1 naming each bad file."""
+    led = _open(ledger)
+    try:
+        problems = led.verify()
+    finally:
+        led.close()
+    rows = [{"path": p.path, "problem": p.message} for p in problems]
+    if fmt is OutputFormat.table:
+        for row in rows:
+            typer.echo(f"{row['path']}: {row['problem']}")
+        typer.echo(f"{len(rows)} problem(s)" if rows else f"{ledger}: ok", err=bool(rows))
+    else:
+        emit_rows(rows, fmt)
+    if rows:
+        raise typer.Exit(1)
+
+
+@ledger_app.command("compact")
+def compact(
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+    target_rows: Annotated[
+        int | None, typer.Option("--target-rows", min=1, help="Rows per compacted segment.")
+    ] = None,
+) -> None:
+    """Merge small segments and seal dead writers' live logs; safe while runs write."""
+    led = _open(ledger)
+    try:
+        result = led.compact(target_rows=target_rows)
+    finally:
+        led.close()
+    typer.echo(json.dumps(dataclasses.asdict(result)))
+
+
+@app.command("sql")
+def sql(
+    query: Annotated[str, typer.Argument(help="A read-only SQL query over `events` (and views).")],
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Run a read-only DuckDB query over the ledger's events (and the arena's views)."""
+    import duckdb
+
+    from aka.errors import InputError
+
+    led = _open(ledger)
+    try:
+        con = led.connect()
+    finally:
+        led.close()
+    try:
+        from aka.views import install_views
+
+        install_views(con)
+    except ImportError:
+        pass
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    try:
+        rel = con.sql(query)
+        if rel is None:
+            raise InputError("the query returned nothing", where="QUERY", fix="use a SELECT")
+        columns = list(rel.columns)
+        rows = [dict(zip(columns, r, strict=True)) for r in rel.fetchall()]
+    except duckdb.Error as exc:
+        raise InputError(
+            str(exc).splitlines()[0], where="QUERY", fix="queries are read-only DuckDB SQL"
+        ) from None
+    emit_rows(rows, fmt)
+
+
+@bench_app.command("ledger")
+def bench_ledger(
+    events: Annotated[int, typer.Option("--events", min=1, help="Events to append.")] = 1_000_000,
+    fmt: FormatOpt = OutputFormat.table,
+    blob_mb: Annotated[int, typer.Option("--blob-mb", min=1, help="Size of the blob put.")] = 512,
+    tmp_dir: Annotated[
+        Path | None, typer.Option("--dir", help="Where to write (default: system temp).")
+    ] = None,
+) -> None:
+    """Append, seal, compact, replay and query EVENTS events; put one large blob."""
+    from aka_ledger._bench import run_bench
+
+    result = run_bench(events, directory=tmp_dir, blob_mb=blob_mb)
+    if fmt is OutputFormat.json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        emit_rows([{"metric": k, "value": v} for k, v in result.items()], fmt)

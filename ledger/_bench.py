@@ -1,0 +1,130 @@
+"""``aka bench ledger``: the ledger's throughput and latency on this machine.
+
+Every number comes from the public API on a fresh directory: batched appends, durable
+single appends, sealing, compaction, a full replay (read + decode + fold), a group-by
+through DuckDB after compaction, and a large-blob put.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from aka_ledger._ledger import Ledger
+from aka_ledger._model import EventModel, EventRegistry
+
+BENCH_REGISTRY = EventRegistry()
+
+
+@BENCH_REGISTRY.register
+class BenchTicked(EventModel):
+    """A synthetic event shaped like a typical arena event (a few small fields)."""
+
+    type: Literal["BenchTicked"] = "BenchTicked"
+    task: str
+    """Which task."""
+    step: int
+    """Step number."""
+    value: float
+    """A measured value."""
+
+
+def _items(n: int, start: int = 0) -> list[tuple[EventModel, str, str | None]]:
+    return [
+        (BenchTicked(task=f"t{i % 50}", step=i, value=i * 0.5), f"run-{i % 10}", f"a{i % 100}")
+        for i in range(start, start + n)
+    ]
+
+
+def run_bench(
+    events: int, *, directory: Path | None = None, batch: int = 10_000, blob_mb: int = 512
+) -> dict[str, Any]:
+    """Measure everything and return one flat dict of numbers (seconds, rates, counts)."""
+    with tempfile.TemporaryDirectory(dir=directory, prefix="aka-bench-ledger-") as tmp:
+        root = Path(tmp) / "ledger"
+        out: dict[str, Any] = {"events": events, "batch": batch}
+        ledger = Ledger.open(root, registry=BENCH_REGISTRY, writer_id="bench", seal_rows=None)
+        items = _items(events)  # model construction is the caller's cost, not the ledger's
+        t0 = time.perf_counter()
+        for i in range(0, events, batch):
+            ledger.append_many(items[i : i + batch])
+        ledger.sync()
+        out["append_s"] = time.perf_counter() - t0
+        out["append_events_per_s"] = events / out["append_s"]
+        del items
+        t0 = time.perf_counter()
+        ledger.seal()
+        out["seal_s"] = time.perf_counter() - t0
+        out.update(_durable(ledger))
+        ledger.close()
+        out["files_before_compaction"] = _count(root / "events")
+        _many_small_segments(root, writers=20, per_writer=5, rows=200)
+        out["files_with_small_segments"] = _count(root / "events")
+        reader = Ledger.open(root, registry=BENCH_REGISTRY, create=False)
+        t0 = time.perf_counter()
+        result = reader.compact()
+        out["compact_s"] = time.perf_counter() - t0
+        out["compacted_rows"] = result.rows
+        out["files_after_compaction"] = _count(root / "events")
+        t0 = time.perf_counter()
+        envelopes = reader.events()
+        state: dict[str, float] = {}
+        for env in envelopes:
+            p = env.payload
+            if isinstance(p, BenchTicked):
+                state[p.task] = state.get(p.task, 0.0) + p.value
+        out["replay_s"] = time.perf_counter() - t0
+        out["replayed_events"] = len(envelopes)
+        del envelopes
+        con = reader.connect()
+        t0 = time.perf_counter()
+        con.sql("SELECT run_id, type, count(*) FROM events GROUP BY ALL").fetchall()
+        out["query_s"] = time.perf_counter() - t0
+        out.update(_cas_put(reader, Path(tmp), blob_mb))
+        out["cas_files"] = _count(root / "cas")
+    return out
+
+
+def _durable(ledger: Ledger, n: int = 500) -> dict[str, float]:
+    """Single appends with fsync: the latency of an intent/result boundary."""
+    lat = []
+    for event, run_id, attempt in _items(n):
+        t0 = time.perf_counter()
+        ledger.append(event, run_id=run_id, attempt_key=attempt, durable=True)
+        lat.append((time.perf_counter() - t0) * 1000)
+    lat.sort()
+    return {
+        "durable_append_p50_ms": statistics.median(lat),
+        "durable_append_p99_ms": lat[int(0.99 * (len(lat) - 1))],
+    }
+
+
+def _many_small_segments(root: Path, *, writers: int, per_writer: int, rows: int) -> None:
+    """Short-lived writers sealing small segments: the file count compaction exists for."""
+    for w in range(writers):
+        ledger = Ledger.open(root, registry=BENCH_REGISTRY, writer_id=f"small-{w}")
+        for s in range(per_writer):
+            ledger.append_many(_items(rows, s * rows))
+            ledger.seal()
+        ledger.close()
+
+
+def _cas_put(ledger: Ledger, tmp: Path, blob_mb: int) -> dict[str, float]:
+    """Put one large file (streamed, hashed while copied, fsynced)."""
+    src = tmp / "blob.bin"
+    chunk = os.urandom(1 << 20)
+    with open(src, "wb") as fh:
+        for _ in range(blob_mb):
+            fh.write(chunk)
+    t0 = time.perf_counter()
+    ledger.cas.put(src)
+    put_s = time.perf_counter() - t0
+    return {"cas_put_gb_per_s": blob_mb / 1024 / put_s, "cas_put_mb": blob_mb}
+
+
+def _count(path: Path) -> int:
+    return sum(1 for p in path.rglob("*") if p.is_file())
