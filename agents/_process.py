@@ -82,6 +82,7 @@ class ProcessResult:
         long_lines: how many lines were cut at ``Limits.max_line_bytes``.
         stderr_tail: the last 64 KiB of stderr, decoded.
         killed: processes of the tree signalled after the main process ended or timed out.
+        handler_errors: lines whose handler raised (the line is in the transcript).
         spawn_error: why the process could not be started, if it could not.
         wall_seconds: wall-clock time from spawn to the end of cleanup.
     """
@@ -93,6 +94,7 @@ class ProcessResult:
     long_lines: int = 0
     stderr_tail: str = ""
     killed: int = 0
+    handler_errors: int = 0
     spawn_error: str | None = None
     wall_seconds: float = 0.0
 
@@ -268,6 +270,7 @@ def run_process(
         long_lines=out.long_lines,
         stderr_tail=err[0].decode("utf-8", "replace") if err else "",
         killed=killed,
+        handler_errors=out.handler_errors,
         wall_seconds=time.monotonic() - started,
     )
 
@@ -378,6 +381,7 @@ def run_cli(
                 "long_lines": result.long_lines,
                 "malformed_lines": parser.totals.malformed_lines,
                 "processes_stopped": result.killed,
+                "handler_errors": result.handler_errors,
             },
         )
     )

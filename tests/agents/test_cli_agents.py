@@ -254,6 +254,13 @@ def test_missing_cli_is_an_error_that_says_how_to_install(
     assert outcome.error is not None and "npm install -g @openai/codex" in outcome.error
 
 
+def test_extra_args_go_before_the_prompt(fake_bin: Path, workspace: Path, tmp_path: Path) -> None:
+    argv_file = tmp_path / "argv.json"
+    extra = {"args": ["--add-dir", "/data"]}
+    run("claude_code", workspace, env={"FAKE_ARGV": str(argv_file)}, extra=extra)
+    assert json.loads(argv_file.read_text())[-3:] == ["--add-dir", "/data", "Make softmax faster."]
+
+
 def test_extra_executable_overrides_the_path_lookup(
     fake_bin: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -79,3 +79,16 @@ def test_version_command_is_recorded(workspace: Path) -> None:
     outcome = get_agent("command").run(make_request(workspace, extra=extra), Collect())
     assert outcome.version == "my-agent 3.1"
     assert json.loads(json.dumps(outcome.status)) == "ok"
+
+
+def test_stdin_is_closed_and_extra_env_reaches_the_process(workspace: Path) -> None:
+    script = (
+        "import os, sys; data = sys.stdin.read(); print(os.environ['ARM_VAR'] + ':' + repr(data))"
+    )
+    extra = {"command": [sys.executable, "-c", script], "env": {"ARM_VAR": "from-arm"}}
+    sink = Collect()
+    outcome = get_agent("command").run(
+        make_request(workspace, timeout_seconds=20.0, extra=extra), sink
+    )
+    assert outcome.status == "ok"
+    assert sink.of("log")[0].text == "from-arm:''"
