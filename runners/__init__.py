@@ -7,8 +7,16 @@ Workers share one ledger directory and claim attempts through lease files in it
 
 from aka_runners._claims import Claim, LeaseInfo, claim_next, claims_dir, key_state, read_leases
 from aka_runners._docker import DockerSpec, docker_client, run_docker, start_docker, wait_docker
-from aka_runners._local import LocalWorker, parse_gpus, run_local, start_local, worker_argv
+from aka_runners._local import (
+    LocalWorker,
+    parse_gpus,
+    run_local,
+    start_local,
+    worker_args,
+    worker_argv,
+)
 from aka_runners._preflight import DeviceInfo, detect_device, preflight
+from aka_runners._slurm import SlurmSpec, batch_script, slurm_states, submit_slurm, watch_slurm
 from aka_runners._worker import (
     AttemptSource,
     SourceFactory,
@@ -26,8 +34,10 @@ __all__ = [
     "DockerSpec",
     "LeaseInfo",
     "LocalWorker",
+    "SlurmSpec",
     "SourceFactory",
     "WorkerReport",
+    "batch_script",
     "claim_next",
     "claims_dir",
     "default_worker_id",
@@ -42,8 +52,12 @@ __all__ = [
     "run_docker",
     "run_local",
     "run_worker",
+    "slurm_states",
     "start_docker",
     "start_local",
+    "submit_slurm",
     "wait_docker",
+    "watch_slurm",
+    "worker_args",
     "worker_argv",
 ]

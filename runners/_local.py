@@ -18,7 +18,14 @@ from pathlib import Path
 
 from aka.errors import InputError
 
-__all__ = ["LocalWorker", "parse_gpus", "run_local", "start_local", "worker_argv"]
+__all__ = [
+    "LocalWorker",
+    "parse_gpus",
+    "run_local",
+    "start_local",
+    "worker_args",
+    "worker_argv",
+]
 
 
 def parse_gpus(spec: str) -> list[int]:
@@ -36,6 +43,26 @@ def parse_gpus(spec: str) -> list[int]:
     return gpus
 
 
+def worker_args(
+    run_id: str,
+    ledger: Path,
+    *,
+    device: str | None = None,
+    lease_ttl_s: float = 60.0,
+    worker_id: str | None = None,
+    source: str | None = None,
+) -> list[str]:
+    """The arguments of ``aka worker`` (after the program name), shared by every runner."""
+    args = ["worker", "--run", run_id, "--ledger", str(ledger), "--lease-ttl", f"{lease_ttl_s:g}"]
+    if device is not None:
+        args += ["--device", device]
+    if worker_id is not None:
+        args += ["--worker-id", worker_id]
+    if source is not None:
+        args += ["--source", source]
+    return args
+
+
 def worker_argv(
     run_id: str,
     ledger: Path,
@@ -46,16 +73,20 @@ def worker_argv(
     worker_id: str | None = None,
     source: str | None = None,
 ) -> list[str]:
-    """The ``aka worker`` command line every runner launches (local, Docker, Slurm)."""
-    argv = [python, "-c", "from aka.cli import main; main()", "worker"]
-    argv += ["--run", run_id, "--ledger", str(ledger), "--lease-ttl", f"{lease_ttl_s:g}"]
-    if device is not None:
-        argv += ["--device", device]
-    if worker_id is not None:
-        argv += ["--worker-id", worker_id]
-    if source is not None:
-        argv += ["--source", source]
-    return argv
+    """``python -c <aka main> worker ...``: needs only an interpreter that imports aka."""
+    return [
+        python,
+        "-c",
+        "from aka.cli import main; main()",
+        *worker_args(
+            run_id,
+            ledger,
+            device=device,
+            lease_ttl_s=lease_ttl_s,
+            worker_id=worker_id,
+            source=source,
+        ),
+    ]
 
 
 @dataclass
