@@ -54,18 +54,17 @@ def _version(dist: str) -> str | None:
 
 
 def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
 def _nvml_handle(index: int) -> Any | None:
     """NVML handle of CUDA device ``index`` (by UUID, so CUDA_VISIBLE_DEVICES is honoured)."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
     except Exception:  # NVML absent or no driver: readings are optional

@@ -98,7 +98,8 @@ def _method(timer: Timer, cfg: TimingConfig, n_sets: int) -> str:
         f"stop: both medians' {cfg.level:.0%} CI half-width <= {cfg.target_rel_ci:.2%} "
         f"(order statistics, >= {cfg.min_samples} samples) or {cfg.max_time_s:g} s "
         f"or {cfg.max_samples} samples; speedup = ratio of medians, paired bootstrap CI "
-        f"({cfg.n_boot} resamples)"
+        f"({cfg.n_boot} resamples) widened by half a timer step + {cfg.floor_s * 1e9:g} ns "
+        "per median"
     )
 
 
@@ -145,16 +146,23 @@ def measure_pair(
         timer.close()
     clocks_after = read_clocks(device)
     resolution = timer_resolution(*windows)
-    ratio, lo, hi = ratio_of_medians_ci(
+    ratio, s_lo, s_hi = ratio_of_medians_ci(
         windows[0], windows[1], cfg.level, cfg.n_boot, cfg.seed, resolution
     )
+    base, cand = (
+        summarize(windows[0], cfg.level, resolution),
+        summarize(windows[1], cfg.level, resolution),
+    )
+    widen = cfg.floor_s / base.median_s + cfg.floor_s / cand.median_s
+    lo, hi = s_lo * (1.0 - widen), s_hi * (1.0 + widen)
     wall = time.perf_counter() - wall0
     throttled = bool(clocks_before.get("throttled") or clocks_after.get("throttled"))
     return PairTiming(
-        baseline=summarize(windows[0], cfg.level, resolution),
-        candidate=summarize(windows[1], cfg.level, resolution),
+        baseline=base,
+        candidate=cand,
         speedup=ratio,
         speedup_ci=(lo, hi),
+        speedup_ci_sampling=(s_lo, s_hi),
         method=_method(timer, cfg, n_input_sets),
         n_rounds=rounds,
         stop_reason=decision.reason or "max_samples",

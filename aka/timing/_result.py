@@ -62,7 +62,9 @@ class SampleStats:
         }
 
 
-def summarize(samples: Sequence[float], level: float = 0.95, resolution: float = 0.0) -> SampleStats:
+def summarize(
+    samples: Sequence[float], level: float = 0.95, resolution: float = 0.0
+) -> SampleStats:
     """Build :class:`SampleStats` from raw samples (seconds)."""
     x = np.asarray(samples, dtype=float)
     med, lo, hi = median_ci(x, level, resolution)
@@ -86,8 +88,9 @@ class PairTiming:
         baseline: the baseline arm.
         candidate: the candidate arm.
         speedup: ``baseline.median_s / candidate.median_s`` (> 1: candidate faster).
-        speedup_ci: bootstrap CI of ``speedup`` (paired over rounds, widened by half a
-            timer step).
+        speedup_ci: bootstrap CI of ``speedup`` (paired over rounds), widened by half a
+            timer step and the configured systematic floor on each median.
+        speedup_ci_sampling: the same CI without the floor (sampling error only).
         method: one line naming engine version, timer, flush, interleaving, stop rule.
         n_rounds: interleaved rounds taken (one sample of each arm per round).
         stop_reason: ``converged``, ``time_budget`` or ``max_samples``.
@@ -110,6 +113,7 @@ class PairTiming:
     candidate: SampleStats
     speedup: float
     speedup_ci: tuple[float, float]
+    speedup_ci_sampling: tuple[float, float]
     method: str
     n_rounds: int
     stop_reason: str
@@ -145,6 +149,7 @@ class PairTiming:
             "candidate": self.candidate.to_dict(),
             "speedup": self.speedup,
             "speedup_ci": list(self.speedup_ci),
+            "speedup_ci_sampling": list(self.speedup_ci_sampling),
             "significant": self.significant,
             "verdict": self.verdict,
             "method": self.method,

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "Samples",
     "bootstrap_median_ci",
     "median_ci",
     "order_stat_coverage",
@@ -28,6 +29,9 @@ __all__ = [
     "rel_halfwidth",
     "timer_resolution",
 ]
+
+Samples = Sequence[float] | NDArray[np.float64]
+"""Raw samples in seconds: any float sequence or a float array."""
 
 _NORMAL_ABOVE = 3000  # beyond this n the binomial quantile uses the normal approximation
 
@@ -61,7 +65,9 @@ def _order_rank(n: int, level: float) -> int:
     cdf = 0.0
     j = 0
     for k in range(n // 2 + 1):
-        pmf = math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + log_half_n)
+        pmf = math.exp(
+            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + log_half_n
+        )
         if cdf + pmf > alpha_half:
             break
         cdf += pmf
@@ -85,7 +91,7 @@ def order_stat_coverage(n: int, level: float = 0.95) -> float:
     return 1.0 - 2.0 * tail
 
 
-def timer_resolution(*arms: Sequence[float]) -> float:
+def timer_resolution(*arms: Samples) -> float:
     """Smallest positive gap between distinct sample values: the timer's visible step.
 
     A coarse timer makes many samples equal, and the median of quantized samples can sit
@@ -101,7 +107,7 @@ def timer_resolution(*arms: Sequence[float]) -> float:
 
 
 def median_ci(
-    samples: Sequence[float], level: float = 0.95, resolution: float = 0.0
+    samples: Samples, level: float = 0.95, resolution: float = 0.0
 ) -> tuple[float, float, float]:
     """Median and distribution-free confidence interval from order statistics.
 
@@ -125,7 +131,7 @@ def median_ci(
     return med, float(x[lo_i]) - half, float(x[hi_i]) + half
 
 
-def rel_halfwidth(samples: Sequence[float], level: float = 0.95, resolution: float = 0.0) -> float:
+def rel_halfwidth(samples: Samples, level: float = 0.95, resolution: float = 0.0) -> float:
     """Half-width of the median's CI relative to the median (``inf`` if undefined)."""
     if len(samples) == 0:
         return math.inf
@@ -148,7 +154,7 @@ def _boot_medians(
 
 
 def bootstrap_median_ci(
-    samples: Sequence[float], level: float = 0.95, n_boot: int = 2000, seed: int = 0
+    samples: Samples, level: float = 0.95, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
     """Median and percentile-bootstrap CI; a cross-check of :func:`median_ci`."""
     x = np.asarray(samples, dtype=float)
@@ -160,19 +166,21 @@ def bootstrap_median_ci(
 
 
 def ratio_of_medians_ci(
-    baseline: Sequence[float],
-    candidate: Sequence[float],
+    baseline: Samples,
+    candidate: Samples,
     level: float = 0.95,
     n_boot: int = 2000,
     seed: int = 0,
     resolution: float = 0.0,
+    floor: float = 0.0,
 ) -> tuple[float, float, float]:
     """``median(baseline) / median(candidate)`` with a percentile-bootstrap CI.
 
     When both arms have the same length they are resampled as pairs (sample ``i`` of each
     arm came from the same interleaved round), which keeps drift shared by both arms out
     of the interval; otherwise each arm is resampled on its own. The interval is widened
-    by half a timer step on each median (``resolution``).
+    by half a timer step plus ``floor`` (a systematic error allowed on each median, in
+    seconds) on each median.
 
     Returns:
         ``(ratio, low, high)``.
@@ -198,5 +206,6 @@ def ratio_of_medians_ci(
     else:
         ratios = _boot_medians(a, rng, n_boot) / _boot_medians(b, rng, n_boot)
     lo, hi = float(np.quantile(ratios, q)), float(np.quantile(ratios, 1.0 - q))
-    widen = resolution / 2.0 / ma + resolution / 2.0 / mb if resolution > 0 else 0.0
+    slack = resolution / 2.0 + floor
+    widen = slack / ma + slack / mb
     return ratio, min(lo, ratio) * (1.0 - widen), max(hi, ratio) * (1.0 + widen)
