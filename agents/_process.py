@@ -24,7 +24,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -168,12 +167,16 @@ def _marked(pid: int, marker: bytes) -> bool:
 def tree_members(pgid: int, marker: str) -> list[int]:
     """Live processes of a run: in process group ``pgid`` or carrying ``marker``.
 
-    Zombies are skipped (they are dead, only not reaped). Without /proc, returns [] and
-    callers fall back to signalling the group.
+    Zombies are skipped (they are dead, only not reaped). Without /proc the members
+    cannot be listed: returns ``[pgid]`` while the group has any process, else [].
     """
     proc = Path("/proc")
     if not proc.is_dir():
-        return []
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
     me = os.getpid()
     needle = f"{MARKER_VAR}={marker}".encode()
     found = []
@@ -204,12 +207,12 @@ def stop_tree(pgid: int, marker: str, grace: float) -> int:
         how many processes were found alive and signalled.
     """
     members = tree_members(pgid, marker)
-    if not members and sys.platform.startswith("linux"):
+    if not members:
         return 0
     _signal(members, pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if not tree_members(pgid, marker) and sys.platform.startswith("linux"):
+        if not tree_members(pgid, marker):
             return len(members)
         time.sleep(0.02)
     _signal(tree_members(pgid, marker), pgid, signal.SIGKILL)
