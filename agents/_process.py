@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,7 @@ from aka_agents._streams import StreamParser, StreamTotals
 MiB = 1 << 20
 MARKER_VAR = "AKA_AGENT_RUN"
 _STDERR_TAIL = 64 * 1024
+_QUEUE_LINES = 10_000  # lines read ahead of the parser before the reader waits
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,6 @@ class _Stdout:
         self.size = 0
         self.capped = False
         self.long_lines = 0
-        self.handler_errors = 0
 
     def keep(self, chunk: bytes) -> None:
         room = self.limits.max_transcript_bytes - self.size
@@ -134,10 +135,7 @@ class _Stdout:
                 skipping = True
                 chunk += b"\n"
             self.keep(chunk)
-            try:
-                self.on_line(chunk.decode("utf-8", "replace").rstrip("\r\n"))
-            except Exception:  # a handler bug must not stop the draining of the pipe
-                self.handler_errors += 1
+            self.on_line(chunk.decode("utf-8", "replace").rstrip("\r\n"))
 
 
 def _pump_tail(stream: IO[bytes], out: list[bytes]) -> None:
@@ -219,6 +217,45 @@ def stop_tree(pgid: int, marker: str, grace: float) -> int:
     return len(members)
 
 
+class _Lines:
+    """Hands stdout lines from the reader thread to the caller's thread, in order."""
+
+    def __init__(self, on_line: Callable[[str], None]):
+        self.queue: queue.Queue[str | None] = queue.Queue(maxsize=_QUEUE_LINES)
+        self.on_line = on_line
+        self.eof = False
+        self.handler_errors = 0
+
+    def handle_next(self, wait: float) -> None:
+        """Handle one line if one arrives within ``wait`` seconds."""
+        try:
+            line = self.queue.get(timeout=wait)
+        except queue.Empty:
+            return
+        if line is None:
+            self.eof = True
+            return
+        try:
+            self.on_line(line)
+        except Exception:  # a handler bug must not stop the draining of the pipe
+            self.handler_errors += 1
+
+    def drain(self, reader: threading.Thread, within: float) -> None:
+        """Handle what is left, until end of file or ``within`` seconds."""
+        end = time.monotonic() + within
+        while not self.eof and time.monotonic() < end:
+            if not reader.is_alive() and self.queue.empty():
+                return
+            self.handle_next(0.05)
+
+
+def _pump_stdout(out: _Stdout, stream: IO[bytes], lines: _Lines) -> None:
+    try:
+        out.pump(stream)
+    finally:
+        lines.queue.put(None)
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -229,8 +266,8 @@ def run_process(
 ) -> ProcessResult:
     """Run ``argv`` to completion or timeout, feeding stdout lines to ``on_line``.
 
-    ``on_line`` is called from a reader thread, in stream order; it must not block.
-    Stdin is closed (an agent waiting for input gets EOF instead of hanging).
+    ``on_line`` is called on the caller's thread, in stream order (a reader thread only
+    reads). Stdin is closed: an agent waiting for input gets EOF instead of hanging.
     """
     marker = uuid.uuid4().hex
     started = time.monotonic()
@@ -246,25 +283,28 @@ def run_process(
         )
     except OSError as exc:
         return ProcessResult(exit_code=None, spawn_error=f"{argv[0]}: {exc.strerror or exc}")
-    out = _Stdout(limits, on_line)
+    lines = _Lines(on_line)
+    out = _Stdout(limits, lines.queue.put)
     err: list[bytes] = []
     assert proc.stdout is not None and proc.stderr is not None
-    readers = [
-        threading.Thread(target=out.pump, args=(proc.stdout,), daemon=True),
-        threading.Thread(target=_pump_tail, args=(proc.stderr, err), daemon=True),
-    ]
-    for t in readers:
-        t.start()
+    reader = threading.Thread(target=_pump_stdout, args=(out, proc.stdout, lines), daemon=True)
+    err_reader = threading.Thread(target=_pump_tail, args=(proc.stderr, err), daemon=True)
+    reader.start()
+    err_reader.start()
+    deadline = started + max(0.0, limits.timeout_seconds)
     timed_out = False
     try:
-        proc.wait(timeout=max(0.0, limits.timeout_seconds))
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        while not lines.eof and proc.poll() is None and time.monotonic() < deadline:
+            lines.handle_next(0.05)
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
     finally:
         killed = stop_tree(proc.pid, marker, limits.kill_grace_seconds)
         proc.wait()
-    for t in readers:
-        t.join(timeout=limits.kill_grace_seconds + 1.0)
+    lines.drain(reader, limits.kill_grace_seconds + 1.0)
+    err_reader.join(timeout=1.0)
     return ProcessResult(
         exit_code=proc.returncode,
         timed_out=timed_out,
@@ -273,7 +313,7 @@ def run_process(
         long_lines=out.long_lines,
         stderr_tail=err[0].decode("utf-8", "replace") if err else "",
         killed=killed,
-        handler_errors=out.handler_errors,
+        handler_errors=lines.handler_errors,
         wall_seconds=time.monotonic() - started,
     )
 
@@ -355,7 +395,7 @@ def run_cli(
 ) -> AgentOutcome:
     """Run one agent CLI in the request's workspace and turn its stream into items and an outcome.
 
-    Items reach ``sink`` as they are parsed (from a reader thread, in stream order); a
+    Items reach ``sink`` as they are parsed (on the caller's thread, in stream order); a
     closing ``log`` item records how the process ended (exit code, wall time, cut lines,
     processes stopped), and an ``error`` item says why a run failed.
     """

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from agent_helpers import FAKES, Collect, make_request
 
-from aka.agent import get_agent
+from aka.agent import AgentItem, get_agent
 from aka.errors import InputError
 
 SCRIPT = """
@@ -92,3 +93,31 @@ def test_stdin_is_closed_and_extra_env_reaches_the_process(workspace: Path) -> N
     )
     assert outcome.status == "ok"
     assert sink.of("log")[0].text == "from-arm:''"
+
+
+class _Picky(Collect):
+    """A sink that fails on one item and records the thread of every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def emit(self, item: AgentItem) -> None:
+        self.threads.add(threading.get_ident())
+        if item.text == "boom":
+            raise RuntimeError("sink bug")
+        super().emit(item)
+
+
+def test_items_arrive_on_the_callers_thread_and_a_failing_handler_is_counted(
+    workspace: Path,
+) -> None:
+    extra = {"command": [sys.executable, "-c", "print('a'); print('boom'); print('b')"]}
+    sink = _Picky()
+    outcome = get_agent("command").run(
+        make_request(workspace, timeout_seconds=20.0, extra=extra), sink
+    )
+    assert outcome.status == "ok"
+    assert sink.threads == {threading.get_ident()}
+    assert [i.text for i in sink.of("log")][:2] == ["a", "b"]
+    assert sink.ended()["handler_errors"] == 1
