@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
-from aka_agents._process import AgentCheck, check_cli, env_credentials, launch
+from aka_agents._process import AgentCheck, check_cli, env_credentials, extra_args, launch
 from aka_agents._streams import ClaudeParser
 
 INSTALL = "npm install -g @anthropic-ai/claude-code"
@@ -49,7 +49,7 @@ def claude_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
         argv += ["--effort", s.effort]
     if s.max_iterations is not None:
         argv += ["--max-turns", str(s.max_iterations)]
-    argv += [str(a) for a in s.extra.get("args", [])]
+    argv += extra_args(s)
     return [*argv, request.prompt], []
 
 

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
 from aka.errors import InputError
-from aka_agents._process import AgentCheck, agent_env, first_line, run_cli
+from aka_agents._process import AgentCheck, agent_env, extra_args, first_line, run_cli
 from aka_agents._streams import PARSERS
 
 FIELDS = ("prompt_file", "workspace", "model", "effort", "max_iterations", "timeout_seconds")
@@ -94,7 +94,7 @@ class CommandAgent:
         env = agent_env(os.environ, request.env, request.settings)
         version = None
         if extra.get("version_command"):
-            code, text = first_line([str(a) for a in extra["version_command"]], env=env)
+            code, text = first_line(extra_args(request.settings, "version_command"), env=env)
             version = text.splitlines()[0] if code == 0 and text else None
         with tempfile.TemporaryDirectory(prefix="aka-prompt-") as tmp:
             prompt_file = Path(tmp) / "prompt.md"

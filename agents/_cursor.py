@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
-from aka_agents._process import AgentCheck, check_cli, env_credentials, first_line, launch
+from aka_agents._process import (
+    AgentCheck,
+    check_cli,
+    env_credentials,
+    extra_args,
+    first_line,
+    launch,
+)
 from aka_agents._streams import CursorParser
 
 INSTALL = "curl https://cursor.com/install -fsS | bash"
@@ -32,7 +39,7 @@ def cursor_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
         notes.append(f"effort={s.effort!r} ignored: cursor-agent has no effort flag")
     if s.max_iterations is not None:
         notes.append(f"max_iterations={s.max_iterations} ignored: cursor-agent has no turn limit")
-    argv += [str(a) for a in s.extra.get("args", [])]
+    argv += extra_args(s)
     return [*argv, request.prompt], notes
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSink, register_agent
-from aka_agents._process import AgentCheck, launch
+from aka_agents._process import AgentCheck, extra_args, launch
 from aka_agents._streams import LinesParser, StreamTotals, clip, usage_numbers
 
 INSTALL = "pip install mini-swe-agent"
@@ -57,7 +57,7 @@ def mini_argv(exe: str, request: AgentRequest, trajectory: Path) -> tuple[list[s
         notes.append(
             f"max_iterations={s.max_iterations} ignored: set step_limit in a mini-swe-agent config"
         )
-    argv += [str(a) for a in s.extra.get("args", [])]
+    argv += extra_args(s)
     return argv, notes
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSettings, AgentSink
+from aka.errors import InputError
 from aka_agents._streams import StreamParser, StreamTotals
 
 MiB = 1 << 20
@@ -60,14 +61,48 @@ class Limits:
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> Limits:
-        """Limits from an arm's settings; ``extra`` may override the caps and the grace."""
+        """Limits from an arm's settings; ``extra`` may override the caps and the grace.
+
+        Raises:
+            InputError: an override is not a number.
+        """
         extra = settings.extra
+        values: dict[str, float] = {}
+        for key, default in (
+            ("max_transcript_bytes", 64 * MiB),
+            ("max_line_bytes", 4 * MiB),
+            ("kill_grace_seconds", 5.0),
+        ):
+            try:
+                values[key] = float(extra.get(key, default))
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"{extra[key]!r} is not a number",
+                    where=f"settings.extra.{key}",
+                    fix="give a number",
+                ) from None
         return cls(
             timeout_seconds=float(settings.timeout_seconds),
-            max_transcript_bytes=int(extra.get("max_transcript_bytes", 64 * MiB)),
-            max_line_bytes=int(extra.get("max_line_bytes", 4 * MiB)),
-            kill_grace_seconds=float(extra.get("kill_grace_seconds", 5.0)),
+            max_transcript_bytes=int(values["max_transcript_bytes"]),
+            max_line_bytes=int(values["max_line_bytes"]),
+            kill_grace_seconds=values["kill_grace_seconds"],
         )
+
+
+def extra_args(settings: AgentSettings, key: str = "args") -> list[str]:
+    """A list-of-strings setting from ``extra`` (empty when unset).
+
+    Raises:
+        InputError: the value is not a list of strings.
+    """
+    value = settings.extra.get(key, [])
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise InputError(
+            f"expected a list of strings, got {value!r}",
+            where=f"settings.extra.{key}",
+            fix='write it as a YAML list, e.g. ["--flag", "value"]',
+        )
+    return list(value)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import pytest
 from agent_helpers import Collect, make_request, wait_gone
 
 from aka.agent import get_agent
+from aka.errors import InputError
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process checks read /proc"
@@ -268,3 +269,18 @@ def test_extra_executable_overrides_the_path_lookup(
     monkeypatch.setenv("PATH", "/nonexistent")
     outcome, _ = run("claude_code", workspace, extra={"executable": exe})
     assert outcome.status == "ok" and outcome.cost_usd == 0.0421
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"args": "--verbose"}, "settings.extra.args"),
+        ({"max_line_bytes": "big"}, "settings.extra.max_line_bytes"),
+    ],
+)
+def test_bad_extra_settings_are_input_errors(
+    fake_bin: Path, workspace: Path, extra: dict, field: str
+) -> None:
+    with pytest.raises(InputError) as err:
+        get_agent("claude_code").run(make_request(workspace, extra=extra), Collect())
+    assert err.value.where == field
