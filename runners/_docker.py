@@ -33,7 +33,8 @@ class DockerSpec:
         gpus: host GPU indices, one container each; empty for CPU containers.
         workers: CPU container count when ``gpus`` is empty.
         python: the interpreter inside the image that can import aka.
-        mounts: extra read-only binds, host path -> container path (caches, task folders).
+        mounts: extra binds, host path -> container path, read-only unless the container
+            path ends in ``:rw`` (caches, task folders, a scratch directory).
         env: extra environment for every container.
         network_mode: ``"host"`` by default: workers need no ports, agents may need the net.
         user: ``"uid:gid"`` the workers run as (default: the caller's, so ledger files
@@ -84,7 +85,9 @@ def start_docker(
     client = client or docker_client()
     ledger = Path(ledger).resolve()
     volumes = {str(ledger): {"bind": str(ledger), "mode": "rw"}}
-    volumes.update({h: {"bind": c, "mode": "ro"} for h, c in spec.mounts.items()})
+    for host, target in spec.mounts.items():
+        path, _, mode = target.partition(":")
+        volumes[host] = {"bind": path, "mode": mode or "ro"}
     user = spec.user or f"{os.getuid()}:{os.getgid()}"
     slots: list[tuple[str, list[Any], str | None]]
     if spec.gpus:

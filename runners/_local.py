@@ -138,8 +138,14 @@ def start_local(
         argv = worker_argv(
             run_id, ledger, device=device, lease_ttl_s=lease_ttl_s, worker_id=wid, source=source
         )
+        # Own process group: killing a worker's group also ends its agent and evaluator.
         proc = subprocess.Popen(
-            argv, env={**base, **extra}, stdout=subprocess.PIPE, stderr=None, text=True
+            argv,
+            env={**base, **extra},
+            stdout=subprocess.PIPE,
+            stderr=None,
+            text=True,
+            start_new_session=True,
         )
         started.append(LocalWorker(wid, proc))
     return started

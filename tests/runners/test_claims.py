@@ -155,7 +155,7 @@ def _steal(root: str, worker: str, log: str) -> None:
 
 
 @settings(
-    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(stealers=st.integers(2, 8))
 def test_killed_holder_lease_is_taken_exactly_once(tmp_path: Path, stealers: int) -> None:

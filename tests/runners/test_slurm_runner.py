@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -11,7 +9,7 @@ import pytest
 import runners_standin as standin
 
 from aka.errors import InputError
-from aka_runners import SlurmSpec, batch_script, slurm_states, submit_slurm, watch_slurm
+from aka_runners import SlurmSpec, batch_script, submit_slurm, watch_slurm
 
 SOURCE = "runners_standin:make"
 
@@ -73,33 +71,3 @@ def test_array_workers_share_one_ledger(
     assert _scored(tmp_path) == Counter({f"t{i}": 1 for i in range(6)})
     outs = sorted((tmp_path / "slurm" / "r").glob(f"{job}_*.out"))
     assert len(outs) == 2
-
-
-@pytest.mark.slurm
-def test_scancelled_worker_attempt_is_retried_on_resubmit(
-    slurm_env: dict[str, str], standin_path: str, tmp_path: Path
-) -> None:
-    standin.setup(tmp_path, {"slow": 60.0, "t0": 0.05})
-    env = {**slurm_env, "PYTHONPATH": standin_path}
-    spec = SlurmSpec(cpu_workers=1, cpus_per_worker=1)
-    job = submit_slurm("r", tmp_path, spec, lease_ttl_s=1, source=SOURCE, env=env)
-    deadline = time.time() + 60
-    while not any(e[:2] == ("start", "slow") for e in standin.read_events(tmp_path)):
-        assert time.time() < deadline, slurm_states(job, env=env)
-        time.sleep(0.1)
-    subprocess.run(["scancel", job], env=env, check=True)
-    watch_slurm(job, poll_s=0.5, timeout_s=60, env=env)
-    standin.setup(tmp_path, {"slow": 0.05, "t0": 0.05})  # the retry need not take a minute
-    again = submit_slurm(
-        "r",
-        tmp_path,
-        SlurmSpec(cpu_workers=2, cpus_per_worker=1),
-        lease_ttl_s=1,
-        source=SOURCE,
-        env=env,
-    )
-    watch_slurm(again, poll_s=0.5, timeout_s=120, env=env)
-    assert _scored(tmp_path) == Counter({"slow": 1, "t0": 1})
-    starts = [e for e in standin.read_events(tmp_path) if e[:2] == ("start", "slow")]
-    assert [e[3] for e in starts] == [1, 2]
-    assert starts[0][2] == f"slurm-{job}-0" and starts[1][2].startswith(f"slurm-{again}-")
