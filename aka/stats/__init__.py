@@ -6,7 +6,13 @@ Table, columns in :data:`ATTEMPT_COLUMNS`) and returns values; only
 """
 
 from aka.stats import rewards
-from aka.stats._attempts import ATTEMPT_COLUMNS, AttemptTable, attempt_frame, final_attempts
+from aka.stats._attempts import (
+    ATTEMPT_COLUMNS,
+    AttemptTable,
+    attempt_frame,
+    final_attempts,
+    select_attempts,
+)
 from aka.stats._compare import Comparison, Paired, TaskDelta, Verdict, compare, verdict_rule
 from aka.stats._estimators import (
     VarianceSplit,
@@ -46,5 +52,6 @@ __all__ = [
     "render_table",
     "reward_frame",
     "rewards",
+    "select_attempts",
     "verdict_rule",
 ]

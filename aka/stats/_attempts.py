@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 import polars as pl
 import pyarrow as pa
 
-from aka.errors import InputError
+from aka.errors import InputError, NotFoundError
 
 AttemptTable: TypeAlias = pl.DataFrame | pa.Table
 """What callers may pass: a polars DataFrame or a pyarrow Table with the columns below."""
@@ -182,4 +182,40 @@ def effective_log_speedup(floor: float) -> pl.Expr:
         .then(pl.col("speedup").clip(lower_bound=floor).log())
         .otherwise(pl.lit(log_floor))
         .alias("log_speedup_eff")
+    )
+
+
+def select_attempts(table: AttemptTable, ref: str) -> pl.DataFrame:
+    """The rows of one side of a comparison, named the way ``aka compare`` names it.
+
+    ``ref`` is a run id (every arm of that run), ``RUN/ARM`` (one arm of one run), or an
+    arm name that exactly one run has.
+
+    Raises:
+        NotFoundError: no run or arm is called ``ref`` (the message lists known runs).
+        InputError: ``ref`` is an arm name that several runs share.
+    """
+    frame = attempt_frame(table, need=("run_id", "arm"), where=ref)
+    pairs = sorted(set(frame.select("run_id", "arm").iter_rows()))
+    runs = sorted({run for run, _ in pairs})
+    if ref in runs:
+        return frame.filter(pl.col("run_id") == ref)
+    run, slash, arm = ref.rpartition("/")
+    if slash and (run, arm) in pairs:
+        return frame.filter((pl.col("run_id") == run) & (pl.col("arm") == arm))
+    owners = sorted(r for r, a in pairs if a == ref)
+    if len(owners) == 1:
+        return frame.filter((pl.col("run_id") == owners[0]) & (pl.col("arm") == ref))
+    if owners:
+        raise InputError(
+            f"arm {ref!r} exists in several runs ({', '.join(owners[:5])})",
+            where=ref,
+            fix=f"name one run's arm, e.g. {owners[0]}/{ref}",
+        )
+    known = ", ".join(f"{r}/{a}" for r, a in pairs[:5]) + (" ..." if len(pairs) > 5 else "")
+    raise NotFoundError(
+        f"no run or arm named {ref!r} (known: {known or 'none'})",
+        where=ref,
+        fix="pass a run id, RUN/ARM, or an arm name; `aka sql` lists them: "
+        "select distinct run_id, arm from scores",
     )

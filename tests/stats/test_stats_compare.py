@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from stats_synth import Model, experiment, frame_from
 
-from aka.errors import InputError
-from aka.stats import compare, render_table
+from aka.errors import InputError, NotFoundError
+from aka.stats import compare, render_table, select_attempts
 
 # Side A by hand: t1 has a 2.0x win and a failure; t2 has 1.1x and 1.5x.
 HAND_A = [
@@ -203,3 +203,30 @@ def test_missing_columns_and_bad_parameters_are_input_errors() -> None:
         compare(a, b.filter(pl.col("turn") > 0))
     with pytest.raises(InputError, match="DataFrame"):
         compare(a.to_dicts(), b)
+
+
+# --- naming a side --------------------------------------------------------------------
+
+
+def test_select_attempts_resolves_runs_run_arms_and_unique_arm_names() -> None:
+    a, b = experiment(13, n_tasks=3)
+    other = b.with_columns(pl.lit("run-b").alias("run_id"))
+    table = pl.concat([a, b, other])
+    assert select_attempts(table, "run-b").height == other.height
+    assert select_attempts(table, "run-a").height == a.height + b.height
+    assert set(select_attempts(table, "run-a/treat").get_column("arm")) == {"treat"}
+    assert select_attempts(table, "base").height == a.height  # only run-a has "base"
+    with pytest.raises(InputError, match="several runs") as err:
+        select_attempts(table, "treat")
+    assert err.value.fix == "name one run's arm, e.g. run-a/treat"
+    with pytest.raises(NotFoundError, match="no run or arm named 'run-z'") as missing:
+        select_attempts(table, "run-z")
+    assert missing.value.exit_code == 2 and "run-a/base" in missing.value.message
+
+
+def test_two_arms_of_one_run_compare_but_a_run_with_its_own_arm_does_not() -> None:
+    table = pl.concat(experiment(14, n_tasks=5))
+    cmp = compare(select_attempts(table, "run-a/base"), select_attempts(table, "run-a/treat"))
+    assert cmp.a.arms == ("base",) and cmp.b.arms == ("treat",)
+    with pytest.raises(InputError, match="compared with itself"):
+        compare(select_attempts(table, "run-a"), select_attempts(table, "run-a/treat"))
