@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from aka.agent import AgentItem, ItemKind
@@ -43,6 +43,10 @@ def clip(value: Any, limit: int = TEXT_LIMIT) -> Any:
     if isinstance(value, list | tuple):
         return [clip(v, limit) for v in value]
     return value
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _int(value: Any) -> int:
@@ -108,9 +112,11 @@ class StreamParser:
         if not isinstance(obj, dict):
             return [AgentItem("log", clip(text))]
         try:
-            return self.on_event(obj)
+            items = self.on_event(obj)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             return [AgentItem("log", clip(text, 2048), {"unparsed": True, "reason": repr(exc)})]
+        # a field of an unexpected type must not leak into an item's text
+        return [i if isinstance(i.text, str) else replace(i, text=str(i.text)) for i in items]
 
     def on_event(self, event: dict[str, Any]) -> list[AgentItem]:
         """Items for one decoded JSON object; the base keeps it as a log item."""
@@ -137,8 +143,8 @@ class ClaudeParser(StreamParser):
     def on_event(self, event: dict[str, Any]) -> list[AgentItem]:
         kind = event.get("type")
         if kind == "system":
-            self.totals.model = event.get("model") or self.totals.model
-            self.totals.session_id = event.get("session_id") or self.totals.session_id
+            self.totals.model = _str(event.get("model")) or self.totals.model
+            self.totals.session_id = _str(event.get("session_id")) or self.totals.session_id
             keep: dict[str, Any] = {k: event[k] for k in _SYSTEM_KEYS if k in event}
             return [AgentItem("log", f"system {event.get('subtype', '')}".strip(), keep)]
         if kind == "assistant":
@@ -156,7 +162,7 @@ class ClaudeParser(StreamParser):
         return super().on_event(event)
 
     def _assistant(self, message: Mapping[str, Any]) -> list[AgentItem]:
-        self.totals.model = self.totals.model or message.get("model")
+        self.totals.model = self.totals.model or _str(message.get("model"))
         if isinstance(message.get("usage"), Mapping):
             self._message_usage[str(message.get("id", len(self._message_usage)))] = usage_numbers(
                 message["usage"]
@@ -256,7 +262,7 @@ class CodexParser(StreamParser):
     def on_event(self, event: dict[str, Any]) -> list[AgentItem]:
         kind = event.get("type")
         if kind == "thread.started":
-            self.totals.session_id = event.get("thread_id")
+            self.totals.session_id = _str(event.get("thread_id"))
             return [AgentItem("log", "thread started", {"thread_id": event.get("thread_id")})]
         if kind == "turn.started":
             return []
@@ -391,8 +397,8 @@ class CursorParser(StreamParser):
             )
         items = self._flush()
         if kind == "system":
-            self.totals.model = event.get("model") or self.totals.model
-            self.totals.session_id = event.get("session_id") or self.totals.session_id
+            self.totals.model = _str(event.get("model")) or self.totals.model
+            self.totals.session_id = _str(event.get("session_id")) or self.totals.session_id
             keep: dict[str, Any] = {k: event[k] for k in _SYSTEM_KEYS if k in event}
             items.append(AgentItem("log", f"system {event.get('subtype', '')}".strip(), keep))
         elif kind == "user":

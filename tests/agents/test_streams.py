@@ -35,20 +35,56 @@ event_types = st.sampled_from(
         "usage",
     ]
 )
+blocks = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "thinking", "tool_use", "tool_result"])},
+        optional={k: json_values for k in ("text", "thinking", "name", "input", "content", "id")},
+    ),
+    max_size=3,
+)
+messages = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": blocks | json_values,
+        "usage": json_values,
+        "id": json_values,
+        "model": json_values,
+    },
+)
 events = st.fixed_dictionaries(
     {"type": event_types},
     optional={
-        "message": json_values,
-        "item": json_values,
+        "message": messages | json_values,
+        "item": st.fixed_dictionaries(
+            {
+                "type": st.sampled_from(
+                    [
+                        "agent_message",
+                        "reasoning",
+                        "command_execution",
+                        "file_change",
+                        "mcp_tool_call",
+                        "web_search",
+                        "todo_list",
+                        "error",
+                    ]
+                )
+            },
+            optional={
+                k: json_values
+                for k in ("id", "text", "command", "aggregated_output", "changes", "exit_code")
+            },
+        )
+        | json_values,
         "usage": json_values,
         "tool_call": json_values,
         "subtype": json_values,
-        "content": json_values,
         "kind": event_types,
         "data": json_values,
+        "text": json_values,
         "is_error": json_values,
         "total_cost_usd": json_values,
-        "text": json_values,
+        "model": json_values,
     },
 )
 lines = st.one_of(st.text(max_size=200), events.map(json.dumps), json_values.map(json.dumps))
@@ -60,6 +96,7 @@ def test_no_line_breaks_a_parser(name: str, batch: list[str]) -> None:
     parser = PARSERS[name]()
     for line in batch:
         for item in parser.feed(line):
+            assert isinstance(item.text, str)
             assert item.kind in {
                 "message",
                 "thinking",
@@ -74,6 +111,8 @@ def test_no_line_breaks_a_parser(name: str, batch: list[str]) -> None:
     t = parser.totals
     assert t.tokens_in is None or isinstance(t.tokens_in, int)
     assert t.cost_usd is None or isinstance(t.cost_usd, float)
+    assert t.model is None or isinstance(t.model, str)
+    assert t.session_id is None or isinstance(t.session_id, str)
 
 
 @given(st.text(max_size=300), st.integers(min_value=1, max_value=100))
@@ -193,3 +232,10 @@ def test_lines_parser_takes_items_and_sums_usage() -> None:
     )
     (other,) = p.feed(json.dumps({"kind": "bogus", "x": 1}))
     assert other.kind == "log" and other.data["x"] == 1
+
+
+def test_item_text_is_always_a_string() -> None:
+    (call,) = ClaudeParser().feed(
+        json.dumps({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": 5}]}})
+    )
+    assert (call.kind, call.text) == ("tool_call", "5")
