@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._eval",
     "aka.cli._worker",
     "aka.cli._bench_schedule",
+    "aka.cli._bench_timing",
     "aka.cli._ledger",
 )
 

@@ -20,9 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aka.errors import AkaError, InputError
 from aka.timing._bench_kernels import child_run
 from aka.timing._bench_report import aggregate, render_markdown
 from aka.timing._config import ENGINE_VERSION
+from aka.timing._device import parse_device
 
 __all__ = ["main", "run_bench"]
 
@@ -51,6 +53,7 @@ def run_bench(
         raw_path: if given, every process's records are written here as they arrive,
             so a long GPU run is never lost to a later failure.
     """
+    _check_device(device)
     start = time.time()
     children: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -62,7 +65,8 @@ def run_bench(
             cmd += ["--deadline", str(deadline), "--max-time-s", str(max_time_s)]
             cmd += [] if comparators else ["--no-comparators"]
             t0 = time.time()
-            subprocess.run(cmd, check=True)
+            if subprocess.run(cmd, check=False).returncode != 0:
+                raise AkaError(f"benchmark process {p} failed (its error is printed above)")
             children.append(json.loads(out.read_text()))
             if raw_path is not None:
                 raw_path.write_text(json.dumps(children))
@@ -80,6 +84,21 @@ def run_bench(
         "command": " ".join(sys.argv) if sys.argv else "",
     }
     return aggregate(children, meta)
+
+
+def _check_device(device: str) -> None:
+    """Fail before spawning anything when the device cannot run the benchmark."""
+    kind, index = parse_device(device)
+    if kind == "cpu":
+        return
+    try:
+        import torch
+    except ImportError as exc:
+        raise InputError(
+            "torch is not installed", where="--device", fix="use --device cpu"
+        ) from exc
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise InputError(f"{device} is not available", where="--device", fix="use --device cpu")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
