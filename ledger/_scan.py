@@ -9,6 +9,7 @@ its events are durably somewhere else.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,13 +123,22 @@ def read_all(root: Path) -> tuple[pa.Table, list[str]]:
     """Every event of the ledger, deduplicated by ``event_id`` and ordered.
 
     Returns the table (with a ``_src`` column indexing the returned file names) and
-    the file names. Retries when a file vanishes under a concurrent seal or compaction.
+    the file names. The read is retried when a file vanishes under a concurrent seal
+    or compaction, or when a writer's ranges show a hole (a directory listing can miss
+    a segment renamed in while its live log is unlinked); so each writer's events are
+    a gap-free prefix of its sequence.
     """
-    for _ in range(RETRIES):
+    result = None
+    for attempt in range(RETRIES):
         try:
-            return _read_once(root)
+            result, gaps = _read_once(root)
         except FileNotFoundError:
             continue
+        if not gaps:
+            return result
+        time.sleep(0.001 * attempt)
+    if result is not None:
+        return result  # a real hole: `verify` reports it; reads still return the rest
     raise LedgerError(
         f"event files kept vanishing during {RETRIES} reads",
         path=root / EVENTS,
@@ -136,12 +146,13 @@ def read_all(root: Path) -> tuple[pa.Table, list[str]]:
     )
 
 
-def _read_once(root: Path) -> tuple[pa.Table, list[str]]:
+def _read_once(root: Path) -> tuple[tuple[pa.Table, list[str]], bool]:
     listing = list_files(root)
     _, entries = latest_manifest(listing)
     covered = covered_units(entries)
     tables: list[pa.Table] = []
     names: list[str] = []
+    ranges: list[tuple[str, int, int]] = []
 
     def add(table: pa.Table, path: Path) -> None:
         if table.num_rows:
@@ -153,15 +164,33 @@ def _read_once(root: Path) -> tuple[pa.Table, list[str]]:
     for entry in entries:
         table, _ = read_segment(events / entry.file)
         add(table, events / entry.file)
+        ranges += [(u.writer, u.first, u.last) for u in entry.units]
     for writer, segs in listing.segments.items():
         for first, last, path in segs:
             if (writer, first, last) not in covered:
                 add(read_segment(path)[0], path)
-    for lives in listing.live.values():
-        for _, path in lives:
+                ranges.append((writer, first, last))
+    for writer, lives in listing.live.items():
+        for first, path in lives:
             batches, _, _ = read_live(path)
+            rows = sum(b.num_rows for b in batches)
             add(pa.Table.from_batches(batches, SCHEMA), path)
-    return dedup_sort(tables), names
+            if rows:
+                ranges.append((writer, first, first + rows - 1))
+    return (dedup_sort(tables), names), has_gap(ranges)
+
+
+def has_gap(ranges: list[tuple[str, int, int]]) -> bool:
+    """Whether some writer's ranges leave a hole before their end (or start above 0)."""
+    ranges.sort()
+    writer, reach = None, -1
+    for w, first, last in ranges:
+        if w != writer:
+            writer, reach = w, -1
+        if first > reach + 1:
+            return True
+        reach = max(reach, last)
+    return False
 
 
 def dedup_sort(tables: list[pa.Table]) -> pa.Table:
