@@ -356,9 +356,21 @@ def run_process(
 def agent_env(
     base: Mapping[str, str], request_env: Mapping[str, str], settings: AgentSettings
 ) -> dict[str, str]:
-    """The agent's environment: ours, then the request's, then the arm's ``extra.env``."""
+    """The agent's environment: ours without ``AKA_*``, then the request's, then ``extra.env``.
+
+    ``AKA_*`` variables of this process (``AKA_LEDGER`` above all) are dropped so an agent
+    cannot find the ledger; the request and the arm may still set such variables (the
+    self-evaluation socket is one).
+    """
     extra_env: Any = settings.extra.get("env", {})
-    return {**base, **request_env, **{str(k): str(v) for k, v in dict(extra_env).items()}}
+    if not isinstance(extra_env, Mapping):
+        raise InputError(
+            f"expected a mapping, got {extra_env!r}",
+            where="settings.extra.env",
+            fix="write it as a YAML mapping of NAME: value",
+        )
+    own = {k: v for k, v in base.items() if not k.startswith("AKA_")}
+    return {**own, **request_env, **{str(k): str(v) for k, v in extra_env.items()}}
 
 
 def first_line(

@@ -121,3 +121,21 @@ def test_items_arrive_on_the_callers_thread_and_a_failing_handler_is_counted(
     assert sink.threads == {threading.get_ident()}
     assert [i.text for i in sink.of("log")][:2] == ["a", "b"]
     assert sink.ended()["handler_errors"] == 1
+
+
+def test_the_ledger_location_never_reaches_the_agent(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AKA_LEDGER", "/secret/ledger")
+    script = (
+        "import os; print(os.environ.get('AKA_LEDGER', '-') + ' ' + os.environ['AKA_EVAL_SOCKET'])"
+    )
+    sink = Collect()
+    request = make_request(
+        workspace,
+        env={"AKA_EVAL_SOCKET": "/tmp/s.sock"},
+        timeout_seconds=20.0,
+        extra={"command": [sys.executable, "-c", script]},
+    )
+    assert get_agent("command").run(request, sink).status == "ok"
+    assert sink.of("log")[0].text == "- /tmp/s.sock"
