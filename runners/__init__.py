@@ -15,6 +15,7 @@ from aka_runners._local import (
     worker_args,
     worker_argv,
 )
+from aka_runners._order import longest_first, task_estimates
 from aka_runners._preflight import DeviceInfo, detect_device, preflight
 from aka_runners._slurm import SlurmSpec, batch_script, slurm_states, submit_slurm, watch_slurm
 from aka_runners._worker import (
@@ -45,6 +46,7 @@ __all__ = [
     "docker_client",
     "key_state",
     "load_source_factory",
+    "longest_first",
     "orchestrator_source",
     "parse_gpus",
     "preflight",
@@ -56,6 +58,7 @@ __all__ = [
     "start_docker",
     "start_local",
     "submit_slurm",
+    "task_estimates",
     "wait_docker",
     "watch_slurm",
     "worker_args",

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from aka.errors import InputError
 from aka_runners._claims import claim_next, key_state
+from aka_runners._order import longest_first, task_estimates
 
 __all__ = [
     "AttemptSource",
@@ -183,9 +184,12 @@ class _OrchestratorSource:
         self._ctx = orchestrator.open_run(self._ledger, run_id)
         self._run_id = run_id
         self.target_device: str = self._ctx.started.device
+        history = self._ledger.events(types=["AttemptPlanned", "AttemptStarted", "AttemptFinished"])
+        self._estimates = task_estimates(history)
 
     def pending(self) -> Sequence[Any]:
-        return self._orch.pending_attempts(self._ledger, self._run_id)
+        plans = self._orch.pending_attempts(self._ledger, self._run_id)
+        return longest_first(plans, self._estimates)
 
     def execute(self, plan: Any, *, device: str, worker_id: str) -> None:
         # The device is the run's (checked by preflight); the orchestrator reads it there.

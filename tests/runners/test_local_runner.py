@@ -131,6 +131,7 @@ def test_killed_local_worker_attempt_is_retried_once(tmp_path: Path) -> None:
         time.sleep(0.02)
     os.kill(victim.process.pid, signal.SIGKILL)
     victim.process.wait()
+    standin.setup(tmp_path, {"slow": 0.05, **{f"t{i}": 0.05 for i in range(4)}})
     summaries = run_local("r", tmp_path, workers=2, lease_ttl_s=1, source=SOURCE)
     assert all(s is not None for s in summaries)
     scored = _scored(tmp_path)
