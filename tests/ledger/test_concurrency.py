@@ -62,9 +62,9 @@ def test_eight_writers_and_a_compaction_give_every_event_once(tmp_path: Path) ->
     events = reader.events()
     assert len(events) == WRITERS * EVENTS_EACH
     assert len({e.event_id for e in events}) == WRITERS * EVENTS_EACH
-    seqs = _per_writer_seqs(reader)
-    assert sorted(seqs) == [f"w{i}" for i in range(WRITERS)]
-    for writer, got in seqs.items():
+    final = _per_writer_seqs(reader)
+    assert sorted(final) == [f"w{i}" for i in range(WRITERS)]
+    for writer, got in final.items():
         assert sorted(got) == list(range(EVENTS_EACH)), f"{writer}: sequence gap"
     assert reader.verify() == []
     assert reads >= 1
