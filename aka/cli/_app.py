@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._run",
     "aka.cli._tasks",
     "aka.cli._eval",
+    "aka.cli._compare",
     "aka.cli._worker",
     "aka.cli._bench_schedule",
     "aka.cli._bench_timing",
