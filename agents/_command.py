@@ -91,7 +91,7 @@ class CommandAgent:
                 where="settings.extra.stream_format",
                 fix=f"use one of: {', '.join(PARSERS)}",
             )
-        env = agent_env(os.environ, request.env, request.settings)
+        env = agent_env(os.environ, request)
         version = None
         if extra.get("version_command"):
             code, text = first_line(extra_args(request.settings, "version_command"), env=env)

@@ -25,6 +25,7 @@ import queue
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -353,16 +354,16 @@ def run_process(
     )
 
 
-def agent_env(
-    base: Mapping[str, str], request_env: Mapping[str, str], settings: AgentSettings
-) -> dict[str, str]:
+def agent_env(base: Mapping[str, str], request: AgentRequest) -> dict[str, str]:
     """The agent's environment: ours without ``AKA_*``, then the request's, then ``extra.env``.
 
     ``AKA_*`` variables of this process (``AKA_LEDGER`` above all) are dropped so an agent
     cannot find the ledger; the request and the arm may still set such variables (the
-    self-evaluation socket is one).
+    self-evaluation socket is one). When the self-evaluation program (``aka``) is not on
+    the agent's PATH but sits beside this interpreter, that directory is put first on PATH
+    so the command the prompt names works.
     """
-    extra_env: Any = settings.extra.get("env", {})
+    extra_env: Any = request.settings.extra.get("env", {})
     if not isinstance(extra_env, Mapping):
         raise InputError(
             f"expected a mapping, got {extra_env!r}",
@@ -370,7 +371,13 @@ def agent_env(
             fix="write it as a YAML mapping of NAME: value",
         )
     own = {k: v for k, v in base.items() if not k.startswith("AKA_")}
-    return {**own, **request_env, **{str(k): str(v) for k, v in extra_env.items()}}
+    env = {**own, **request.env, **{str(k): str(v) for k, v in extra_env.items()}}
+    if request.eval_command:
+        program = request.eval_command[0]
+        beside = Path(sys.executable).parent
+        if shutil.which(program, path=env.get("PATH")) is None and (beside / program).is_file():
+            env["PATH"] = os.pathsep.join(p for p in (str(beside), env.get("PATH")) if p)
+    return env
 
 
 def first_line(
@@ -453,7 +460,7 @@ def run_cli(
         for item in parser.feed(line):
             sink.emit(item)
 
-    run_env = env if env is not None else agent_env(os.environ, request.env, settings)
+    run_env = env if env is not None else agent_env(os.environ, request)
     result = run_process(argv, cwd=request.workspace, env=run_env, limits=limits, on_line=on_line)
     for item in parser.finish():
         sink.emit(item)
@@ -537,7 +544,7 @@ def launch(
     ``build`` returns the argv and notes on settings the CLI cannot honour (each becomes
     a ``log`` item, so a run records what was ignored).
     """
-    env = agent_env(os.environ, request.env, request.settings)
+    env = agent_env(os.environ, request)
     exe = resolve_executable(executable, request.settings, env)
     if exe is None:
         message = f"{executable!r} not found on PATH; install it: {install}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -139,3 +140,22 @@ def test_the_ledger_location_never_reaches_the_agent(
     )
     assert get_agent("command").run(request, sink).status == "ok"
     assert sink.of("log")[0].text == "- /tmp/s.sock"
+
+
+def test_the_eval_program_beside_this_interpreter_is_put_on_path(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    beside = Path(sys.executable).parent
+    if not (beside / "aka").is_file():
+        pytest.skip("aka is not installed beside this interpreter")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    script = "import shutil; print(shutil.which('aka'))"
+    request = dataclasses.replace(
+        make_request(
+            workspace, timeout_seconds=20.0, extra={"command": [sys.executable, "-c", script]}
+        ),
+        eval_command=("aka", "eval"),
+    )
+    sink = Collect()
+    assert get_agent("command").run(request, sink).status == "ok"
+    assert sink.of("log")[0].text == str(beside / "aka")
