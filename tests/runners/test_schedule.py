@@ -89,3 +89,11 @@ def test_bench_schedule_json(cli: Callable[..., object], tmp_path: Path) -> None
     data = json.loads(res.out)  # type: ignore[attr-defined]
     assert {r["order"] for r in data["simulation"]} == {"longest-first", "planned"}
     assert [r["processes"] for r in data["claim_latency"]] == [2]
+
+
+def test_longest_first_meets_the_5_percent_target_on_the_benchmark_workload() -> None:
+    """The target `aka bench schedule` reports against: within 5 % of the lower bound."""
+    for seed in range(3):
+        attempts = synthetic_attempts(1000, seed=seed)
+        for workers in (8, 64):
+            assert simulate(attempts, workers).ratio <= 1.05
