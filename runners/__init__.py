@@ -7,6 +7,7 @@ Workers share one ledger directory and claim attempts through lease files in it
 
 from aka_runners._claims import Claim, LeaseInfo, claim_next, claims_dir, key_state, read_leases
 from aka_runners._docker import DockerSpec, docker_client, run_docker, start_docker, wait_docker
+from aka_runners._launch import RUNNERS, LaunchResult, launch
 from aka_runners._local import (
     LocalWorker,
     parse_gpus,
@@ -29,10 +30,12 @@ from aka_runners._worker import (
 )
 
 __all__ = [
+    "RUNNERS",
     "AttemptSource",
     "Claim",
     "DeviceInfo",
     "DockerSpec",
+    "LaunchResult",
     "LeaseInfo",
     "LocalWorker",
     "SlurmSpec",
@@ -45,6 +48,7 @@ __all__ = [
     "detect_device",
     "docker_client",
     "key_state",
+    "launch",
     "load_source_factory",
     "longest_first",
     "orchestrator_source",

@@ -16,6 +16,7 @@ from aka.errors import InputError
 from aka_runners import (
     detect_device,
     key_state,
+    launch,
     load_source_factory,
     parse_gpus,
     read_leases,
@@ -140,3 +141,14 @@ def test_killed_local_worker_attempt_is_retried_once(tmp_path: Path) -> None:
     assert tries[0] == "local-cpu0" and len(tries) >= 2
     starts = [e for e in standin.read_events(tmp_path) if e[:2] == ("start", "slow")]
     assert [e[3] for e in starts] == [1, 2]
+
+
+def test_launch_local_and_bad_runner_settings(tmp_path: Path) -> None:
+    standin.setup(tmp_path, {"a": 0.0, "b": 0.0})
+    result = launch("r", tmp_path, runner="local", workers=2, lease_ttl_s=2, source=SOURCE)
+    assert result.runner == "local" and len(result.summaries) == 2
+    assert _scored(tmp_path) == Counter({"a": 1, "b": 1})
+    with pytest.raises(InputError, match="unknown runner"):
+        launch("r", tmp_path, runner="k8s")
+    with pytest.raises(InputError, match="needs an image"):
+        launch("r", tmp_path, runner="docker")
