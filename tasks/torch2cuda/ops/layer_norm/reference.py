@@ -1,0 +1,31 @@
+"""Reference for the LayerNorm task, computed in fp64."""
+
+import torch
+
+EPS = 1e-5
+
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    m, n = shape["M"], shape["N"]
+    # A large per-row offset relative to the spread punishes E[x^2] - E[x]^2 in low
+    # precision; spreads vary over two orders of magnitude between rows.
+    offset = torch.randn(m, 1, generator=g) * 4.0
+    spread = torch.exp(torch.rand(m, 1, generator=g) * 4.0 - 2.0)
+    x = offset + torch.randn(m, n, generator=g) * spread
+    weight = torch.rand(n, generator=g) * 1.5 + 0.25
+    bias = torch.randn(n, generator=g) * 0.5 + 0.2
+    return tuple(t.to(dtype=dtype, device=device) for t in (x, weight, bias))
+
+
+def reference(x, weight, bias):
+    xd = x.double()
+    mean = xd.mean(dim=-1, keepdim=True)
+    var = (xd - mean).pow(2).mean(dim=-1, keepdim=True)
+    return (xd - mean) / torch.sqrt(var + EPS) * weight.double() + bias.double()
+
+
+def work(shape, dtype):
+    elems = shape["M"] * shape["N"]
+    size = torch.empty((), dtype=dtype).element_size()
+    return {"bytes": 2 * elems * size + 2 * shape["N"] * size, "flops": 8 * elems}
