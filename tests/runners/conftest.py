@@ -84,19 +84,33 @@ def host_image(docker_client: Any) -> dict[str, Any]:
     return {"image": HOST_IMAGE, "mounts": mounts, "python": sys.executable}
 
 
+_SLURM_SKIP: list[str] = []  # the first probe's skip reason, so later tests skip at once
+
+
 @pytest.fixture(scope="session")
 def slurm_env() -> Iterator[dict[str, str]]:
     """Environment of a running Slurm (SLURM_CONF, or the one-node cluster of .ci/services/slurm.sh)."""
+    if _SLURM_SKIP:
+        pytest.skip(_SLURM_SKIP[0])
     env = dict(os.environ)
     if "SLURM_CONF" not in env and Path("/tmp/aka-slurm/slurm.conf").exists():
         env["SLURM_CONF"] = "/tmp/aka-slurm/slurm.conf"
+    conf = env.get("SLURM_CONF", "/etc/slurm/slurm.conf")
     if shutil.which("sinfo") is None:
-        pytest.skip("Slurm is not installed (run .ci/services/slurm.sh)")
-    probe = subprocess.run(
-        ["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True, timeout=10
-    )
-    if probe.returncode != 0 or not probe.stdout.strip():
-        pytest.skip(
-            f"no Slurm controller answers (run .ci/services/slurm.sh): {probe.stderr.strip()[:200]}"
-        )
+        _SLURM_SKIP.append("Slurm is not installed (run .ci/services/slurm.sh)")
+    elif not Path(conf).is_file():  # sinfo would retry for a minute
+        _SLURM_SKIP.append(f"no Slurm config at {conf} (run .ci/services/slurm.sh)")
+    else:
+        try:
+            probe = subprocess.run(
+                ["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True, timeout=10
+            )
+        except subprocess.TimeoutExpired:
+            probe = subprocess.CompletedProcess([], 1, "", "sinfo did not answer in 10 s")
+        if probe.returncode != 0 or not probe.stdout.strip():
+            _SLURM_SKIP.append(
+                f"no Slurm controller answers (run .ci/services/slurm.sh): {probe.stderr.strip()[:200]}"
+            )
+    if _SLURM_SKIP:
+        pytest.skip(_SLURM_SKIP[0])
     yield env
