@@ -358,12 +358,16 @@ class CodexParser(StreamParser):
 
 
 class CursorParser(StreamParser):
-    """cursor-agent ``stream-json``; consecutive text deltas are joined into one item.
+    """cursor-agent ``stream-json``; text deltas are joined into one item per segment.
 
-    With ``--stream-partial-output`` each ``assistant`` (and ``thinking``) event carries a
-    piece of text; the pieces are buffered and emitted as one ``message`` (``thinking``)
-    item when another kind of event arrives or the stream ends. Usage is read from the
-    ``result`` event when the CLI includes it (older builds report none).
+    With ``--stream-partial-output`` each ``assistant`` event with a ``timestamp_ms`` (and
+    no ``model_call_id``) carries a new piece of text, and each segment (the text before
+    a tool call or the end of the turn) is closed by a recap event, without
+    ``timestamp_ms`` or with ``model_call_id``, that repeats the whole segment. The
+    pieces are buffered; the recap, when it comes, replaces them, so a segment becomes
+    exactly one ``message`` item. ``thinking`` deltas are joined the same way until a
+    ``completed`` event. Usage is read from the ``result`` event when the CLI includes it
+    (older builds report none).
     """
 
     _EDITS = ("write", "edit", "delete", "strReplace", "searchReplace", "applyPatch")
@@ -385,16 +389,25 @@ class CursorParser(StreamParser):
         self._buffer.append(text)
         return out
 
+    def _assistant(self, event: Mapping[str, Any]) -> list[AgentItem]:
+        content = (event.get("message") or {}).get("content") or []
+        text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+        is_delta = "timestamp_ms" in event and "model_call_id" not in event
+        if is_delta:
+            return self._buffered("message", text)
+        out = self._flush() if self._buffer_kind != "message" else []
+        self._buffer = []  # the recap repeats the buffered deltas
+        return [*out, AgentItem("message", clip(text))] if text else out
+
     def on_event(self, event: dict[str, Any]) -> list[AgentItem]:
         kind = event.get("type")
         if kind == "assistant":
-            content = (event.get("message") or {}).get("content") or []
-            text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
-            return self._buffered("message", text)
+            return self._assistant(event)
         if kind == "thinking":
-            return (
-                self._buffered("thinking", str(event.get("text", ""))) if event.get("text") else []
-            )
+            if event.get("subtype") == "completed":
+                return self._flush()
+            text = event.get("text")
+            return self._buffered("thinking", str(text)) if text else []
         items = self._flush()
         if kind == "system":
             self.totals.model = _str(event.get("model")) or self.totals.model

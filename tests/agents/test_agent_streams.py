@@ -191,7 +191,13 @@ def test_codex_failed_turn_is_an_error_with_usage() -> None:
 def test_cursor_result_usage_in_camel_case_is_read() -> None:
     p = CursorParser()
     p.feed(
-        json.dumps({"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}})
+        json.dumps(
+            {
+                "type": "assistant",
+                "timestamp_ms": 1,
+                "message": {"content": [{"type": "text", "text": "hi"}]},
+            }
+        )
     )
     items = p.feed(
         json.dumps(
@@ -239,3 +245,23 @@ def test_item_text_is_always_a_string() -> None:
         json.dumps({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": 5}]}})
     )
     assert (call.kind, call.text) == ("tool_call", "5")
+
+
+def _cursor_text(text: str, **extra: object) -> str:
+    return json.dumps(
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}, **extra}
+    )
+
+
+def test_cursor_deltas_without_a_recap_are_flushed_at_the_end() -> None:
+    p = CursorParser()
+    assert p.feed(_cursor_text("half ", timestamp_ms=1)) == []
+    assert p.feed(_cursor_text("done", timestamp_ms=2)) == []
+    assert [(i.kind, i.text) for i in p.finish()] == [("message", "half done")]
+
+
+def test_cursor_without_partial_output_emits_each_message() -> None:
+    p = CursorParser()
+    assert [i.text for i in p.feed(_cursor_text("one"))] == ["one"]
+    assert [i.text for i in p.feed(_cursor_text("two", model_call_id="m"))] == ["two"]
+    assert p.finish() == []
