@@ -30,7 +30,7 @@ def test_first_claim_wins_and_blocks_others(tmp_path: Path) -> None:
 
 
 def test_release_done_skips_tag_but_next_tag_is_claimable(tmp_path: Path) -> None:
-    with claim_next(tmp_path, "r", ["k"], "A", 30, tags={"k": "1"}) as claim:  # type: ignore[union-attr]
+    with claim_next(tmp_path, "r", ["k"], "A", 30, tags={"k": "1"}) as claim:
         assert claim.try_number == 1
     assert key_state(tmp_path, "r", "k", "1") == "done"
     assert claim_next(tmp_path, "r", ["k"], "B", 30, tags={"k": "1"}) is None
@@ -62,7 +62,7 @@ def test_expired_lease_is_taken_over_as_next_try(tmp_path: Path) -> None:
 
 
 def test_heartbeat_keeps_lease_alive_past_ttl(tmp_path: Path) -> None:
-    with claim_next(tmp_path, "r", ["k"], "A", 0.3):  # type: ignore[union-attr]
+    with claim_next(tmp_path, "r", ["k"], "A", 0.3):
         time.sleep(0.8)
         assert claim_next(tmp_path, "r", ["k"], "B", 0.3) is None
 

@@ -89,7 +89,7 @@ def _assert_scored_once_and_verified(ledger_dir: Path, rid: str, killed_worker: 
     assert set(scored.values()) == {1} and set(scored) == set(state.attempts)
     retried = [a for a in state.attempts.values() if len(a.tries) == 2]
     assert len(retried) == 1, {k: len(a.tries) for k, a in state.attempts.items()}
-    assert any(s.worker == killed_worker for s in starts)  # type: ignore[attr-defined]
+    assert any(s.worker == killed_worker for s in starts)
     verify = subprocess.run(
         [
             sys.executable,

@@ -106,7 +106,7 @@ def test_local_cpu_workers_split_the_run(tmp_path: Path) -> None:
     standin.setup(tmp_path, {f"t{i}": 0.05 for i in range(12)})
     summaries = run_local("r", tmp_path, workers=3, lease_ttl_s=2, source=SOURCE)
     assert all(s is not None for s in summaries)
-    assert sum(int(s["executed"]) for s in summaries if s) == 12  # type: ignore[call-overload]
+    assert sum(int(s["executed"]) for s in summaries if s) == 12
     assert _scored(tmp_path) == Counter({f"t{i}": 1 for i in range(12)})
     workers = {e[2] for e in standin.read_events(tmp_path)}
     assert workers <= {"local-cpu0", "local-cpu1", "local-cpu2"} and len(workers) >= 2
