@@ -46,15 +46,22 @@ def run_bench(
     """Measure everything and return one flat dict of numbers (seconds, rates, counts)."""
     with tempfile.TemporaryDirectory(dir=directory, prefix="aka-bench-ledger-") as tmp:
         root = Path(tmp) / "ledger"
-        out: dict[str, Any] = {"events": events, "batch": batch}
+        out: dict[str, Any] = {
+            "events": events,
+            "batch": batch,
+            "cpus": os.cpu_count(),
+            "load_avg_1m_at_start": os.getloadavg()[0],  # other work on the machine
+        }
         ledger = Ledger.open(root, registry=BENCH_REGISTRY, writer_id="bench", seal_rows=None)
         items = _items(events)  # model construction is the caller's cost, not the ledger's
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for i in range(0, events, batch):
             ledger.append_many(items[i : i + batch])
         ledger.sync()
         out["append_s"] = time.perf_counter() - t0
+        out["append_cpu_s"] = time.process_time() - c0
         out["append_events_per_s"] = events / out["append_s"]
+        out["append_events_per_cpu_s"] = events / out["append_cpu_s"]
         del items
         t0 = time.perf_counter()
         ledger.seal()
@@ -70,7 +77,7 @@ def run_bench(
         out["compact_s"] = time.perf_counter() - t0
         out["compacted_rows"] = result.rows
         out["files_after_compaction"] = _count(root / "events")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         envelopes = reader.events()
         state: dict[str, float] = {}
         for env in envelopes:
@@ -78,6 +85,7 @@ def run_bench(
             if isinstance(p, BenchTicked):
                 state[p.task] = state.get(p.task, 0.0) + p.value
         out["replay_s"] = time.perf_counter() - t0
+        out["replay_cpu_s"] = time.process_time() - c0
         out["replayed_events"] = len(envelopes)
         del envelopes
         con = reader.connect()
@@ -114,16 +122,32 @@ def _many_small_segments(root: Path, *, writers: int, per_writer: int, rows: int
 
 
 def _cas_put(ledger: Ledger, tmp: Path, blob_mb: int) -> dict[str, float]:
-    """Put one large file (streamed, hashed while copied, fsynced)."""
+    """Put one large file (new, then again), next to the disk's own write+fsync rate."""
     src = tmp / "blob.bin"
     chunk = os.urandom(1 << 20)
     with open(src, "wb") as fh:
         for _ in range(blob_mb):
             fh.write(chunk)
+    gb = blob_mb / 1024
     t0 = time.perf_counter()
     ledger.cas.put(src)
-    put_s = time.perf_counter() - t0
-    return {"cas_put_gb_per_s": blob_mb / 1024 / put_s, "cas_put_mb": blob_mb}
+    new_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ledger.cas.put(src)
+    again_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with open(tmp / "disk.bin", "wb") as fh:
+        for _ in range(blob_mb):
+            fh.write(chunk)
+        fh.flush()
+        os.fsync(fh.fileno())
+    disk_s = time.perf_counter() - t0
+    return {
+        "cas_put_gb_per_s": gb / new_s,
+        "cas_put_existing_gb_per_s": gb / again_s,
+        "disk_write_fsync_gb_per_s": gb / disk_s,
+        "cas_put_mb": blob_mb,
+    }
 
 
 def _count(path: Path) -> int:

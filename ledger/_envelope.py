@@ -18,6 +18,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from blake3 import blake3
 from pydantic import ValidationError
 
@@ -216,50 +217,53 @@ def decode(table: pa.Table, registry: EventRegistry, sources: Sequence[str]) -> 
     """
     if table.num_rows == 0:
         return []
-    c = {name: table.column(name).to_pylist() for name in COLUMNS if name != "time"}
+    c = {name: table.column(name).to_pylist() for name in ("event_id", "seq", "payload")}
+    for name in ("run_id", "attempt_key", "writer_id", "type", "version"):
+        c[name] = _repeated(table.column(name))
     times = _datetimes(table.column("time"))
+    digests = _digest_tuples(table.column("digests"))
     fast = {tag: m.__pydantic_validator__.validate_json for tag, m in registry.types().items()}
     current = {tag: m.schema_version for tag, m in registry.types().items()}
     payloads: list[EventModel] = []
+    append = payloads.append
     for i, (tag, version, raw) in enumerate(
         zip(c["type"], c["version"], c["payload"], strict=True)
     ):
         try:
             if current.get(tag) == version:
-                payloads.append(fast[tag](raw))
+                append(fast[tag](raw))
             else:
-                payloads.append(registry.parse(tag, version, raw))
+                append(registry.parse(tag, version, raw))
         except (SchemaError, ValidationError) as exc:
             raise _decode_error(exc, table, i, tag, sources) from None
-    return [
-        _envelope(
-            {
-                "event_id": i,
-                "run_id": r,
-                "attempt_key": a,
-                "writer_id": w,
-                "seq": s,
-                "time": t,
-                "type": ty,
-                "version": v,
-                "payload": p,
-                "digests": tuple(d),
-            }
-        )
-        for i, r, a, w, s, t, ty, v, p, d in zip(
-            c["event_id"],
-            c["run_id"],
-            c["attempt_key"],
-            c["writer_id"],
-            c["seq"],
-            times,
-            c["type"],
-            c["version"],
-            payloads,
-            c["digests"],
-            strict=True,
-        )
-    ]
+    out: list[Envelope] = []
+    push = out.append
+    for i, r, a, w, s, t, ty, v, p, d in zip(
+        c["event_id"], c["run_id"], c["attempt_key"], c["writer_id"], c["seq"], times,
+        c["type"], c["version"], payloads, digests, strict=True,
+    ):  # fmt: skip
+        env = _new(Envelope)
+        _set(env, "__dict__", {"event_id": i, "run_id": r, "attempt_key": a, "writer_id": w,
+                               "seq": s, "time": t, "type": ty, "version": v, "payload": p,
+                               "digests": d})  # fmt: skip
+        push(env)
+    return out
+
+
+def _repeated(column: pa.ChunkedArray) -> list[Any]:
+    """Python values of a low-cardinality column, one object per distinct value."""
+    encoded = column.combine_chunks().dictionary_encode()
+    values = encoded.dictionary.to_pylist()
+    if len(values) > len(encoded) // 4:
+        return column.to_pylist()
+    return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
+
+
+def _digest_tuples(column: pa.ChunkedArray) -> list[tuple[str, ...]]:
+    """Digest lists as tuples; most events reference none, which costs nothing here."""
+    if pc.sum(pc.list_value_length(column)).as_py() in (0, None):
+        return [()] * len(column)
+    return [tuple(d) for d in column.to_pylist()]
 
 
 def _datetimes(column: pa.ChunkedArray) -> list[datetime]:

@@ -313,3 +313,18 @@ class TestMemoryLedger(LedgerContract):
     def reopen(self, ledger: Ledger, registry: EventRegistry) -> Ledger:
         ledger.registry = registry
         return ledger
+
+
+def test_a_large_file_is_streamed_in_and_hashes_right(tmp_path: Path) -> None:
+    """Files above the in-memory threshold take the kernel-copy path."""
+    big = tmp_path / "big.bin"
+    data = os.urandom(1 << 20) * 17 + b"tail"
+    big.write_bytes(data)
+    ledger = Ledger.open(tmp_path / "ledger", registry=REGISTRY)
+    digest = ledger.cas.put(big)
+    assert digest == "b3:" + blake3(data).hexdigest()
+    assert ledger.cas.put(big) == digest
+    path = ledger.cas.path(digest)
+    assert path is not None and path.read_bytes() == data
+    assert list((tmp_path / "ledger" / "cas" / "tmp").iterdir()) == []
+    ledger.close()
