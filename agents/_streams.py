@@ -247,8 +247,10 @@ class ClaudeParser(StreamParser):
 
 
 class CodexParser(StreamParser):
-    """Codex ``exec --json``; tokens are summed over ``turn.completed`` events.
+    """Codex ``exec --json``; tokens come from the last ``turn.completed`` event.
 
+    A turn's ``usage`` is the thread's running total, not the turn's own share, so the
+    last one seen is the run's total (summing would count earlier turns twice).
     ``cached_input_tokens`` is a part of ``input_tokens`` (OpenAI usage), so ``tokens_in``
     is ``input_tokens``. Codex reports neither cost nor model in this stream.
     """
@@ -347,7 +349,10 @@ class CodexParser(StreamParser):
         items = []
         if isinstance(event.get("usage"), Mapping):
             usage = usage_numbers(event["usage"])
-            self.totals.add_tokens(usage["input_tokens"], usage["output_tokens"])
+            self.totals.tokens_in, self.totals.tokens_out = (
+                usage["input_tokens"],
+                usage["output_tokens"],
+            )
             items.append(AgentItem("usage", "", {**usage, "source": "turn"}))
         if failed:
             error = event.get("error") or {}

@@ -265,3 +265,24 @@ def test_cursor_without_partial_output_emits_each_message() -> None:
     assert [i.text for i in p.feed(_cursor_text("one"))] == ["one"]
     assert [i.text for i in p.feed(_cursor_text("two", model_call_id="m"))] == ["two"]
     assert p.finish() == []
+
+
+def test_codex_usage_is_the_running_total_of_the_last_turn() -> None:
+    p = CodexParser()
+    p.feed(
+        json.dumps(
+            {
+                "type": "turn.completed",
+                "usage": {"input_tokens": 100, "cached_input_tokens": 0, "output_tokens": 10},
+            }
+        )
+    )
+    p.feed(
+        json.dumps(
+            {
+                "type": "turn.completed",
+                "usage": {"input_tokens": 250, "cached_input_tokens": 90, "output_tokens": 30},
+            }
+        )
+    )
+    assert (p.totals.tokens_in, p.totals.tokens_out) == (250, 30)
