@@ -11,6 +11,7 @@ The CLI runs with the workspace as its working directory.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -75,7 +76,14 @@ class ClaudeCodeAgent:
     name: ClassVar[str] = "claude_code"
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
-        """Run ``claude`` in the workspace until it finishes or the timeout stops it."""
+        """Run ``claude`` in the workspace until it finishes or the timeout stops it.
+
+        The effort is also set as ``CLAUDE_CODE_EFFORT_LEVEL``, which some releases honour
+        where they ignore ``--effort``.
+        """
+        if request.settings.effort:
+            env = {"CLAUDE_CODE_EFFORT_LEVEL": request.settings.effort, **request.env}
+            request = dataclasses.replace(request, env=env)
         return launch(
             request,
             sink,

@@ -43,11 +43,11 @@ def names(sink: Collect, kind: str) -> list[str]:
 def test_claude_stream_becomes_items_and_outcome(
     fake_bin: Path, workspace: Path, tmp_path: Path
 ) -> None:
-    argv_file = tmp_path / "argv.json"
+    argv_file, env_file = tmp_path / "argv.json", tmp_path / "env.json"
     outcome, sink = run(
         "claude_code",
         workspace,
-        env={"FAKE_ARGV": str(argv_file)},
+        env={"FAKE_ARGV": str(argv_file), "FAKE_ENV": str(env_file)},
         model="opus",
         effort="high",
         max_iterations=7,
@@ -72,6 +72,9 @@ def test_claude_stream_becomes_items_and_outcome(
     assert sink.of("usage")[0].data["cache_read_input_tokens"] == 300
     assert not any("stream_event" in json.dumps(dict(i.data)) for i in sink.items)
     assert outcome.transcript.count(b"\n") == 12 and not outcome.truncated
+    env = json.loads(env_file.read_text())
+    assert env["CLAUDE_CODE_EFFORT_LEVEL"] == "high"
+    assert set(env) & {"AKA_LEDGER"} == set() and "AKA_AGENT_RUN" in env
     argv = json.loads(argv_file.read_text())
     assert argv[:8] == [
         "--print",

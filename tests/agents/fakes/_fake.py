@@ -12,7 +12,8 @@ what ``FAKE_SCENARIO`` asks:
 - ``orphan``: start a grandchild that keeps stdout open and outlives the fake, replay, exit 0;
 - ``setsid``: start a grandchild in a new session (a daemon), replay, exit 0.
 
-``FAKE_ARGV`` names a file that receives the argv as JSON.
+``FAKE_ARGV`` names a file that receives the argv as JSON; ``FAKE_ENV`` one that receives
+the environment variables an adapter may set (``CLAUDE_*``, ``AKA_*``, ``MSWEA_*``, ``OPENAI_*``).
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ def main(name: str) -> None:
         return
     if os.environ.get("FAKE_ARGV"):
         Path(os.environ["FAKE_ARGV"]).write_text(json.dumps(argv))
+    if os.environ.get("FAKE_ENV"):
+        seen = {
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith(("CLAUDE_", "AKA_", "MSWEA_", "OPENAI_"))
+        }
+        Path(os.environ["FAKE_ENV"]).write_text(json.dumps(seen))
     scenario = os.environ.get("FAKE_SCENARIO", "ok")
     stream = HERE / f"{name}.jsonl"
     lines = (
