@@ -219,7 +219,7 @@ def test_hang_is_stopped_at_the_timeout_with_its_children(
         workspace,
         "hang",
         env={"FAKE_PIDS": str(pids), "FAKE_IGNORE_TERM": ignore_term},
-        timeout_seconds=1.0,
+        timeout_seconds=2.0,
     )
     assert outcome.status == "timeout"
     assert outcome.exit_code == (-9 if ignore_term == "1" else -15)
