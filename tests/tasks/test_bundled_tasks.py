@@ -1,0 +1,109 @@
+"""Every bundled task passes the standalone checker on CPU, and the suite keeps its shape.
+
+The checker (tools/task_check.py) runs each Triton/torch baseline under the Triton
+interpreter against its reference and proves null answers fail; CUDA tasks compile with
+nvcc. The remaining tests hold the suite to the properties the task format promises.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import torch
+
+from aka.eval import forbidden_uses
+from aka.tasks import Task, discover
+
+REPO = Path(__file__).resolve().parents[2]
+H200_COPY_BYTES_PER_S = 4.3e12
+H200_BF16_FLOPS = 790e12
+
+
+def _load_checker() -> ModuleType:
+    path = REPO / "tools" / "task_check.py"
+    spec = importlib.util.spec_from_file_location("aka_tools_task_check", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+checker = _load_checker()
+BUNDLED = discover(REPO / "tasks")
+IDS = [t.key for t in BUNDLED]
+# Types whose starting source already is a kernel (vs. PyTorch code to replace).
+KERNEL_STARTS = {"triton2triton", "cuda2cuda"}
+
+
+def test_suite_counts() -> None:
+    counts = Counter(t.spec.type for t in BUNDLED)
+    assert counts["triton2triton"] >= 10
+    assert counts["torch2triton"] >= 8
+    assert counts["instruction2triton"] >= 5
+    assert counts["cuda2cuda"] + counts["torch2cuda"] >= 5
+    assert len({t.key for t in BUNDLED}) == len(BUNDLED)
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=IDS)
+def test_task_passes_checker(task: Task) -> None:
+    report = checker.check_task(task)
+    assert report.ok, "\n".join(report.problems)
+    assert report.trials > 0
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=IDS)
+def test_task_metadata(task: Task) -> None:
+    spec = task.spec
+    assert spec.name == task.path.name
+    assert spec.origin.strip(), "origin must say what the op is modelled on"
+    assert len(spec.shapes.heldout) >= 4
+    assert len(spec.shapes.tuning) >= 2
+    if "cpu" in spec.devices:
+        assert spec.shapes.cpu_heldout, "cpu tasks need held-out CPU shapes"
+    held = {tuple(sorted(s.items())) for s in spec.shapes.heldout}
+    assert not held & {tuple(sorted(s.items())) for s in spec.shapes.tuning}
+    assert any(d != "float32" for d in spec.dtypes), "a reduced-precision dtype is expected"
+    if spec.type == "instruction2triton":
+        assert not spec.reference_visible
+    if spec.backend == "cuda":
+        assert spec.devices == ["cuda"]
+        assert any(f.endswith(".cu") for f in spec.editable)
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=IDS)
+def test_forbidden_list_matches_the_start(task: Task) -> None:
+    """Kernel starts never use a forbidden op; PyTorch starts always do (the list bites)."""
+    spec = task.spec
+    found = [
+        f
+        for name in spec.editable
+        if name.endswith(".py")
+        for f in forbidden_uses(
+            name, (task.path / spec.source_dir / name).read_text(), spec.forbidden
+        )
+    ]
+    if spec.type in KERNEL_STARTS:
+        assert not found, [f.evidence() for f in found]
+    else:
+        assert found, "the starting PyTorch code should use at least one forbidden op"
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=IDS)
+def test_tuning_shapes_are_not_launch_bound(task: Task) -> None:
+    """At the H200 ceilings an ideal kernel needs 10 us to 10 ms per tuning shape."""
+    ref = checker.load_module(task.path / task.spec.reference)
+    for shape in task.spec.shapes.tuning:
+        for name in task.spec.dtypes:
+            work = ref.work(shape, getattr(torch, name))
+            ideal = max(work["bytes"] / H200_COPY_BYTES_PER_S, work["flops"] / H200_BF16_FLOPS)
+            assert 10e-6 <= ideal <= 10e-3, f"{shape} {name}: ideal {ideal * 1e6:.1f} us"
