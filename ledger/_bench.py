@@ -66,7 +66,7 @@ def run_bench(
         t0 = time.perf_counter()
         ledger.seal()
         out["seal_s"] = time.perf_counter() - t0
-        out.update(_durable(ledger))
+        out.update(_durable(ledger, Path(tmp)))
         ledger.close()
         out["files_before_compaction"] = _count(root / "events")
         _many_small_segments(root, writers=20, per_writer=5, rows=200)
@@ -97,17 +97,40 @@ def run_bench(
     return out
 
 
-def _durable(ledger: Ledger, n: int = 500) -> dict[str, float]:
-    """Single appends with fsync: the latency of an intent/result boundary."""
-    lat = []
+def _durable(ledger: Ledger, tmp: Path, n: int = 500) -> dict[str, float]:
+    """Single appends with and without fsync, next to a bare fsync of this disk.
+
+    The durable latency is what an intent/result boundary costs; the non-durable one
+    and the bare fsync show how much of it is the ledger and how much the disk.
+    """
+
+    def p50(values: list[float]) -> float:
+        return statistics.median(values)
+
+    durable, plain, bare = [], [], []
     for event, run_id, attempt in _items(n):
         t0 = time.perf_counter()
         ledger.append(event, run_id=run_id, attempt_key=attempt, durable=True)
-        lat.append((time.perf_counter() - t0) * 1000)
-    lat.sort()
+        durable.append((time.perf_counter() - t0) * 1000)
+    for event, run_id, attempt in _items(n):
+        t0 = time.perf_counter()
+        ledger.append(event, run_id=run_id, attempt_key=attempt)
+        plain.append((time.perf_counter() - t0) * 1000)
+    fd = os.open(tmp / "fsync.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 512)
+            t0 = time.perf_counter()
+            os.fsync(fd)
+            bare.append((time.perf_counter() - t0) * 1000)
+    finally:
+        os.close(fd)
+    durable.sort()
     return {
-        "durable_append_p50_ms": statistics.median(lat),
-        "durable_append_p99_ms": lat[int(0.99 * (len(lat) - 1))],
+        "durable_append_p50_ms": p50(durable),
+        "durable_append_p99_ms": durable[int(0.99 * (len(durable) - 1))],
+        "append_one_p50_ms": p50(plain),
+        "bare_fsync_p50_ms": p50(bare),
     }
 
 

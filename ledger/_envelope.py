@@ -98,7 +98,7 @@ def event_id(
 ) -> str:
     """The deterministic id of a record; any change to its identity changes the id."""
     key = f"{writer_id}\x1f{seq}\x1f{run_id}\x1f{attempt_key or ''}\x1f{tag}\x1f{version}\x1f{payload}"
-    return blake3(key.encode()).hexdigest(length=16)
+    return blake3(key.encode()).digest(16).hex()
 
 
 def now_us() -> int:
@@ -149,37 +149,28 @@ def encode(
     events = [it[0] for it in items]
     runs = [it[1] for it in items]
     attempts = [it[2] for it in items]
-    payloads = [e.model_dump_json() for e in events]
+    # The model's own serializer, without model_dump_json's keyword handling: same JSON.
+    payloads = [e.__pydantic_serializer__.to_json(e).decode() for e in events]
     tags = [e.type for e in events]
     versions = [type(e).schema_version for e in events]
     seqs = range(first_seq, first_seq + n)
     digests = [e.digests() if '"b3:' in p else () for e, p in zip(events, payloads, strict=True)]
     ids = [
-        blake3(f"{writer_id}\x1f{s}\x1f{r}\x1f{a or ''}\x1f{t}\x1f{v}\x1f{p}".encode()).hexdigest(
-            length=16
-        )
+        blake3(f"{writer_id}\x1f{s}\x1f{r}\x1f{a or ''}\x1f{t}\x1f{v}\x1f{p}".encode())
+        .digest(16)
+        .hex()
         for s, r, a, t, v, p in zip(seqs, runs, attempts, tags, versions, payloads, strict=True)
     ]
     when = micros_to_datetime(time_us)
     envs = [
-        _envelope(
-            {
-                "event_id": i,
-                "run_id": r,
-                "attempt_key": a,
-                "writer_id": writer_id,
-                "seq": s,
-                "time": when,
-                "type": t,
-                "version": v,
-                "payload": e,
-                "digests": d,
-            }
-        )
+        _set(env := _new(Envelope), "__dict__", {
+            "event_id": i, "run_id": r, "attempt_key": a, "writer_id": writer_id, "seq": s,
+            "time": when, "type": t, "version": v, "payload": e, "digests": d,
+        }) or env
         for i, r, a, s, t, v, e, d in zip(
             ids, runs, attempts, seqs, tags, versions, events, digests, strict=True
         )
-    ]
+    ]  # fmt: skip
     any_digests = any(digests)
     arrays = [
         pa.array(ids, pa.string()),

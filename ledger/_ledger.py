@@ -206,10 +206,11 @@ class Ledger:
         if not items:
             return []
         self._check_open()
-        for event, _, _ in items:
-            if event.type not in self.registry:
+        known = self.registry.types()
+        for model in {type(it[0]) for it in items}:
+            if model.model_fields["type"].default not in known:
                 raise LedgerError(
-                    f"event type {event.type!r} is not registered",
+                    f"event type {model.__name__!r} is not registered",
                     fix="register it in the registry passed to Ledger.open",
                 )
         with self._lock:
