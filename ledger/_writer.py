@@ -31,6 +31,10 @@ from aka_ledger._fs import (
 from aka_ledger._scan import RETRIES, latest_manifest, list_files
 from aka_ledger._segments import SEGMENT_META_KEY, LiveLog, write_segment
 
+# A live log is read message by message (~20 us each); single durable appends make one
+# message per event, so logs are sealed after this many messages to keep reads fast.
+SEAL_BATCHES = 2048
+
 
 def sealed_tail(root: Path, writer_id: str) -> Unit | None:
     """The last sealed unit of ``writer_id``, from its segments and the manifest.
@@ -148,7 +152,8 @@ class FileWriter:
         self.pending.append(batch)
         self.pending_rows += batch.num_rows
         self.next_seq += batch.num_rows
-        if self.seal_rows is not None and self.pending_rows >= self.seal_rows:
+        too_many_rows = self.seal_rows is not None and self.pending_rows >= self.seal_rows
+        if too_many_rows or len(self.pending) >= SEAL_BATCHES:
             self.seal()
 
     def sync(self) -> None:
