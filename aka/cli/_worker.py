@@ -8,12 +8,19 @@ it runs.
 from __future__ import annotations
 
 import json
+import signal
+import sys
+from types import FrameType
 from typing import Annotated
 
 import typer
 
 from aka.cli._app import app
 from aka.cli._common import DEFAULT_LEDGER, LedgerOpt
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    sys.exit(128 + signum)
 
 
 @app.command("worker")
@@ -46,16 +53,24 @@ def worker(
     """Claim and execute attempts of RUN until none is pending, then print a summary."""
     from aka_runners import default_worker_id, load_source_factory, preflight, run_worker
 
-    wid = worker_id or default_worker_id()
-    src = load_source_factory(source)(ledger, run, wid)
+    # SIGTERM (scancel, a Slurm time limit, `docker stop`) unwinds like an exception, so
+    # the held lease is released at once instead of expiring a TTL later.
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        target = device or getattr(src, "target_device", "auto")
-        resolved = preflight(target)  # before any claim: a wrong node runs nothing
-        report = run_worker(ledger, run, src, worker_id=wid, device=resolved, lease_ttl_s=lease_ttl)
+        wid = worker_id or default_worker_id()
+        src = load_source_factory(source)(ledger, run, wid)
+        try:
+            target = device or getattr(src, "target_device", "auto")
+            resolved = preflight(target)  # before any claim: a wrong node runs nothing
+            report = run_worker(
+                ledger, run, src, worker_id=wid, device=resolved, lease_ttl_s=lease_ttl
+            )
+        finally:
+            close = getattr(src, "close", None)
+            if close is not None:
+                close()
     finally:
-        close = getattr(src, "close", None)
-        if close is not None:
-            close()
+        signal.signal(signal.SIGTERM, previous)
     typer.echo(
         json.dumps(
             {

@@ -152,3 +152,14 @@ def test_launch_local_and_bad_runner_settings(tmp_path: Path) -> None:
         launch("r", tmp_path, runner="k8s")
     with pytest.raises(InputError, match="needs an image"):
         launch("r", tmp_path, runner="docker")
+
+
+def test_sigterm_releases_the_lease_at_once(tmp_path: Path) -> None:
+    standin.setup(tmp_path, {"slow": 30.0})
+    [worker] = start_local("r", tmp_path, workers=1, lease_ttl_s=600, source=SOURCE)
+    while not any(e[:2] == ("start", "slow") for e in standin.read_events(tmp_path)):
+        time.sleep(0.02)
+    assert key_state(tmp_path, "r", "slow", "1") == "held"
+    worker.process.send_signal(signal.SIGTERM)
+    assert worker.wait() is None and worker.process.returncode == 128 + signal.SIGTERM
+    assert key_state(tmp_path, "r", "slow", "1") == "free"  # no 600 s wait for a takeover
