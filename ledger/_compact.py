@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pyarrow as pa
 
 from aka_ledger._envelope import SCHEMA
 from aka_ledger._fs import (
+    CAS,
     COMPACTED,
     EVENTS,
     MANIFESTS,
@@ -74,6 +76,7 @@ def compact(
     target = target_rows or DEFAULT_TARGET_ROWS
     sealed = seal_orphans(root, skip=own_writer)
     listing = list_files(root)
+    remove_stale_temps(root, listing.temps)
     number, entries = latest_manifest(listing)
     covered = covered_units(entries)
     events = root / EVENTS
@@ -161,6 +164,30 @@ def _older(path: Path, number: int) -> bool:
     return int(path.name[:8]) < number
 
 
+STALE_TMP_S = 3600.0
+
+
+def remove_stale_temps(root: Path, temps: list[Path]) -> int:
+    """Delete temporary files left by crashed writes, once they are clearly abandoned.
+
+    A temp file is renamed or deleted by its writer within seconds; one an hour old
+    belongs to a process that died mid-write (a writer reopening with its id removes
+    its own at once).
+    """
+    cutoff = time.time() - STALE_TMP_S
+    cas_tmp = root / CAS / "tmp"
+    candidates = list(temps) + (list(cas_tmp.iterdir()) if cas_tmp.is_dir() else [])
+    removed = 0
+    for path in candidates:
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
+
+
 def seal_orphans(root: Path, *, skip: str | None) -> int:
     """Seal live logs whose writer is gone (their flock can be taken) into segments."""
     sealed = 0
@@ -169,7 +196,10 @@ def seal_orphans(root: Path, *, skip: str | None) -> int:
         if writer == skip:
             continue
         for first, path in sorted(lives):
-            sealed += _seal_one(root, writer, first, path)
+            try:
+                sealed += _seal_one(root, writer, first, path)
+            except FileNotFoundError:
+                continue  # its writer came back and took over meanwhile
     return sealed
 
 

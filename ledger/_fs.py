@@ -104,9 +104,9 @@ def write_atomic(path: Path, data: bytes, *, tag: str, exclusive: bool = False) 
                 tmp.unlink(missing_ok=True)
         else:
             os.replace(tmp, path)
-    except PermissionError as exc:
+    except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
+        raise LedgerError(f"cannot write: {exc.strerror or exc}", path=path) from None
     fsync_dir(path.parent)
     return True
 

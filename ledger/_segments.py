@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -73,17 +74,32 @@ class LiveLog:
         flags = os.O_RDWR | os.O_CREAT | (os.O_EXCL if new else 0)
         try:
             self.fd = os.open(path, flags, 0o644)
-        except PermissionError as exc:
+        except OSError as exc:
             raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        # Reopening after a crash may meet a compaction sealing the orphaned log for a
+        # moment; a live writer holds its lock for good, so wait briefly, then refuse.
+        deadline = time.monotonic() + (0 if new else 2.0)
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
             os.close(self.fd)
             raise LedgerError(
                 "live log is locked by another process (writer id in use)",
                 path=path,
                 fix="give each process its own writer_id (the default is unique)",
             ) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(self.fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # sealed and unlinked by a compaction while we waited
+            os.close(self.fd)
+            raise FileNotFoundError(path)
         if new:
             os.write(self.fd, HEADER)
         self.size = os.fstat(self.fd).st_size
@@ -135,9 +151,9 @@ def write_segment(path: Path, table: pa.Table, units: list[Unit], *, tag: str) -
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except PermissionError as exc:
+    except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
+        raise LedgerError(f"cannot write: {exc.strerror or exc}", path=path) from None
     fsync_dir(path.parent)
 
 

@@ -21,6 +21,7 @@ from aka_ledger._errors import CorruptError, LedgerError
 from aka_ledger._fs import (
     CAS,
     EVENTS,
+    LIVE_RE,
     TMP_PREFIX,
     Unit,
     chain_hash,
@@ -93,18 +94,30 @@ class FileWriter:
         self.last_time_us = 0
         self.prev_chain = ""
         if self.dir.exists():
-            self._recover()
+            for _ in range(RETRIES):
+                try:
+                    self._recover()
+                    break
+                except FileNotFoundError:  # a compaction sealed our orphaned log: redo
+                    self._release()
+                    self.next_seq, self.prev_chain, self.last_time_us = 0, "", 0
+
+    def _release(self) -> None:
+        if self.live is not None:
+            self.live.close()
+            self.live = None
+        self.pending, self.pending_rows = [], 0
 
     def _recover(self) -> None:
-        """Continue after a crash: drop temps, drop sealed live logs, reopen the rest."""
-        for tmp in self.dir.glob(f"{TMP_PREFIX}*"):
-            tmp.unlink(missing_ok=True)
-        for tmp in (self.root / CAS / "tmp").glob(f"{TMP_PREFIX}{self.writer_id}-*"):
-            tmp.unlink(missing_ok=True)
+        """Continue after a crash: reopen the live log, drop sealed ones, then drop temps.
+
+        Temps go last: only once this writer holds its live logs' locks can no
+        compaction be sealing one of them (writing a temp here) at the same time.
+        """
         tail = sealed_tail(self.root, self.writer_id)
         if tail is not None:
             self.next_seq, self.prev_chain = tail.last + 1, tail.chain
-        lives = sorted(self.dir.glob("live-*.arrows"))
+        lives = sorted(p for p in self.dir.iterdir() if LIVE_RE.fullmatch(p.name))
         for path in lives:
             first = int(path.name[5:17])
             log = LiveLog(path, first, new=False)
@@ -129,6 +142,10 @@ class FileWriter:
             if rows:
                 times = batches[-1].column("time").cast(pa.int64())
                 self.last_time_us = times[len(times) - 1].as_py()
+        for tmp in self.dir.glob(f"{TMP_PREFIX}*"):
+            tmp.unlink(missing_ok=True)
+        for tmp in (self.root / CAS / "tmp").glob(f"{TMP_PREFIX}{self.writer_id}-*"):
+            tmp.unlink(missing_ok=True)
         fsync_dir(self.dir)
 
     def _ensure_live(self) -> LiveLog:
