@@ -193,3 +193,37 @@ def test_sql_rejects_writes_and_bad_queries_without_traceback(
     assert code == 2 and "Traceback" not in out and not (tmp_path / "x.csv").exists()
     code, out = _cli(capsys, "sql", "SELECT * FROM nowhere", "--ledger", str(root))
     assert code == 2 and "nowhere" in out
+
+
+def test_reading_a_truncated_segment_names_it(
+    tmp_path: Path, arena_registry: EventRegistry
+) -> None:
+    from aka_ledger import CorruptError
+
+    root = tmp_path / "ledger"
+    files = _ledger(root, arena_registry)
+    _truncated_segment(files)
+    with pytest.raises(CorruptError, match="does not parse") as info:
+        Ledger.open(root, registry=arena_registry).events()
+    assert str(files["first"]) in str(info.value)
+
+
+def test_compact_and_bench_commands_run_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arena_registry: EventRegistry
+) -> None:
+    root = tmp_path / "ledger"
+    _ledger(root, arena_registry)
+    code, out = _cli(capsys, "ledger", "compact", "--ledger", str(root))
+    assert code == 0 and json.loads(out)["manifest"] == 1
+    code, out = _cli(capsys, "ledger", "verify", "--ledger", str(root))
+    assert code == 0, out
+    code, out = _cli(
+        capsys, "bench", "ledger", "--events", "3000", "--blob-mb", "20", "--format", "json",
+        "--dir", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(out)
+    for key in ("append_events_per_s", "durable_append_p50_ms", "seal_s", "compact_s",
+                "replay_s", "query_s", "cas_put_gb_per_s", "files_after_compaction"):  # fmt: skip
+        assert report[key] > 0, key
+    assert report["replayed_events"] == 3000 + 500 + 500 + 20 * 5 * 200
