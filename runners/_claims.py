@@ -19,7 +19,7 @@ also the audit trail of who held what and when.
 A *tag* names a generation of an attempt (the worker uses the ledger's try number), so
 a finished generation is never run again by a worker holding a stale plan, while the
 next generation (a retry the ledger asked for) is still claimable. A live lease blocks
-every generation of its key: a running attempt is never run twice at once.
+every generation of its key: while its holder lives, no one else runs that attempt.
 """
 
 from __future__ import annotations
