@@ -108,6 +108,7 @@ def _durable(ledger: Ledger, tmp: Path, n: int = 500) -> dict[str, float]:
         return statistics.median(values)
 
     durable, plain, bare = [], [], []
+    os.sync()  # measure steady state, not the writeback of the bulk append just before
     for event, run_id, attempt in _items(n):
         t0 = time.perf_counter()
         ledger.append(event, run_id=run_id, attempt_key=attempt, durable=True)

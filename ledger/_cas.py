@@ -28,6 +28,7 @@ PREFIX = "b3:"
 TREE_FORMAT = "aka-tree/1"
 _CHUNK = 16 * 1024 * 1024
 _HEX = frozenset("0123456789abcdef")
+_COPY_STEP = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,22 +153,21 @@ class ContentStore:
                 out.write(chunk)
 
 
-def _copy(fin: BinaryIO, fout: BinaryIO, size: int) -> None:
-    """Kernel-side copy, falling back to chunks where ``copy_file_range`` is refused."""
+def _copy(fin: BinaryIO, fout: BinaryIO, size: int, stop: threading.Event) -> None:
+    """Kernel-side copy in steps (so ``stop`` can end it), chunked where refused."""
     done = 0
     try:
-        while done < size:
-            n = os.copy_file_range(fin.fileno(), fout.fileno(), size - done)
+        while done < size and not stop.is_set():
+            n = os.copy_file_range(fin.fileno(), fout.fileno(), min(_COPY_STEP, size - done))
             if n == 0:
                 break
             done += n
-        else:
-            return
+        return
     except OSError:
         pass
     fin.seek(done)
     fout.seek(done)
-    while chunk := fin.read(_CHUNK):
+    while not stop.is_set() and (chunk := fin.read(_CHUNK)):
         fout.write(chunk)
 
 
@@ -276,10 +276,11 @@ class FileContentStore(ContentStore):
         return digest
 
     def _put_file(self, src: Path) -> str:
-        """Copy a file in the kernel while hashing it (memory-mapped, multi-threaded).
+        """Hash a file (memory-mapped, multi-threaded) while the kernel copies it in.
 
         Big files never pass through Python memory, and the copy and the hash run at
-        once. A blob already stored costs no fsync. If the source changes while it is
+        once. If the blob is already stored the copy is stopped and nothing is synced,
+        so re-putting a big file costs one hash. If the source changes while it is
         being stored (size or mtime moved) the put fails instead of storing bytes that
         do not match their name.
         """
@@ -290,20 +291,27 @@ class FileContentStore(ContentStore):
         if before.st_size <= _CHUNK:
             return self.put(src.read_bytes())
         tmp = self._tmp_path()
+        stop = threading.Event()
         with open(src, "rb") as fin, open(tmp, "wb") as fout:
-            copier = threading.Thread(target=_copy, args=(fin, fout, before.st_size))
+            copier = threading.Thread(target=_copy, args=(fin, fout, before.st_size, stop))
             copier.start()
-            hasher = blake3(max_threads=blake3.AUTO)
-            hasher.update_mmap(src)
-            copier.join()
+            try:
+                hasher = blake3(max_threads=blake3.AUTO)
+                hasher.update_mmap(src)
+                digest = PREFIX + hasher.hexdigest()
+                if self.exists(digest):
+                    stop.set()
+            finally:
+                copier.join()
             after = os.stat(src)
-            if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+            if stop.is_set() or (after.st_size, after.st_mtime_ns) != (
+                before.st_size,
+                before.st_mtime_ns,
+            ):
                 tmp.unlink(missing_ok=True)
+                if stop.is_set():
+                    return digest
                 raise LedgerError("file changed while being stored", path=src, fix="retry")
-            digest = PREFIX + hasher.hexdigest()
-            if self.exists(digest):
-                tmp.unlink(missing_ok=True)
-                return digest
             fout.flush()
             os.fsync(fout.fileno())
         self._install(tmp, digest)
