@@ -84,7 +84,11 @@ class TaskSpec(_Strict):
         description="Files under source_dir the agent may edit; only these are "
         "taken from the candidate at evaluation.",
     )
-    entry: str = Field(description="Candidate callable as 'file.py:function' under source_dir.")
+    entry: str = Field(
+        description="Candidate callable as 'file.py:function' under source_dir. It may live in "
+        "a non-editable file that imports the editable kernels (e.g. a model whose RMSNorm is "
+        "the editable kernel, for end-to-end tasks)."
+    )
     targets: list[str] = Field(
         default_factory=list, description="Symbols (kernels) the agent should optimize."
     )
@@ -123,8 +127,6 @@ class TaskSpec(_Strict):
         missing = [d for d in self.dtypes if d not in self.tolerances]
         if missing:
             raise ValueError(f"tolerances missing for dtypes {missing}")
-        if self.entry_file not in self.editable:
-            raise ValueError(f"entry file {self.entry_file!r} must be listed in editable")
         if "cpu" in self.devices and not self.shapes.cpu:
             raise ValueError("devices includes cpu but shapes.cpu is empty")
         return self
@@ -195,9 +197,10 @@ def load_task(folder: Path, *, root: Path | None = None) -> Task:
             where=str(spec_path),
             fix="see the task schema in docs/tasks.md",
         ) from None
-    for rel, field_name in [(spec.reference, "reference")] + [
-        (f"{spec.source_dir}/{e}", "editable") for e in spec.editable
-    ]:
+    for rel, field_name in [
+        (spec.reference, "reference"),
+        (f"{spec.source_dir}/{spec.entry_file}", "entry"),
+    ] + [(f"{spec.source_dir}/{e}", "editable") for e in spec.editable]:
         if not (folder / rel).is_file():
             raise InputError(
                 f"field '{field_name}': file {rel!r} does not exist",
