@@ -62,6 +62,59 @@ class ScoringSettings(_Strict):
     )
 
 
+class DockerSettings(_Strict):
+    """The ``docker`` runner: one container per GPU from an image with aka installed."""
+
+    image: str = Field(description="Image with aka installed (runners/Dockerfile builds one).")
+    mounts: dict[str, str] = Field(
+        default_factory=dict, description="Extra binds, host -> container path."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment for every container."
+    )
+    network_mode: str = Field(default="host", description="Docker network mode.")
+
+
+class SlurmSettings(_Strict):
+    """The ``slurm`` runner: workers as a job array on a cluster."""
+
+    partition: str | None = Field(default=None, description="--partition (default: the cluster's).")
+    account: str | None = Field(default=None, description="--account (default: the user's).")
+    gpus_per_node: int = Field(default=1, ge=0, description="GPUs per node; 0 runs CPU workers.")
+    nodes: int = Field(default=1, ge=1, description="Nodes; array size is nodes x gpus_per_node.")
+    cpu_workers: int = Field(default=1, ge=1, description="Array size when gpus_per_node is 0.")
+    time_limit: str = Field(default="04:00:00", description="--time per worker.")
+    cpus_per_worker: int = Field(default=8, ge=1, description="--cpus-per-task.")
+    mem: str | None = Field(default=None, description="--mem per worker, e.g. 32G.")
+    setup: list[str] = Field(
+        default_factory=list, description="Shell lines run before each worker."
+    )
+    extra: list[str] = Field(default_factory=list, description="Further #SBATCH options.")
+
+
+class RunnerSettings(_Strict):
+    """Where attempts execute. ``inline`` runs them in the ``aka run`` process itself."""
+
+    kind: Literal["inline", "local", "docker", "slurm"] = Field(
+        default="inline", description="Runner."
+    )
+    gpus: list[int] = Field(default_factory=list, description="One worker per listed GPU.")
+    workers: int | None = Field(default=None, ge=1, description="CPU workers when gpus is empty.")
+    lease_ttl_s: float = Field(
+        default=60.0, gt=0, description="Claim lease; a dead worker's expires."
+    )
+    docker: DockerSettings | None = Field(
+        default=None, description="Settings of the docker runner."
+    )
+    slurm: SlurmSettings | None = Field(default=None, description="Settings of the slurm runner.")
+
+    @model_validator(mode="after")
+    def _needs(self) -> RunnerSettings:
+        if self.kind == "docker" and self.docker is None:
+            raise ValueError("runner kind 'docker' needs a `docker:` block with an image")
+        return self
+
+
 class RunConfig(_Strict):
     """A run: tasks × arms × repeats, on one device."""
 
@@ -74,6 +127,7 @@ class RunConfig(_Strict):
     scoring: ScoringSettings = Field(default_factory=ScoringSettings)
     timing: TimingSettings = Field(default_factory=TimingSettings)
     max_tries: int = Field(default=3, ge=1, le=20, description="Tries per attempt after crashes.")
+    runner: RunnerSettings = Field(default_factory=RunnerSettings)
 
     @field_validator("device")
     @classmethod

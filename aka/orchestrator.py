@@ -28,8 +28,8 @@ from pathlib import Path
 from aka import __version__
 from aka import events as ev
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSettings, get_agent
-from aka.config import ArmConfig, RunConfig, load_config
-from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, plan
+from aka.config import ArmConfig, RunConfig, load_config, parse_config
+from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
 from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
 from aka.selfeval import SOCKET_ENV, serve
@@ -352,6 +352,20 @@ def execute_attempt(
     return scored
 
 
+def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunState:
+    """Append RunFinished once no attempt is left to run (after inline or worker runs)."""
+    state = run_state(ledger, run_id)
+    if state.finished is None and is_complete(state, max_tries=max_tries):
+        n_scored = sum(1 for a in state.attempts.values() if a.score is not None)
+        ledger.append(
+            ev.RunFinished(attempts=len(state.attempts), scored=n_scored),
+            run_id=run_id,
+            durable=True,
+        )
+        state = run_state(ledger, run_id)
+    return state
+
+
 ProgressFn = Callable[[AttemptPlan, ev.Scored | None, int, int], None]
 
 
@@ -371,18 +385,34 @@ def drive(
                 scored = execute_attempt(ledger, run_id, p, worker_id=worker, ctx=ctx)
                 if progress:
                     progress(p, scored, i, total)
-        state = run_state(ledger, run_id)
-        if state.finished is None:
-            n_scored = sum(1 for a in state.attempts.values() if a.score is not None)
-            ledger.append(
-                ev.RunFinished(attempts=len(state.attempts), scored=n_scored),
-                run_id=run_id,
-                durable=True,
-            )
-            state = run_state(ledger, run_id)
+        state = finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
         return state
     finally:
         ctx.tasks.close()
+
+
+def prepare_run(
+    ledger: Ledger,
+    config_path: Path,
+    *,
+    label: str | None = None,
+    run_id: str | None = None,
+    runner: dict[str, object] | None = None,
+) -> tuple[str, RunConfig]:
+    """Load and validate the config (with CLI overrides), then record the run's start."""
+    config = load_config(config_path)
+    if label:
+        config = config.model_copy(update={"label": label})
+    if runner:
+        merged = {**config.runner.model_dump(), **runner}
+        config = parse_config(
+            {**config.model_dump(mode="json"), "runner": merged}, where=str(config_path)
+        )
+    root = Path(config.tasks_root)
+    if not root.is_absolute() and not root.exists():
+        root = config_path.parent.parent / config.tasks_root  # configs/x.yaml -> ../tasks
+    rid = start_run(ledger, config, config_path=str(config_path), run_id=run_id, tasks_root=root)
+    return rid, config
 
 
 def run(
@@ -393,13 +423,7 @@ def run(
     run_id: str | None = None,
     progress: ProgressFn | None = None,
 ) -> str:
-    """``aka run``: load and validate the config, start the run, drive it to the end."""
-    config = load_config(config_path)
-    if label:
-        config = config.model_copy(update={"label": label})
-    root = Path(config.tasks_root)
-    if not root.is_absolute() and not root.exists():
-        root = config_path.parent.parent / config.tasks_root  # configs/x.yaml -> ../tasks
-    rid = start_run(ledger, config, config_path=str(config_path), run_id=run_id, tasks_root=root)
+    """``aka run`` with the inline runner: start the run and drive it to the end."""
+    rid, _ = prepare_run(ledger, config_path, label=label, run_id=run_id)
     drive(ledger, rid, progress=progress)
     return rid

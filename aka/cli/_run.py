@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +19,10 @@ from aka.cli._common import (
     emit_rows,
     open_ledger,
 )
+from aka.config import RunnerSettings
 from aka.core import AttemptPlan
+from aka.orchestrator import open_run
+from aka_ledger import Ledger
 
 
 class _Bar:
@@ -47,19 +51,81 @@ def _progress() -> Progress:
     )
 
 
+RunnerOpt = Annotated[
+    str | None, typer.Option("--runner", help="inline (this process), local, docker or slurm.")
+]
+GpusOpt = Annotated[str | None, typer.Option("--gpus", help="One worker per GPU, e.g. 0,1,2,3.")]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", help="CPU workers (no GPUs).")]
+
+
+def _overrides(runner: str | None, gpus: str | None, workers: int | None) -> dict[str, object]:
+    out: dict[str, object] = {}
+    if runner is not None:
+        out["kind"] = runner
+    if gpus is not None:
+        from aka_runners import parse_gpus
+
+        out["gpus"] = parse_gpus(gpus)
+        out.setdefault("kind", "local")
+    if workers is not None:
+        out["workers"] = workers
+        out.setdefault("kind", "local")
+    return out
+
+
+def _execute(led: Ledger, ledger_dir: Path, rid: str, settings: RunnerSettings) -> None:
+    """Run a run's pending attempts inline or through workers, then close it."""
+    from aka.orchestrator import drive, finish_if_complete
+
+    if settings.kind == "inline":
+        with _progress() as progress:
+            drive(led, rid, progress=_Bar(progress))
+        return
+    from aka_runners import DockerSpec, SlurmSpec, launch
+
+    docker = slurm = None
+    if settings.docker is not None:
+        d = settings.docker
+        docker = DockerSpec(image=d.image, mounts=d.mounts, env=d.env, network_mode=d.network_mode)
+    if settings.slurm is not None:
+        s = settings.slurm.model_dump()
+        s["setup"] = "\n".join(s["setup"])
+        slurm = SlurmSpec(**s)
+    result = launch(
+        rid,
+        ledger_dir,
+        runner=settings.kind,
+        gpus=settings.gpus or None,
+        workers=settings.workers,
+        lease_ttl_s=settings.lease_ttl_s,
+        docker=docker,
+        slurm=slurm,
+    )
+    for summary in result.summaries:
+        if summary:
+            typer.echo(json.dumps(summary))
+    cfg = open_run(led, rid).config
+    finish_if_complete(led, rid, max_tries=cfg.max_tries)
+
+
 @app.command()
 def run(
     config: Annotated[Path, typer.Argument(help="Run config (YAML).")],
     label: Annotated[str | None, typer.Option(help="Override the config's label.")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="Use this run id.")] = None,
+    runner: RunnerOpt = None,
+    gpus: GpusOpt = None,
+    workers: WorkersOpt = None,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Run every task with every arm; each step becomes an event in the ledger."""
-    from aka.orchestrator import run as run_
+    from aka.orchestrator import prepare_run
 
     led = open_ledger(ledger, create=True)
-    with _progress() as progress:
-        rid = run_(led, config, label=label, run_id=run_id, progress=_Bar(progress))
+    rid, cfg = prepare_run(
+        led, config, label=label, run_id=run_id, runner=_overrides(runner, gpus, workers)
+    )
+    _execute(led, ledger, rid, cfg.runner)
     led.close()
     typer.echo(f"run {rid} finished; `aka report {rid}` shows the results")
 
@@ -68,19 +134,26 @@ def run(
 def resume(
     run_id: Annotated[str | None, typer.Argument(help="Run id (or a unique prefix).")] = None,
     latest: Annotated[bool, typer.Option("--latest", help="Resume the most recent run.")] = False,
+    runner: RunnerOpt = None,
+    gpus: GpusOpt = None,
+    workers: WorkersOpt = None,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Finish a run: read → fold → plan → the same loop as `aka run`."""
     from aka.errors import InputError
-    from aka.orchestrator import drive
+    from aka.orchestrator import run_state
     from aka.report import resolve_run
 
     if (run_id is None) == (not latest):
         raise InputError("give a RUN_ID or --latest (not both)", fix="e.g. `aka resume --latest`")
     led = open_ledger(ledger)
     rid = resolve_run(led, None if latest else run_id)
-    with _progress() as progress:
-        state = drive(led, rid, progress=_Bar(progress))
+    settings = open_run(led, rid).config.runner
+    over = _overrides(runner, gpus, workers)
+    if over:
+        settings = RunnerSettings.model_validate({**settings.model_dump(), **over})
+    _execute(led, ledger, rid, settings)
+    state = run_state(led, rid)
     led.close()
     n = sum(1 for a in state.attempts.values() if a.score is not None)
     typer.echo(f"run {rid}: {n}/{len(state.attempts)} attempts scored")
