@@ -132,8 +132,9 @@ class EvaluationStarted(EventModel):
     type: Literal["EvaluationStarted"] = "EvaluationStarted"
     try_no: int = Field(ge=0, description="Try this belongs to (0 outside attempts).")
     eval_id: str = Field(description="Unique id of this evaluation.")
-    purpose: Literal["final", "self"] = Field(
-        description="'final' scores the attempt; 'self' is the agent's own check (never the score)."
+    purpose: Literal["final", "self", "heldout", "validate"] = Field(
+        description="'final' scores the attempt; 'self' is the agent's own check; 'heldout' "
+        "re-evaluates on held-out shapes; 'validate' checks a task. Only 'final' is a score."
     )
     turn: int = Field(default=0, ge=0, description="Self-evaluation number within the try.")
     candidate: Digest = Field(description="Tree digest of the candidate's editable files.")
@@ -207,7 +208,9 @@ class Scored(EventModel):
     type: Literal["Scored"] = "Scored"
     eval_id: str = Field(description="Evaluation this closes.")
     try_no: int = Field(ge=0, description="Try this belongs to.")
-    purpose: Literal["final", "self"] = Field(description="Only 'final' is the attempt's score.")
+    purpose: Literal["final", "self", "heldout", "validate"] = Field(
+        description="Only 'final' is the attempt's score."
+    )
     compiled: bool = Field(description="The candidate compiled and launched.")
     correct: bool = Field(description="Every correctness case passed and no hack flag fired.")
     speedup: float | None = Field(description="Geometric mean of per-shape speedups, if correct.")
@@ -236,6 +239,56 @@ class RunFinished(EventModel):
     scored: int = Field(description="Attempts with a final score.")
 
 
+class HeldoutEvaluated(EventModel):
+    """A held-out re-evaluation finished; links it to what it re-evaluated.
+
+    The evaluation itself is an ordinary ``EvaluationStarted``/``Scored`` chain with
+    purpose ``heldout`` (never an attempt's score). The envelope's attempt key is the
+    attempt's for a candidate and empty for a task's baseline.
+    """
+
+    type: Literal["HeldoutEvaluated"] = "HeldoutEvaluated"
+    task: str = Field(description="Task key.")
+    role: Literal["candidate", "baseline"] = Field(
+        description="'candidate': an attempt's final candidate; 'baseline': the starting sources."
+    )
+    eval_id: str = Field(description="The held-out evaluation (purpose 'heldout').")
+    tuning_eval_id: str | None = Field(
+        default=None, description="The attempt's final evaluation on tuning shapes (candidates)."
+    )
+    candidate: Digest = Field(description="Tree digest evaluated.")
+    task_tree: Digest = Field(description="Tree digest of the task folder.")
+    device: str = Field(description="Device evaluated on.")
+    shapes: list[dict[str, int]] = Field(description="The held-out shapes used.")
+
+
+class CheckResult(_Part):
+    """One check of a task validation."""
+
+    name: str = Field(description="Check name (e.g. null_zeros, baseline_passes).")
+    status: Literal["pass", "fail", "skip", "warn"] = Field(description="Outcome.")
+    detail: str = Field(default="", description="Why, for people.")
+    review: bool = Field(
+        default=False, description="True for an agent's opinion (not a deterministic check)."
+    )
+
+
+class TaskValidated(EventModel):
+    """A task folder was validated (``aka tasks validate``)."""
+
+    type: Literal["TaskValidated"] = "TaskValidated"
+    task: str = Field(description="Task key.")
+    task_tree: Digest | None = Field(
+        default=None, description="Tree digest of the task folder (None if it did not load)."
+    )
+    device: str = Field(description="Device the evaluator checks ran on.")
+    ok: bool = Field(description="No deterministic check failed.")
+    checks: list[CheckResult] = Field(description="Every check, in order.")
+    eval_ids: list[str] = Field(
+        default_factory=list, description="Evaluations run (purpose 'validate')."
+    )
+
+
 REGISTRY = EventRegistry(
     [
         RunStarted,
@@ -253,6 +306,8 @@ REGISTRY = EventRegistry(
         Scored,
         AttemptFinished,
         RunFinished,
+        HeldoutEvaluated,
+        TaskValidated,
     ]
 )
 """Every arena event type; pass it to :meth:`aka_ledger.Ledger.open`."""

@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._bench_schedule",
     "aka.cli._bench_timing",
     "aka.cli._ledger",
+    "aka.cli._heldout",
 )
 
 
