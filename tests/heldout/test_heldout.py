@@ -88,15 +88,15 @@ def test_heldout_is_recorded_reused_and_never_final(overfit_run: tuple[Path, str
         run_heldout(led, rid)  # everything is recorded: nothing is evaluated again
         linked = led.events(run_id=rid, types=["HeldoutEvaluated"])
         assert len(linked) == n == 3  # one baseline + two attempts
-        roles = sorted(e.payload.role for e in linked)  # type: ignore[attr-defined]
+        roles = sorted(e.payload.role for e in linked)
         assert roles == ["baseline", "candidate", "candidate"]
-        shapes = {json.dumps(e.payload.shapes) for e in linked}  # type: ignore[attr-defined]
+        shapes = {json.dumps(e.payload.shapes) for e in linked}
         assert shapes == {json.dumps([{"N": 4099}])}
         finals_after = {k: a.score for k, a in run_state(led, rid).attempts.items()}
         assert finals_after == finals_before  # held-out scores never replace the final score
 
 
-def test_cli_reports_quadrants(overfit_run: tuple[Path, str], cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_reports_quadrants(overfit_run: tuple[Path, str], cli) -> None:
     path, rid = overfit_run
     res = cli("heldout", rid, "--ledger", str(path), "--format", "json")
     assert res.code == 0, res.err
@@ -107,7 +107,7 @@ def test_cli_reports_quadrants(overfit_run: tuple[Path, str], cli) -> None:  # t
     assert table.code == 0 and "regression" in table.out
 
 
-def test_cli_unknown_run(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_cli_unknown_run(tmp_path: Path, cli) -> None:
     res = cli("heldout", "nope", "--ledger", str(tmp_path / "none"))
     assert res.code == 2 and "no ledger" in res.err
 
