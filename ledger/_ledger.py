@@ -24,7 +24,7 @@ from aka_ledger._errors import LedgerError
 from aka_ledger._fs import CAS, check_writer_id, default_writer_id, ensure_root
 from aka_ledger._model import EventModel, EventRegistry
 from aka_ledger._scan import dedup_sort, read_all
-from aka_ledger._writer import FileWriter
+from aka_ledger._writer import FileWriter, drop_cas_temps
 
 if TYPE_CHECKING:
     import duckdb
@@ -92,6 +92,8 @@ class _FileStore:
         self._writer: FileWriter | None = None
         if (root / "events" / writer_id).exists():
             self._writer = FileWriter(root, writer_id, seal_rows=seal_rows)
+        else:  # a writer killed before its first append may still have left a put behind
+            drop_cas_temps(root, writer_id)
 
     @property
     def writer(self) -> FileWriter:

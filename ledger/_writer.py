@@ -79,6 +79,12 @@ def _sealed_tail_once(root: Path, writer_id: str) -> Unit | None:
     return best
 
 
+def drop_cas_temps(root: Path, writer_id: str) -> None:
+    """Remove puts left in flight by an earlier process with this writer id."""
+    for tmp in (root / CAS / "tmp").glob(f"{TMP_PREFIX}{writer_id}-*"):
+        tmp.unlink(missing_ok=True)
+
+
 class FileWriter:
     """Appends, syncs and seals the live log of one writer."""
 
@@ -144,8 +150,7 @@ class FileWriter:
                 self.last_time_us = times[len(times) - 1].as_py()
         for tmp in self.dir.glob(f"{TMP_PREFIX}*"):
             tmp.unlink(missing_ok=True)
-        for tmp in (self.root / CAS / "tmp").glob(f"{TMP_PREFIX}{self.writer_id}-*"):
-            tmp.unlink(missing_ok=True)
+        drop_cas_temps(self.root, self.writer_id)
         fsync_dir(self.dir)
 
     def _ensure_live(self) -> LiveLog:
