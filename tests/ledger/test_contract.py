@@ -328,3 +328,39 @@ def test_a_large_file_is_streamed_in_and_hashes_right(tmp_path: Path) -> None:
     assert path is not None and path.read_bytes() == data
     assert list((tmp_path / "ledger" / "cas" / "tmp").iterdir()) == []
     ledger.close()
+
+
+def test_a_tree_entry_leaving_the_tree_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from aka_ledger import CorruptError
+
+    ledger = Ledger.memory(registry=REGISTRY)
+    blob = ledger.cas.put(b"x")
+    evil = {"format": "aka-tree/1", "entries": [["../escape", 0o100644, blob, 1]]}
+    tree = ledger.cas.put(json.dumps(evil).encode())
+    with pytest.raises(CorruptError, match="leaves the tree"):
+        ledger.cas.materialize(tree, tmp_path / "out")
+    assert not (tmp_path / "escape").exists()
+
+
+def test_a_file_changing_while_it_is_stored_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aka_ledger._cas as cas_module
+
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(17 << 20))
+    real_copy = cas_module._copy
+
+    def copy_then_touch(*args: Any) -> None:
+        real_copy(*args)
+        with open(big, "ab") as fh:
+            fh.write(b"appended meanwhile")
+
+    monkeypatch.setattr(cas_module, "_copy", copy_then_touch)
+    ledger = Ledger.open(tmp_path / "ledger", registry=REGISTRY)
+    with pytest.raises(LedgerError, match="changed while being stored"):
+        ledger.cas.put(big)
+    assert list(ledger.cas.digests()) == []
+    ledger.close()

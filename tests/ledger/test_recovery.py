@@ -118,3 +118,21 @@ def test_live_log_lock_is_released_on_close(tmp_path: Path) -> None:
     log.close()
     again = LiveLog(path, 0, new=False)
     again.close()
+
+
+def test_compaction_removes_only_stale_temp_files(tmp_path: Path) -> None:
+    import time
+
+    root = tmp_path / "ledger"
+    led = Ledger.open(root, registry=REGISTRY, writer_id="w")
+    led.append(Counted(key="a", by=1), run_id="r")
+    led.close()
+    (root / "cas" / "tmp").mkdir(exist_ok=True)
+    old = root / "cas" / "tmp" / ".tmp-gone-1"
+    fresh = root / "events" / "w" / ".tmp-w-2"
+    for p in (old, fresh):
+        p.write_bytes(b"partial")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    Ledger.open(root, registry=REGISTRY).compact()
+    assert not old.exists() and fresh.exists()
