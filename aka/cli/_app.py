@@ -29,11 +29,14 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._tasks",
     "aka.cli._eval",
     "aka.cli._compare",
+    "aka.cli._serve",
+    "aka.cli._dashboard",
     "aka.cli._worker",
     "aka.cli._bench_schedule",
     "aka.cli._bench_timing",
     "aka.cli._ledger",
     "aka.cli._heldout",
+    "aka.cli._tasks_author",
 )
 
 

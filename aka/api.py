@@ -1,0 +1,233 @@
+"""A Python API for RL loops: evaluate candidates without an agent, every one recorded.
+
+An external trainer proposes kernel sources; :class:`Evaluator` scores them with the
+arena's evaluator and records each as an attempt of a service run, with the same events
+as ``aka run`` (so ``aka report``, ``aka export rewards`` and ``aka audit`` work on them)::
+
+    from aka.api import Evaluator
+    with Evaluator(".aka", tasks_root="tasks", device="cpu") as ev:
+        r = ev.evaluate("triton2triton/llm/softmax", {"kernel.py": source})
+        r.reward, r.correct, r.speedup
+
+``aka serve`` exposes the same over HTTP on 127.0.0.1 (docs/api.md).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from aka import __version__
+from aka import events as ev
+from aka.config import RunConfig, TimingSettings
+from aka.core import attempt_key
+from aka.errors import InputError
+from aka.eval import EvalRequest, evaluate
+from aka.events import REGISTRY
+from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
+from aka.tasks import Task, select
+from aka_ledger import Ledger
+
+EXTERNAL = "external"
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """What a trainer needs back: the reward and where it came from."""
+
+    run_id: str
+    attempt_key: str
+    eval_id: str
+    candidate: str
+    compiled: bool
+    correct: bool
+    speedup: float | None
+    reward: float
+    components: dict[str, float]
+    hack_flags: list[str]
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return asdict(self)
+
+
+class Evaluator:
+    """Scores candidates for one ledger, as attempts of one service run."""
+
+    def __init__(
+        self,
+        ledger: str | Path | Ledger,
+        *,
+        tasks_root: str | Path = "tasks",
+        device: str = "auto",
+        policy: str = "agentkernelarena",
+        timing: TimingSettings | None = None,
+        label: str = "service",
+    ):
+        self._own = not isinstance(ledger, Ledger)
+        self.ledger = (
+            Ledger.open(Path(ledger), registry=REGISTRY)
+            if not isinstance(ledger, Ledger)
+            else ledger
+        )
+        self.root = Path(tasks_root)
+        self.device = resolve_device(device)
+        self.policy = policy
+        self.timing = timing or TimingSettings()
+        self.label = label
+        self.run_id = new_run_id(label)
+        self._tasks: dict[str, tuple[Task, str]] = {}
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._harness = harness_digest(self.ledger)
+        self._started = False
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the ledger if this evaluator opened it."""
+        if self._own:
+            self.ledger.close()
+
+    def _task(self, key: str) -> tuple[Task, str]:
+        if key not in self._tasks:
+            (task,) = select(self.root, [key], where="task")[:1]
+            self._tasks[key] = (task, self.ledger.cas.snapshot(task.path))
+        return self._tasks[key]
+
+    def _start(self, task_key: str, tree: str) -> None:
+        if self._started:
+            return
+        cfg = RunConfig(
+            label=self.label,
+            tasks=[task_key],
+            tasks_root=str(self.root),
+            arms=[{"name": EXTERNAL, "agent": "noop"}],
+            device=self.device,
+        )  # type: ignore[list-item]
+        started = ev.RunStarted(
+            label=self.label,
+            config=self.ledger.cas.put(cfg.canonical_json()),
+            config_path="(api)",
+            tasks={task_key: tree},
+            arms={EXTERNAL: self.ledger.cas.put(b'{"name": "external"}')},
+            device=self.device,
+            environment=self.ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),
+            harness=self._harness,
+            policy=self.policy,
+            aka_version=__version__,
+        )
+        self.ledger.append(started, run_id=self.run_id, durable=True)
+        self._started = True
+
+    def evaluate(self, task_key: str, files: dict[str, str | bytes]) -> EvalResult:
+        """Score ``files`` (editable path -> source) as a candidate for ``task_key``.
+
+        Raises:
+            InputError: unknown task, or a file the task does not declare editable.
+        """
+        task, tree = self._task(task_key)
+        extra = sorted(set(files) - set(task.spec.editable))
+        if extra:
+            raise InputError(
+                f"not editable in {task_key}: {extra}",
+                where="files",
+                fix=f"send only {task.spec.editable}",
+            )
+        with self._lock:
+            self._start(task_key, tree)
+            repeat = self._counts.get(task_key, 0)
+            self._counts[task_key] = repeat + 1
+            key = attempt_key(task_key, EXTERNAL, repeat)
+            self.ledger.append(
+                ev.AttemptPlanned(
+                    task=task_key,
+                    arm=EXTERNAL,
+                    agent=EXTERNAL,
+                    repeat=repeat,
+                    order=sum(self._counts.values()),
+                ),
+                run_id=self.run_id,
+                attempt_key=key,
+                durable=True,
+            )
+            self.ledger.append(
+                ev.AttemptStarted(try_no=1, worker="api"), run_id=self.run_id, attempt_key=key
+            )
+            cand_tree, diff = self._capture(task, files)
+            self.ledger.append(
+                ev.CandidateCaptured(
+                    try_no=1, tree=cand_tree, diff=self.ledger.cas.put(diff), changed=sorted(files)
+                ),
+                run_id=self.run_id,
+                attempt_key=key,
+                durable=True,
+            )
+            req = EvalRequest(
+                task=task,
+                task_tree=tree,
+                candidate=cand_tree,
+                harness=self._harness,
+                device=self.device,
+                policy=self.policy,
+                timing=self.timing,
+                try_no=1,
+            )
+            scored = evaluate(self.ledger, self.run_id, key, req)
+            self.ledger.append(
+                ev.AttemptFinished(try_no=1, status="scored"),
+                run_id=self.run_id,
+                attempt_key=key,
+                durable=True,
+            )
+        return EvalResult(
+            run_id=self.run_id,
+            attempt_key=key,
+            eval_id=scored.eval_id,
+            candidate=cand_tree,
+            compiled=scored.compiled,
+            correct=scored.correct,
+            speedup=scored.speedup,
+            reward=scored.score,
+            components=scored.components,
+            hack_flags=scored.hack_flags,
+            error=scored.error,
+        )
+
+    def evaluate_batch(self, items: list[tuple[str, dict[str, str | bytes]]]) -> list[EvalResult]:
+        """Score several candidates, in order (one GPU measures one at a time)."""
+        return [self.evaluate(task, files) for task, files in items]
+
+    def _capture(self, task: Task, files: dict[str, str | bytes]) -> tuple[str, bytes]:
+        import difflib
+
+        tmp = Path(tempfile.mkdtemp(prefix="aka-api-"))
+        try:
+            src = task.path / task.spec.source_dir
+            diff: list[str] = []
+            for rel in task.spec.editable:
+                dest = tmp / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if rel in files:
+                    data = files[rel]
+                    dest.write_bytes(data.encode() if isinstance(data, str) else data)
+                    before = (src / rel).read_text(errors="replace").splitlines(keepends=True)
+                    after = dest.read_text(errors="replace").splitlines(keepends=True)
+                    diff.extend(difflib.unified_diff(before, after, f"a/{rel}", f"b/{rel}"))
+                else:
+                    shutil.copy2(src / rel, dest)
+            return self.ledger.cas.snapshot(tmp, paths=list(task.spec.editable)), "".join(
+                diff
+            ).encode()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,98 @@
+"""``aka serve``: an HTTP endpoint an RL trainer sends candidates to (127.0.0.1 only)."""
+
+from __future__ import annotations
+
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from aka.cli._app import app
+from aka.cli._common import DEFAULT_LEDGER, LedgerOpt, open_ledger
+
+MAX_BODY = 16 << 20
+
+
+def make_server(evaluator: object, host: str, port: int) -> ThreadingHTTPServer:
+    """An HTTP server: ``POST /evaluate`` {task, files} -> result JSON; ``GET /health``."""
+    from aka.api import Evaluator
+    from aka.errors import AkaError
+
+    assert isinstance(evaluator, Evaluator)
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self, code: int, body: dict[str, object]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path == "/health":
+                self._reply(
+                    200, {"ok": True, "run_id": evaluator.run_id, "device": evaluator.device}
+                )
+            else:
+                self._reply(404, {"error": "unknown path; use POST /evaluate or GET /health"})
+
+        def do_POST(self) -> None:
+            if self.path != "/evaluate":
+                self._reply(404, {"error": "unknown path; use POST /evaluate"})
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            if not 0 < length <= MAX_BODY:
+                self._reply(413, {"error": f"body must be 1..{MAX_BODY} bytes"})
+                return
+            try:
+                req = json.loads(self.rfile.read(length))
+                files = req["files"]
+                if not isinstance(req["task"], str) or not isinstance(files, dict):
+                    raise TypeError("task must be a string and files an object")
+                result = evaluator.evaluate(req["task"], files)
+            except (KeyError, TypeError, json.JSONDecodeError) as exc:
+                self._reply(
+                    400,
+                    {
+                        "error": f"bad request: {exc}; send {{'task': KEY, 'files': {{path: source}}}}"
+                    },
+                )
+                return
+            except AkaError as exc:
+                self._reply(400, {"error": str(exc)})
+                return
+            self._reply(200, result.to_dict())
+
+        def log_message(self, format: str, *args: object) -> None:  # quiet by default
+            pass
+
+    return ThreadingHTTPServer((host, port), Handler)
+
+
+@app.command()
+def serve(
+    tasks_root: Annotated[Path, typer.Option("--root", help="Tasks folder.")] = Path("tasks"),
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
+    host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = 8765,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """Evaluate candidates sent over HTTP; each lands in the ledger as an attempt."""
+    from aka.api import Evaluator
+
+    led = open_ledger(ledger, create=True)
+    with Evaluator(led, tasks_root=tasks_root, device=device) as evaluator:
+        server = make_server(evaluator, host, port)
+        typer.echo(
+            f"aka serve: http://{host}:{server.server_address[1]}  (POST /evaluate, GET /health); run {evaluator.run_id}"
+        )
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+            led.close()
