@@ -14,7 +14,9 @@ torch or triton is imported) on every cpu and cpu_heldout shape, dtype and seed,
 - the baseline leaves its inputs untouched;
 - null answers fail the tolerance on every trial: zeros, random garbage of the right
   shape, an empty tensor, and a copy of any input with as many elements as the output;
-- the reference depends on the seed (seed 0 and seed 1 give different outputs).
+- the reference depends on the seed (seed 0 and seed 1 give different outputs);
+- for float32, the reference rounded to bfloat16 fails the tolerance (so a kernel that
+  silently computes in low precision is caught).
 
 Tasks that run only on ``cuda`` (CUDA C++ tasks) get the same reference and null checks
 on CPU at their smallest GPU shape, and every ``.cu`` file of their sources is compiled
@@ -111,6 +113,18 @@ def null_answers(inputs: tuple[Any, ...], ref: torch.Tensor, seed: int) -> dict[
     return nulls
 
 
+def downgrade_passes(ref: torch.Tensor, tol: Tolerance) -> bool:
+    """Whether the reference rounded to bfloat16 passes ``tol``.
+
+    Only meaningful for real-valued outputs: integer-valued outputs (indices, codes) are
+    exact in bfloat16 up to 256 and answer False.
+    """
+    ref_d = ref.detach().cpu().double()
+    if not ref_d.is_floating_point() or bool((ref_d == ref_d.round()).all()):
+        return False
+    return passes(ref_d.to(torch.bfloat16), ref_d, tol)
+
+
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
 
@@ -169,6 +183,11 @@ def check_trials(
                 for label, null in null_answers(pristine, ref, seed).items():
                     if passes(null, ref, tol):
                         report.problems.append(f"{where} seed {seed}: null answer '{label}' passes")
+                if dtype == torch.float32 and downgrade_passes(ref, tol):
+                    report.problems.append(
+                        f"{where} seed {seed}: a bfloat16-rounded answer passes the float32 "
+                        "tolerance (a precision downgrade would go unnoticed)"
+                    )
             if len(refs) > 1 and torch.equal(refs[0], refs[1]):
                 report.problems.append(f"{where}: reference output does not depend on the seed")
 

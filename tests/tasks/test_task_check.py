@@ -190,3 +190,12 @@ def test_null_zeros_fails_exactly_when_some_output_is_beyond_atol(
     zeros_pass = checker.passes(nulls["zeros"], ref, tol)
     assert zeros_pass == bool((ref.abs() <= atol + rtol * ref.abs()).all())
     assert not checker.passes(nulls["empty"], ref, tol)
+
+
+def test_loose_float32_tolerance_is_reported(tmp_path: Path) -> None:
+    folder = _make_task(tmp_path)
+    spec = folder / "task.yaml"
+    spec.write_text(
+        spec.read_text().replace("{atol: 1.0e-5, rtol: 1.0e-5}", "{atol: 0.1, rtol: 0.01}")
+    )
+    assert any("bfloat16-rounded answer passes" in p for p in _problems(folder))

@@ -1,0 +1,42 @@
+"""RMSNorm over the last dimension: a correct but naive two-pass Triton kernel."""
+
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 128
+NUM_WARPS = 4
+EPS = 1e-6
+
+
+@triton.jit
+def rms_norm_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_x, stride_y, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_x
+    y_row = y_ptr + row * stride_y
+    offs = tl.arange(0, BLOCK)
+    # Pass 1: the mean of squares.
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offs
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+        acc += x * x
+    inv_rms = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
+    # Pass 2: scale and store.
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offs
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_row + cols, (x * inv_rms * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    weight = weight.contiguous()
+    m, n = x.shape
+    y = torch.empty_like(x)
+    rms_norm_kernel[(m,)](
+        x, weight, y, n, x.stride(0), y.stride(0), EPS, BLOCK=BLOCK_SIZE, num_warps=NUM_WARPS
+    )
+    return y

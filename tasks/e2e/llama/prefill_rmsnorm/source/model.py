@@ -1,0 +1,41 @@
+"""The served model of this task: Llama prefill whose RMSNorm is ``kernel.rms_norm``.
+
+Not editable. ``kernel.py`` and ``llama.py`` are loaded from this file's own folder
+under names unique to that folder, so a baseline and a candidate loaded into one
+process each get their own kernel (a plain ``import kernel`` would hand the second
+the first one's module from ``sys.modules``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+
+def _load(stem: str) -> ModuleType:
+    path = Path(__file__).resolve().with_name(f"{stem}.py")
+    tag = hashlib.blake2s(str(path).encode(), digest_size=6).hexdigest()
+    name = f"_aka_e2e_{stem}_{tag}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+llama = _load("llama")
+kernel = _load("kernel")
+OPS = llama.Ops().with_kernels(rms_norm=kernel.rms_norm)
+
+
+def prefill(*inputs: torch.Tensor, **shape: int) -> torch.Tensor:
+    """Prefill forward: logits (B, V) of the last prompt position."""
+    return llama.prefill(OPS, *inputs, **shape)
