@@ -82,6 +82,15 @@ def _recorded(ledger: Ledger, run_id: str) -> dict[tuple[str, str], tuple[str, e
     return out
 
 
+def baseline_task(task: Task) -> Task:
+    """The task as the baseline is judged: its forbidden list applies to candidates only.
+
+    A torch2triton task's starting source *is* the torch code the candidate may not call,
+    so the baseline evaluated as a candidate would otherwise be flagged.
+    """
+    return task.model_copy(update={"spec": task.spec.model_copy(update={"forbidden": []})})
+
+
 def baseline_tree(ledger: Ledger, task: Task) -> str:
     """Tree digest of the task's starting editable files (the baseline as a candidate)."""
     src = task.path / task.spec.source_dir
@@ -100,7 +109,7 @@ def _evaluate_heldout(
 ) -> tuple[str, ev.Scored]:
     device = ctx.started.device
     req = EvalRequest(
-        task=task,
+        task=baseline_task(task) if role == "baseline" else task,
         task_tree=ctx.started.tasks[task.key],
         candidate=candidate,
         harness=ctx.started.harness,

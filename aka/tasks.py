@@ -64,6 +64,38 @@ class Shapes(_Strict):
         return self.heldout if heldout else self.tuning
 
 
+class CommandSpec(_Strict):
+    """A command-driven task (AgentKernelArena folders): its own scripts judge and time it.
+
+    Commands run in a fresh copy of the task folder holding the candidate's editable
+    files; ``performance`` writes ``report`` (a JSON list of ``{test_case_id,
+    execution_time_ms, params}``). Evaluation lives in :mod:`aka.command_tasks`.
+    """
+
+    compile: str = Field(description="Shell command that builds the candidate (exit 0 = ok).")
+    correctness: str = Field(description="Shell command that checks it (exit 0 = correct).")
+    performance: str = Field(description="Shell command that times it and writes `report`.")
+    report: str = Field(
+        default="build/performance_report.json",
+        description="Task-relative path of the performance report the command writes.",
+    )
+    timeout_s: float = Field(default=1800.0, gt=0, description="Limit per command, seconds.")
+    skip_reason: str | None = Field(
+        default=None,
+        description="Why the task cannot run here (e.g. it needs another GPU architecture); "
+        "set by importers from platform_support.",
+    )
+
+
+_COMMAND_DEFAULTS = {
+    "dtypes": ["float32"],
+    "tolerances": {"float32": {"atol": 0.0, "rtol": 0.0}},
+    "shapes": {"tuning": [{"case": 0}]},
+    "devices": ["cuda"],
+}
+"""Fields a command-driven task does not use (its own scripts decide), filled if absent."""
+
+
 class TaskSpec(_Strict):
     """One task, as written in ``task.yaml``. Unknown keys are rejected."""
 
@@ -114,6 +146,19 @@ class TaskSpec(_Strict):
     requires: list[str] = Field(
         default_factory=list, description="Modules needed at evaluation (e.g. triton)."
     )
+
+    commands: CommandSpec | None = Field(
+        default=None,
+        description="Set for command-driven tasks: the task's own compile, correctness and "
+        "performance commands judge the candidate (dtypes, tolerances and shapes are unused).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _command_defaults(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("commands") is not None:
+            return {**_COMMAND_DEFAULTS, **data}
+        return data
 
     @field_validator("entry")
     @classmethod

@@ -1,0 +1,115 @@
+"""``aka tasks validate``, ``aka tasks new`` and ``aka tasks import {kernelbench,aka}``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from aka.cli._common import (
+    DEFAULT_LEDGER,
+    FormatOpt,
+    LedgerOpt,
+    OutputFormat,
+    emit_rows,
+    open_ledger,
+)
+from aka.cli._groups import tasks_app
+from aka.errors import AkaError, InputError
+
+RootOpt = Annotated[Path, typer.Option("--root", help="Tasks folder.", envvar="AKA_TASKS")]
+import_app = typer.Typer(help="Import tasks from other formats.", no_args_is_help=True)
+tasks_app.add_typer(import_app, name="import")
+
+
+class ValidationFailed(AkaError):
+    """At least one task failed a deterministic check (exit 1)."""
+
+    exit_code = 1
+
+
+def _review_arm(agent: str | None, arm_file: Path | None):  # type: ignore[no-untyped-def]
+    import yaml
+    from pydantic import ValidationError
+
+    from aka.config import ArmConfig, format_errors
+
+    if arm_file is None:
+        return ArmConfig(name="review", agent=agent) if agent else None
+    try:
+        raw = yaml.safe_load(arm_file.read_text())
+        arm = ArmConfig.model_validate({"name": "review", **(raw or {})})
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(str(exc), where=str(arm_file), fix="pass a readable YAML arm") from None
+    except ValidationError as exc:
+        raise InputError(
+            format_errors(exc), where=str(arm_file), fix="see docs/agents.md"
+        ) from None
+    return arm.model_copy(update={"agent": agent}) if agent else arm
+
+
+@tasks_app.command("validate")
+def validate(
+    selector: Annotated[list[str] | None, typer.Argument(help="Task paths under the root.")] = None,
+    root: RootOpt = Path("tasks"),
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda, cuda:N or auto.")] = "auto",
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+    review: Annotated[
+        str | None, typer.Option("--review", help="Also ask this agent for its opinion.")
+    ] = None,
+    review_arm: Annotated[
+        Path | None,
+        typer.Option("--review-arm", help="YAML arm (agent, model, options) for the review."),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Static and reference checks only (no evaluator).")
+    ] = False,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Deterministic checks of task folders (no model needed); exit 1 if any task fails.
+
+    Spec schema, files, targets, tunables, forbidden names, reference determinism and
+    seed/input dependence, null answers, and through the evaluator on DEVICE: baseline
+    passes, A/A timing noise, held-out shapes. Results are TaskValidated events.
+    """
+    from aka.orchestrator import resolve_device
+    from aka.validate import new_validation_id, task_folders, validate_task
+
+    arm = _review_arm(review, review_arm)
+    dev = resolve_device(device)
+    folders = task_folders(root, selector or [])
+    rid = new_validation_id()
+    results = []
+    with open_ledger(ledger, create=True) as led:
+        for folder in folders:
+            results.append(
+                validate_task(
+                    led, folder, root=root, device=dev, run_id=rid, review=arm, quick=quick
+                )
+            )
+    if fmt is OutputFormat.json:
+        doc = [
+            {"task": r.key, "ok": r.ok, "checks": [c.model_dump() for c in r.checks]}
+            for r in results
+        ]
+        typer.echo(json.dumps({"validation": rid, "device": dev, "tasks": doc}, indent=2))
+    else:
+        rows: list[dict[str, object]] = [
+            {
+                "task": r.key,
+                "check": ("review: " if c.review else "") + c.name,
+                "status": c.status,
+                "detail": c.detail[:120],
+            }
+            for r in results
+            for c in r.checks
+        ]
+        emit_rows(rows, fmt, title=f"validation {rid} on {dev}")
+        if fmt is OutputFormat.table:
+            for r in results:
+                typer.echo(f"{'PASS' if r.ok else 'FAIL'}  {r.key}")
+    failed = [r.key for r in results if not r.ok]
+    if failed:
+        raise ValidationFailed(f"{len(failed)} of {len(results)} task(s) failed: {failed}")
