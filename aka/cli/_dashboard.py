@@ -1,0 +1,40 @@
+"""``aka dashboard``: a thin wrapper over :func:`aka.dashboard.make_server`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from aka.cli._app import app
+from aka.cli._common import DEFAULT_LEDGER, LedgerOpt
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@app.command()
+def dashboard(
+    port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 8765,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; keep the default to stay local.")
+    ] = "127.0.0.1",
+    verbose: Annotated[bool, typer.Option("--verbose", help="Log every request.")] = False,
+    ledger: LedgerOpt = DEFAULT_LEDGER,
+) -> None:
+    """A local, read-only web view of the ledger: runs, leaderboard, A/B, attempts (live)."""
+    from aka.cli._common import open_ledger
+    from aka.dashboard import make_server
+
+    open_ledger(ledger)  # a missing ledger is a clean error, not a traceback
+    server = make_server(ledger, host=host, port=port, quiet=not verbose)
+    if host not in LOOPBACK:
+        typer.echo(
+            f"warning: {host} is not loopback; anyone who can reach it reads the ledger", err=True
+        )
+    typer.echo(f"aka dashboard on {server.url} (ledger {ledger}); Ctrl-C stops it")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -1,0 +1,204 @@
+"""Pages without a browser: escaping, numbers that agree with aka compare, the server's
+contract (local, read-only, blobs as plain text), live updates, held-out, static report."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import LABEL, Arena
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aka import dashboard
+from aka import events as ev
+from aka.audit import audit
+from aka.dashboard._data import leaderboard, quadrant
+from aka.dashboard._html import h
+from aka.dashboard._links import anchor
+from aka.events import REGISTRY
+from aka.report import connect
+from aka_ledger import Ledger
+
+
+def _open(path: Path) -> Ledger:
+    return Ledger.open(path, registry=REGISTRY, create=False)
+
+
+def _fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), err.read()
+
+
+@given(st.text())
+def test_escaped_text_has_no_markup_and_round_trips(text: str) -> None:
+    out = h(text)
+    assert not set("<>\"'") & set(out)
+    assert html.unescape(out) == text
+
+
+def _pages(led: Ledger, arena: Arena) -> dict[str, str]:
+    key = "torch/ops/affine#fast#0"
+    return {
+        "index": dashboard.index_page(led),
+        "run": dashboard.run_page(led, arena.run_id),
+        "matrix": dashboard.matrix_page(led),
+        "compare": dashboard.compare_page(led, None, None),
+        "attempt": dashboard.attempt_page(led, arena.run_id, key),
+        "static": dashboard.render_static_report(led, arena.run_id),
+    }
+
+
+def test_every_page_shows_the_markup_label_as_text(arena: Arena) -> None:
+    for name, text in _pages(_open(arena.ledger), arena).items():
+        assert LABEL not in text, name
+        assert "<i>" not in text, name
+        assert h(LABEL) in text, name
+
+
+def test_leaderboard_numbers_are_the_numbers_of_aka_compare(cli, arena: Arena) -> None:
+    res = cli(
+        "compare", f"{arena.run_id}/base", f"{arena.run_id}/fast",
+        "--ledger", str(arena.ledger), "--format", "json",
+    )  # fmt: skip
+    assert res.code == 0, res.err
+    cmp = json.loads(res.out)
+    board = {r["arm"]: r for r in leaderboard(connect(_open(arena.ledger)), [arena.run_id])}
+    for side, arm in (("a", "base"), ("b", "fast")):
+        assert board[arm]["geomean_speedup"] == pytest.approx(
+            cmp[side]["geomean_speedup"], rel=1e-12
+        )
+        assert board[arm]["correct"] == pytest.approx(cmp[side]["correct_rate"])
+        assert board[arm]["compiled"] == pytest.approx(cmp[side]["compiled_rate"])
+        assert board[arm]["fast_1"] == pytest.approx(cmp[side]["fast_p"]["1.0"])
+        assert board[arm]["mean_score"] == pytest.approx(cmp[side]["mean_score"], rel=1e-12)
+    assert list(board) == ["fast", "base"]  # ranked by geomean speedup
+
+
+def test_static_report_is_one_self_contained_page(cli, arena: Arena) -> None:
+    text = dashboard.render_static_report(_open(arena.ledger), arena.run_id)
+    rows = json.loads(cli("report", arena.run_id, "--ledger", str(arena.ledger), "-f", "json").out)
+    for row in rows:
+        assert f'id="{anchor(row["attempt_key"])}"' in text
+        assert row["candidate"] in text
+    hrefs = re.findall(r'(?:href|src|action)="([^"]*)"', text)
+    assert hrefs and all(x.startswith("#") for x in hrefs), hrefs
+    assert "<link" not in text and "<script src" not in text
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_server_is_local_read_only_and_serves_blobs_as_text(arena: Arena, serve) -> None:
+    server = serve(arena.ledger)
+    assert server.server_address[0] == "127.0.0.1"
+    for method in ("POST", "PUT", "DELETE"):
+        assert _fetch(server.url, method)[0] == 405
+    assert _fetch(server.url + "no/such/page")[0] == 404
+    assert _fetch(server.url + "blob/..%2F..%2Fetc%2Fpasswd")[0] == 404
+    led = _open(arena.ledger)
+    a = audit(led, "torch/ops/affine#fast#0", run_id=arena.run_id)
+    kernel = next(f for f in a.files if f.role == "candidate")
+    status, headers, body = _fetch(server.url + "blob/" + kernel.digest)
+    assert status == 200 and body == led.cas.get(kernel.digest)
+    assert headers["Content-Type"].startswith("text/plain")
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    status, headers, _ = _fetch(server.url)
+    assert status == 200 and "default-src 'none'" in headers["Content-Security-Policy"]
+
+
+def _copy(arena: Arena, tmp_path: Path) -> Path:
+    dest = tmp_path / "ledger"
+    shutil.copytree(arena.ledger, dest)
+    return dest
+
+
+def _started(led: Ledger, run_id: str) -> ev.RunStarted:
+    p = next(e.payload for e in led.events(run_id=run_id, types=["RunStarted"]))
+    assert isinstance(p, ev.RunStarted)
+    return p
+
+
+def test_pages_follow_a_run_in_progress(arena: Arena, serve, tmp_path: Path) -> None:
+    path = _copy(arena, tmp_path)
+    server = serve(path)
+    before = _fetch(server.url)[2].decode()
+    assert "<body data-live" not in before and "live-run" not in before
+    led = _open(path)
+    led.append(_started(led, arena.run_id), run_id="live-run")
+    planned = ev.AttemptPlanned(
+        task="torch/ops/affine", arm="base", agent="noop", repeat=0, order=0
+    )
+    led.append(planned, run_id="live-run", attempt_key="k#0")
+    led.append(ev.AttemptStarted(try_no=1, worker="w"), run_id="live-run", attempt_key="k#0")
+    item = ev.AgentItemRecord(kind="message", text="<b>thinking</b> about it")
+    led.append(ev.AgentOutput(try_no=1, items=[item]), run_id="live-run", attempt_key="k#0")
+    led.close()
+    index = _fetch(server.url)[2].decode()
+    assert "live-run" in index and "<body data-live" in index and ">running<" in index
+    page = _fetch(server.url + "attempt?run=live-run&key=k%230")[2].decode()
+    assert "&lt;b&gt;thinking&lt;/b&gt; about it" in page and "<body data-live" in page
+    assert "not scored yet" in page
+
+
+def _heldout(
+    led: Ledger, run_id: str, task: str, role: str, key: str | None, correct: bool
+) -> None:
+    eid = f"h-{role}-{key or task}"
+    p = _started(led, run_id)
+    led.append(
+        ev.Scored(eval_id=eid, try_no=0, purpose="heldout", compiled=True, correct=correct,
+                  speedup=1.1 if correct else None, score=0.0, policy=p.policy, policy_version=1,
+                  components={}),
+        run_id=run_id, attempt_key=key,
+    )  # fmt: skip
+    led.append(
+        ev.HeldoutEvaluated(task=task, role=role, eval_id=eid, candidate="b3:" + "0" * 64,
+                            task_tree=p.tasks[task], device=p.device, shapes=[{"N": 4099}]),
+        run_id=run_id, attempt_key=key,
+    )  # fmt: skip
+
+
+def test_heldout_quadrants_appear_only_when_recorded(arena: Arena, tmp_path: Path) -> None:
+    path = _copy(arena, tmp_path)
+    assert 'id="heldout"' not in dashboard.run_page(_open(path), arena.run_id)
+    led = _open(path)
+    _heldout(led, arena.run_id, "torch/ops/affine", "baseline", None, True)
+    _heldout(led, arena.run_id, "torch/ops/affine", "candidate", "torch/ops/affine#fast#0", False)
+    _heldout(led, arena.run_id, "torch/ops/affine", "candidate", "torch/ops/affine#base#0", True)
+    led.close()
+    text = dashboard.run_page(_open(path), arena.run_id)
+    section = text[text.index('id="heldout"') :]
+    counts = re.findall(r'data-quadrant="(\w+)"><b>(\d+)</b>', section)
+    got = {(i // 4, q): int(n) for i, (q, n) in enumerate(counts)}  # arms in planned order
+    assert got[(0, "both_pass")] == 1 and got[(1, "regression")] == 1
+    assert sum(got.values()) == 2
+
+
+@given(st.one_of(st.none(), st.booleans()), st.one_of(st.none(), st.booleans()))
+def test_quadrant_rule(baseline: Any, heldout: Any) -> None:
+    q = quadrant(baseline, heldout)
+    if baseline is None or heldout is None:
+        assert q is None
+    else:
+        assert q == {(True, True): "both_pass", (True, False): "regression",
+                     (False, True): "improvement", (False, False): "both_fail"}[(baseline, heldout)]  # fmt: skip
+
+
+def test_compare_page_explains_a_side_it_cannot_find(arena: Arena) -> None:
+    text = dashboard.compare_page(_open(arena.ledger), f"{arena.run_id}/base", "no-such-arm")
+    assert "no-such-arm" in text and 'class="verdict' not in text
+
+
+def test_cli_dashboard_without_a_ledger_is_a_clean_error(cli, tmp_path: Path) -> None:
+    res = cli("dashboard", "--ledger", str(tmp_path / "none"), "--port", "0")
+    assert res.code != 0 and "no ledger" in res.err and "Traceback" not in res.err
