@@ -24,7 +24,7 @@ from typing import Any
 
 from aka import __version__
 from aka import events as ev
-from aka.config import RunConfig, TimingSettings
+from aka.config import ArmConfig, RunConfig, TimingSettings
 from aka.core import attempt_key
 from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
@@ -112,9 +112,9 @@ class Evaluator:
             label=self.label,
             tasks=[task_key],
             tasks_root=str(self.root),
-            arms=[{"name": EXTERNAL, "agent": "noop"}],
+            arms=[ArmConfig(name=EXTERNAL, agent="noop")],
             device=self.device,
-        )  # type: ignore[list-item]
+        )
         started = ev.RunStarted(
             label=self.label,
             config=self.ledger.cas.put(cfg.canonical_json()),

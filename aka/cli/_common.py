@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from aka_ledger import Ledger
+
 LedgerOpt = Annotated[
     Path,
     typer.Option(
@@ -33,7 +35,7 @@ FormatOpt = Annotated[
 ]
 
 
-def open_ledger(path: Path, *, create: bool = False):  # type: ignore[no-untyped-def]
+def open_ledger(path: Path, *, create: bool = False) -> Ledger:
     """Open the ledger at ``path`` with the arena's event types registered.
 
     Raises:

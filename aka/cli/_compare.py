@@ -11,9 +11,10 @@ import typer
 from aka.cli._app import app
 from aka.cli._common import DEFAULT_LEDGER, FormatOpt, LedgerOpt, OutputFormat, open_ledger
 from aka.cli._groups import export_app
+from aka_ledger import Ledger
 
 
-def _resolve_ref(ledger: object, ref: str) -> str:
+def _resolve_ref(ledger: Ledger, ref: str) -> str:
     """Expand a run prefix or label in ``RUN`` or ``RUN/ARM`` to the full run id."""
     from aka.errors import NotFoundError
     from aka.report import resolve_run
@@ -21,7 +22,7 @@ def _resolve_ref(ledger: object, ref: str) -> str:
     run, slash, arm = ref.rpartition("/")
     head = run if slash else ref
     try:
-        rid = resolve_run(ledger, head)  # type: ignore[arg-type]
+        rid = resolve_run(ledger, head)
     except NotFoundError:
         return ref  # an arm name; aka.stats resolves (or rejects) it
     return f"{rid}/{arm}" if slash else rid
@@ -46,23 +47,27 @@ def compare(
     from aka.stats import render_table
     from aka.stats._attempts import select_attempts
     from aka.tables import attempt_table
+    from aka.treatments import arm_difference
 
     led = open_ledger(ledger)
     table = attempt_table(led, turns=False)
     ra, rb = _resolve_ref(led, a), _resolve_ref(led, b)
-    result = compare_(
-        select_attempts(table, ra),
-        select_attempts(table, rb),
-        labels=(a, b),
-        force=force,
-        alpha=alpha,
+    side_a, side_b = select_attempts(table, ra), select_attempts(table, rb)
+    result = compare_(side_a, side_b, labels=(a, b), force=force, alpha=alpha)
+    arm_names = side_b["arm"].unique().to_list()
+    arms = arm_difference(
+        led.cas,
+        side_a["arm_digest"].to_list(),
+        side_b["arm_digest"].to_list(),
+        label=arm_names[0] if len(arm_names) == 1 else b,
     )
     if fmt is OutputFormat.json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps({**result.to_dict(), "arms": arms}, indent=2))
     else:
         for w in result.warnings:
             typer.echo(f"WARNING: {w}", err=True)
         typer.echo(render_table(result))
+        typer.echo(f"arms: {arms['summary']}")
 
 
 @export_app.command("rewards")

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from aka import events as ev
 from aka.cli._app import app
@@ -30,7 +37,7 @@ class _Bar:
 
     def __init__(self, progress: Progress):
         self.progress = progress
-        self.task_id: object = None
+        self.task_id: TaskID | None = None
 
     def __call__(self, p: AttemptPlan, scored: ev.Scored | None, i: int, total: int) -> None:
         if self.task_id is None:
@@ -38,7 +45,7 @@ class _Bar:
         what = "error" if scored is None else f"score {scored.score:.1f}"
         self.progress.update(
             self.task_id, completed=i, total=total, description=f"{p.task} [{p.arm}] {what}"
-        )  # type: ignore[arg-type]
+        )
 
 
 def _progress() -> Progress:

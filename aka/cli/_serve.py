@@ -9,18 +9,16 @@ from typing import Annotated
 
 import typer
 
+from aka.api import Evaluator
 from aka.cli._app import app
 from aka.cli._common import DEFAULT_LEDGER, LedgerOpt, open_ledger
 
 MAX_BODY = 16 << 20
 
 
-def make_server(evaluator: object, host: str, port: int) -> ThreadingHTTPServer:
+def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServer:
     """An HTTP server: ``POST /evaluate`` {task, files} -> result JSON; ``GET /health``."""
-    from aka.api import Evaluator
     from aka.errors import AkaError
-
-    assert isinstance(evaluator, Evaluator)
 
     class Handler(BaseHTTPRequestHandler):
         def _reply(self, code: int, body: dict[str, object]) -> None:
