@@ -219,6 +219,12 @@ class Scored(EventModel):
     policy_version: int = Field(description="Scoring policy version.")
     components: dict[str, float] = Field(description="Every number the score was made from.")
     hack_flags: list[str] = Field(default_factory=list, description="Detectors that fired.")
+    evidence: list[str] = Field(
+        default_factory=list, description="Evidence per flag ('flag: file:line ...')."
+    )
+    network: str = Field(
+        default="unknown", description="Whether the candidate process ran without network."
+    )
     error: str | None = Field(default=None, description="Why it failed, if it did.")
 
 

@@ -3,21 +3,18 @@
 Only three things reach an evaluation: the task folder (harness side: the reference and
 the starting sources) from the task's tree digest, and the candidate's *editable* files
 from the candidate's tree digest. Anything else the agent wrote (a result file, an
-edited reference, a ``torch.py``) is simply not there. The candidate is imported only in
-a child process; its result comes back over a pipe, and only the events written here
-count.
+edited reference, a ``torch.py``) is simply not there.
+
+The work is done by :func:`aka.eval._pipeline.run_job`: a candidate process that never
+sees a reference output, then a checker process that alone computes them, with hack
+detectors at every step (docs/security.md). Only the events written here count.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import secrets
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -26,12 +23,13 @@ from typing import Any
 
 from aka import events as ev
 from aka.config import TimingSettings
-from aka.eval._static import forbidden_uses
+from aka.eval import _detect
+from aka.eval._pipeline import Job, Verdict, run_child, run_job
 from aka.scoring import POLICY_VERSION, Measurements, score
 from aka.tasks import Task
 from aka_ledger import Ledger
 
-CHILD_TIMEOUT_S = 1800.0
+__all__ = ["EvalRequest", "build_eval_dir", "evaluate", "harness_paths", "run_child"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +49,7 @@ class EvalRequest:
     heldout: bool = False
     time: bool = True
     seed: int | None = None
+    ceilings: dict[str, float] | None = None
 
 
 def harness_paths() -> tuple[Path, list[str]]:
@@ -72,104 +71,27 @@ def build_eval_dir(ledger: Ledger, req: EvalRequest, dest: Path) -> dict[str, Pa
     return {"task": task_dir, "base": base, "cand": cand}
 
 
-def _child_request(req: EvalRequest, dirs: dict[str, Path], seed: int) -> dict[str, Any]:
+def job_for(req: EvalRequest, seed: int) -> Job:
+    """The plain-valued job for a request (the task spec flattened)."""
     spec = req.task.spec
-    return {
-        "task_dir": str(dirs["task"]),
-        "base_dir": str(dirs["base"]),
-        "cand_dir": str(dirs["cand"]),
-        "reference": spec.reference,
-        "entry_file": spec.entry_file,
-        "entry_symbol": spec.entry_symbol,
-        "pass_shape": spec.pass_shape,
-        "shapes": spec.shapes.for_device(req.device, heldout=req.heldout),
-        "dtypes": spec.dtypes,
-        "tolerances": {k: v.model_dump() for k, v in spec.tolerances.items()},
-        "seeds": spec.seeds,
-        "seed": seed,
-        "device": req.device,
-        "time": req.time,
-        "timing": req.timing.model_dump(),
-    }
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGKILL when the evaluator dies, so a killed run leaves no orphan."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-def run_child(
-    request: dict[str, Any], *, cwd: Path, device: str, timeout: float = CHILD_TIMEOUT_S
-) -> dict[str, Any]:
-    """Run the evaluation child; return its result, or a result describing its failure."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AKA_")}
-    if device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-m", "aka.eval._child", str(write_fd)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        pass_fds=(write_fd,),
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
+    return Job(
+        reference=spec.reference,
+        editable=list(spec.editable),
+        forbidden=list(spec.forbidden),
+        entry_file=spec.entry_file,
+        entry_symbol=spec.entry_symbol,
+        pass_shape=spec.pass_shape,
+        backend=spec.backend,
+        shapes=spec.shapes.for_device(req.device, heldout=req.heldout),
+        dtypes=list(spec.dtypes),
+        tolerances={k: v.model_dump() for k, v in spec.tolerances.items()},
+        seeds=spec.seeds,
+        device=req.device,
+        time=req.time,
+        timing=req.timing.model_dump(),
+        seed=seed,
+        ceilings=req.ceilings,
     )
-    os.close(write_fd)
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(request).encode())
-    proc.stdin.close()
-    with os.fdopen(read_fd, "rb") as channel:
-        try:
-            stderr = b""
-            proc.wait(timeout=timeout)
-            payload = channel.read()
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return {
-                "compiled": None,
-                "cases": [],
-                "timing": [],
-                "device": {},
-                "error": f"evaluation exceeded {timeout:.0f} s",
-            }
-        finally:
-            if proc.stderr is not None:
-                stderr = proc.stderr.read()[-4000:]
-                proc.stderr.close()
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # nothing the candidate started survives
-    if not payload:
-        tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
-        return {
-            "compiled": None,
-            "cases": [],
-            "timing": [],
-            "device": {},
-            "error": f"evaluation process died (exit {proc.returncode}): {' | '.join(tail)}",
-        }
-    result: dict[str, Any] = json.loads(payload)
-    return result
-
-
-def _static_findings(req: EvalRequest, cand: Path) -> tuple[list[str], list[str]]:
-    flags: list[str] = []
-    evidence: list[str] = []
-    for rel in req.task.spec.editable:
-        path = cand / rel
-        if path.suffix == ".py" and path.is_file():
-            for f in forbidden_uses(rel, path.read_text(errors="replace"), req.task.spec.forbidden):
-                flags.append(f.flag)
-                evidence.append(f.evidence())
-    return sorted(set(flags)), evidence
 
 
 def _timings(ledger: Ledger, timing: list[dict[str, Any]]) -> list[ev.ShapeTiming]:
@@ -196,11 +118,42 @@ def _timings(ledger: Ledger, timing: list[dict[str, Any]]) -> list[ev.ShapeTimin
     return out
 
 
+def _scored(req: EvalRequest, eval_id: str, verdict: Verdict, timed: bool) -> ev.Scored:
+    """The Scored event: speedups through the noise band, flags and evidence named."""
+    timed_ok = verdict.correct and (timed or not req.time)
+    speedups, in_noise = _detect.aggregate_speedups(verdict.timing if timed else [])
+    m = Measurements(
+        compiled=bool(verdict.compiled["ok"]),
+        correct=timed_ok,
+        speedups=speedups,
+        hack_flags=verdict.flags,
+    )
+    s = score(m, req.policy)
+    return ev.Scored(
+        eval_id=eval_id,
+        try_no=req.try_no,
+        purpose=req.purpose,  # type: ignore[arg-type]
+        compiled=m.compiled,
+        correct=bool(s.components["correct"]) and timed_ok,
+        speedup=s.speedup,
+        score=s.score,
+        policy=req.policy,
+        policy_version=POLICY_VERSION,
+        components={**s.components, "shapes_in_noise_band": float(in_noise)},
+        hack_flags=verdict.flags,
+        evidence=verdict.evidence,
+        network=verdict.network,
+        error=verdict.error,
+    )
+
+
 def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequest) -> ev.Scored:
     """Evaluate one candidate and append its events; returns the Scored event.
 
     Event order: EvaluationStarted (durable intent) → Compiled → CorrectnessChecked →
-    KernelTimed → Scored (durable result). A failed stage ends the chain at Scored.
+    KernelTimed → Scored (durable result). A failed stage ends the chain at Scored. Any
+    hack flag makes the evaluation incorrect; CorrectnessChecked and Scored name the
+    flags and the evidence. Timings are recorded only for correct candidates.
     """
     eval_id = uuid.uuid4().hex
     seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
@@ -212,8 +165,8 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
         ev.EvaluationStarted(
             try_no=req.try_no,
             eval_id=eval_id,
-            purpose=req.purpose,
-            turn=req.turn,  # type: ignore[arg-type]
+            purpose=req.purpose,  # type: ignore[arg-type]
+            turn=req.turn,
             candidate=req.candidate,
             task=req.task_tree,
             harness=req.harness,
@@ -222,12 +175,9 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
         durable=True,
     )
     with tempfile.TemporaryDirectory(prefix="aka-eval-") as tmp:
-        dirs = build_eval_dir(ledger, req, Path(tmp))
-        flags, evidence = _static_findings(req, dirs["cand"])
-        scratch = Path(tmp) / "scratch"
-        scratch.mkdir()
-        result = run_child(_child_request(req, dirs, seed), cwd=scratch, device=req.device)
-    compiled = result.get("compiled") or {"ok": False, "error": result.get("error"), "wall_s": 0.0}
+        build_eval_dir(ledger, req, Path(tmp))
+        verdict = run_job(job_for(req, seed), Path(tmp))
+    compiled = verdict.compiled
     emit(
         ev.Compiled(
             eval_id=eval_id,
@@ -236,46 +186,20 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
             wall_s=compiled["wall_s"],
         )
     )
-    cases = [ev.CaseResult(**c) for c in result.get("cases", [])]
-    correct = bool(cases) and all(c.ok for c in cases) and not flags
     if compiled["ok"]:
         emit(
             ev.CorrectnessChecked(
-                eval_id=eval_id, ok=correct, cases=cases, hack_flags=flags, evidence=evidence
+                eval_id=eval_id,
+                ok=verdict.correct,
+                cases=[ev.CaseResult(**c) for c in verdict.cases],
+                hack_flags=verdict.flags,
+                evidence=verdict.evidence,
             )
         )
-    timings = _timings(ledger, result.get("timing", []))
+    timings = _timings(ledger, verdict.timing) if verdict.correct else []
     if timings:
-        fp = ledger.cas.put(json.dumps(result.get("device", {}), sort_keys=True).encode())
+        fp = ledger.cas.put(json.dumps(verdict.device, sort_keys=True).encode())
         emit(ev.KernelTimed(eval_id=eval_id, shapes=timings, device=fp))
-    timed_ok = correct and (bool(timings) or not req.time)
-    m = Measurements(
-        compiled=bool(compiled["ok"]),
-        correct=timed_ok,
-        speedups=[t.speedup for t in timings],
-        hack_flags=flags,
-    )
-    s = score(m, req.policy)
-    error = (
-        result.get("error")
-        or compiled.get("error")
-        or next((c.error for c in cases if not c.ok), None)
-    )
-    if flags:
-        error = f"hack flags {flags}: {'; '.join(evidence)[:500]}"
-    scored = ev.Scored(
-        eval_id=eval_id,
-        try_no=req.try_no,
-        purpose=req.purpose,  # type: ignore[arg-type]
-        compiled=m.compiled,
-        correct=bool(s.components["correct"]) and timed_ok,
-        speedup=s.speedup,
-        score=s.score,
-        policy=req.policy,
-        policy_version=POLICY_VERSION,
-        components=s.components,
-        hack_flags=flags,
-        error=error,
-    )
+    scored = _scored(req, eval_id, verdict, bool(timings))
     emit(scored, durable=True)
     return scored

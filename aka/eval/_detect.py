@@ -1,0 +1,112 @@
+"""Parent-side detectors: checks made outside the candidate's process, from what it sent.
+
+Pure functions over the child's timing results and the parent's own clock, so each is
+unit-testable without a GPU:
+
+- :func:`implausible_speed`: faster than the memory/compute speed of light computed from
+  the reference's ``work(shape, dtype)`` (bytes, flops) and the device's ceilings;
+- :func:`timing_inconsistent`: the samples the child reports add up to more time than
+  the parent saw pass (a patched clock inflating the baseline or a forged result);
+- :func:`side_stream`: the engine's host-clock cross-check says work escaped the timed
+  events (side streams);
+- :func:`aggregate_speedups`: per-shape speedups for scoring, with the A/A noise band
+  (a CI that holds 1 counts as exactly 1) and per-shape floors and caps, so neither
+  harvesting noise on tiny kernels nor one extreme shape moves the aggregate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Upper bounds no kernel can beat: H200 device-to-device copy ~4.3 TB/s and dense bf16
+# ~790 TFLOP/s (docs/timing.md, FIELD notes). For the CPU, generous bounds that no
+# CPU reaches (1 TB/s, 10 TFLOP/s), so only impossible timings fire.
+CEILINGS: dict[str, dict[str, float]] = {
+    "cuda": {"bytes_per_s": 4.3e12, "flops_per_s": 790e12},
+    "cpu": {"bytes_per_s": 1e12, "flops_per_s": 1e13},
+}
+SOL_SLACK = 0.9  # flag below 90 % of the speed-of-light time (work estimates are rough)
+SPEEDUP_FLOOR = 0.01
+SPEEDUP_CAP = 100.0
+
+
+def ceilings_for(device: str) -> dict[str, float]:
+    """The ceilings of ``device`` (``cpu`` or ``cuda[:N]``)."""
+    return CEILINGS["cpu" if device == "cpu" else "cuda"]
+
+
+def implausible_speed(
+    timings: Sequence[dict[str, Any]],
+    work: Sequence[dict[str, float] | None],
+    ceilings: dict[str, float],
+) -> list[str]:
+    """Evidence for every shape whose candidate median beats the speed of light."""
+    out = []
+    for item, w in zip(timings, work, strict=False):
+        if not w:
+            continue
+        t_mem = w.get("bytes", 0.0) / ceilings["bytes_per_s"]
+        t_flop = w.get("flops", 0.0) / ceilings["flops_per_s"]
+        floor = max(t_mem, t_flop)
+        cand = float(item["pair"]["candidate"]["median_s"])
+        if floor > 0 and cand < SOL_SLACK * floor:
+            out.append(
+                f"shape {item['shape']}: candidate median {cand * 1e6:.3g} us is below the "
+                f"speed of light {floor * 1e6:.3g} us ({w.get('bytes', 0):.3g} B at "
+                f"{ceilings['bytes_per_s']:.3g} B/s, {w.get('flops', 0):.3g} flop at "
+                f"{ceilings['flops_per_s']:.3g} flop/s)"
+            )
+    return out
+
+
+def timing_inconsistent(
+    timings: Sequence[dict[str, Any]], windows: Sequence[float | None]
+) -> list[str]:
+    """Evidence for every shape whose reported samples exceed the parent-observed window."""
+    out = []
+    for k, item in enumerate(timings):
+        wall = windows[k] if k < len(windows) else None
+        if wall is None:
+            out.append(f"shape {item['shape']}: no timing window was observed by the parent")
+            continue
+        pair = item["pair"]
+        total = sum(pair["baseline"]["samples_s"]) + sum(pair["candidate"]["samples_s"])
+        if total > 1.05 * wall + 2e-3:
+            out.append(
+                f"shape {item['shape']}: samples add up to {total:.4g} s but only {wall:.4g} s "
+                "passed on the parent's clock"
+            )
+    return out
+
+
+def side_stream(timings: Sequence[dict[str, Any]]) -> list[str]:
+    """Evidence for shapes where the candidate's host time exceeds its event time."""
+    out = []
+    for item in timings:
+        host = item["pair"].get("host_check") or {}
+        cand = host.get("candidate") or {}
+        if host.get("applicable") and cand.get("suspect"):
+            out.append(
+                f"shape {item['shape']}: host time exceeds event time by "
+                f"{cand.get('excess_s', 0.0) * 1e6:.3g} us (event median "
+                f"{cand.get('event_median_s', 0.0) * 1e6:.3g} us): work escaped the timed stream"
+            )
+    return out
+
+
+def aggregate_speedups(timings: Sequence[dict[str, Any]]) -> tuple[list[float], int]:
+    """Per-shape speedups for scoring and how many fell in the noise band.
+
+    A shape whose speedup CI holds 1 counts as exactly 1 (no reward or penalty from
+    noise); every shape is clipped to ``[SPEEDUP_FLOOR, SPEEDUP_CAP]``.
+    """
+    out, noise = [], 0
+    for item in timings:
+        pair = item["pair"]
+        lo, hi = pair["speedup_ci"]
+        s = float(pair["speedup"])
+        if lo <= 1.0 <= hi:
+            s, noise = 1.0, noise + 1
+        out.append(min(max(s, SPEEDUP_FLOOR), SPEEDUP_CAP))
+    return out, noise

@@ -1,0 +1,347 @@
+"""Runtime guards of the evaluation child, installed before any candidate code is imported.
+
+None of these is a security boundary: the candidate runs in this process and could, with
+enough effort, undo what is done here. They are tripwires that turn the usual reward hacks
+into flags with evidence, backed by what *is* kept out of this process (reference
+outputs, the ledger, the scoring) and by checks in the parent. See docs/security.md.
+
+- :func:`isolate_network`: a new user + network namespace (only loopback), where Linux
+  lets an unprivileged process make one.
+- :class:`Channel`: the result pipe, framed and HMAC-signed with a per-evaluation key, so
+  bytes the candidate writes to the pipe (``/proc/self/fd/N``) are detected by the parent.
+- :class:`Guards`: an audit hook that attributes file, process, ctypes, socket, gc and
+  type-patching events to candidate code; a snapshot of the timer and library functions
+  the harness relies on; thread and child-process counts.
+"""
+
+from __future__ import annotations
+
+import _thread
+import ctypes
+import hashlib
+import hmac
+import json
+import os
+import struct
+import sys
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+MAC_BYTES = 32
+HEADER = struct.Struct(">I")
+
+
+def isolate_network() -> str:
+    """Enter new user and network namespaces (loopback only); say what happened.
+
+    Must run while the process is single-threaded (before torch is imported).
+    """
+    if not sys.platform.startswith("linux"):
+        return f"not isolated: {sys.platform} has no network namespaces"
+    uid, gid = os.getuid(), os.getgid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        return f"not isolated: unshare(CLONE_NEWUSER|CLONE_NEWNET) failed: {os.strerror(err)}"
+    try:
+        Path("/proc/self/setgroups").write_text("deny")
+        Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+        Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+    except OSError as exc:
+        return f"isolated (network namespace; uid map failed: {exc.strerror})"
+    return "isolated (user + network namespace, loopback only)"
+
+
+# -- the result channel ----------------------------------------------------------------
+
+
+class Channel:
+    """Child side of the result pipe: length-prefixed, HMAC-signed JSON frames."""
+
+    def __init__(self, fd: int, key: bytes):
+        self._fd = fd
+        self._key = key
+
+    def send(self, obj: Any) -> None:
+        """Write one signed frame (blocks while the parent reads)."""
+        payload = json.dumps(obj).encode()
+        mac = hmac.new(self._key, payload, hashlib.sha256).digest()
+        data = HEADER.pack(len(payload)) + mac + payload
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+
+
+def read_frames(data: bytes, key: bytes) -> tuple[list[tuple[int, Any]], str | None]:
+    """Parent side: ``(end offset, frame)`` of each valid frame, and any tampering seen."""
+    frames: list[tuple[int, Any]] = []
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < HEADER.size + MAC_BYTES:
+            return frames, f"{len(data) - pos} stray bytes at offset {pos}"
+        (n,) = HEADER.unpack_from(data, pos)
+        start = pos + HEADER.size + MAC_BYTES
+        mac, payload = data[pos + HEADER.size : start], data[start : start + n]
+        if len(payload) != n or not hmac.compare_digest(
+            mac, hmac.new(key, payload, hashlib.sha256).digest()
+        ):
+            return frames, f"unsigned or corrupt frame at offset {pos}"
+        pos = start + n
+        frames.append((pos, json.loads(payload)))
+    return frames, None
+
+
+# -- guards ----------------------------------------------------------------------------
+
+_STDLIB = tuple(
+    p for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]} if p
+)
+_EVENT_FLAGS = {
+    "subprocess.Popen": "subprocess",
+    "os.system": "subprocess",
+    "os.fork": "subprocess",
+    "os.forkpty": "subprocess",
+    "os.posix_spawn": "subprocess",
+    "os.spawn": "subprocess",
+    "os.exec": "subprocess",
+    "os.kill": "subprocess",
+    "os.killpg": "subprocess",
+    "ctypes.dlopen": "ctypes",
+    "ctypes.dlsym": "ctypes",
+    "ctypes.cdata": "ctypes",
+    "ctypes.cdata/buffer": "ctypes",
+    "ctypes.string_at": "ctypes",
+    "ctypes.addressof": "ctypes",
+    "gc.get_objects": "introspection",
+    "gc.get_referrers": "introspection",
+    "gc.get_referents": "introspection",
+    "sys._current_frames": "introspection",
+    "socket.connect": "network",
+    "socket.bind": "network",
+    "socket.sendto": "network",
+    "sys.settrace": "monkeypatch",
+    "sys.setprofile": "monkeypatch",
+    "object.__setattr__": "monkeypatch",
+    "object.__delattr__": "monkeypatch",
+    "os.putenv": "env_access",
+    "os.unsetenv": "env_access",
+}
+_CHANNEL_PATHS = ("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self")
+
+
+def _children() -> int:
+    """Live child processes of this process (Linux), else 0."""
+    total = 0
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                total += len(f.read().split())
+    except OSError:
+        return 0
+    return total
+
+
+WATCHED = (
+    "time.perf_counter", "time.perf_counter_ns", "time.monotonic", "time.monotonic_ns",
+    "time.time", "statistics.median", "statistics.mean", "builtins.sum", "builtins.min",
+    "builtins.max", "builtins.sorted", "builtins.len", "builtins.isinstance", "builtins.type",
+    "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record",
+    "torch.cuda.Event.elapsed_time", "torch.cuda.Event.synchronize", "torch.cuda._sleep",
+    "torch.cuda.CUDAGraph", "torch.cuda.CUDAGraph.replay", "torch.cuda.graph",
+    "torch.cuda.current_stream", "torch.Tensor.zero_", "torch.equal", "torch.Tensor.clone",
+    "torch.Tensor.copy_", "torch.Tensor.cpu", "torch.Tensor.to",
+)  # fmt: skip
+
+
+def _resolve_obj(dotted: str, roots: dict[str, Any]) -> Any:
+    """``dotted`` looked up from the longest matching root module, without descriptors."""
+    for prefix in sorted(roots, key=len, reverse=True):
+        if dotted == prefix:
+            return roots[prefix]
+        if dotted.startswith(prefix + "."):
+            obj = roots[prefix]
+            for part in dotted[len(prefix) + 1 :].split("."):
+                if isinstance(obj, type) and part in vars(obj):
+                    obj = vars(obj)[part]
+                else:
+                    obj = getattr(obj, part, None)
+            return obj
+    return None
+
+
+def _watched(roots: dict[str, Any], scanned: list[str]) -> dict[str, Any]:
+    """Name -> object for :data:`WATCHED` plus every function and method of ``scanned``."""
+    names = list(WATCHED)
+    for mod_name in scanned:
+        for attr, obj in vars(roots[mod_name]).items():
+            if attr.startswith("__") or not callable(obj):
+                continue
+            if getattr(obj, "__module__", None) != mod_name:
+                continue  # imported names: their own module is scanned if it matters
+            names.append(f"{mod_name}.{attr}")
+            if isinstance(obj, type):
+                names += [f"{mod_name}.{attr}.{m}" for m, f in vars(obj).items() if callable(f)]
+    return {n: _resolve_obj(n, roots) for n in names}
+
+
+class Guards:
+    """Tripwires around candidate code; ``flags`` collects what fired, with evidence."""
+
+    def __init__(self, cand_dir: Path, deny_roots: list[Path], allow_roots: list[Path]):
+        self.cand_dir = str(cand_dir.resolve())
+        self.deny = [str(p.resolve()) for p in deny_roots]
+        self.allow = [self.cand_dir] + [str(p.resolve()) for p in allow_roots]
+        self.flags: list[dict[str, str]] = []
+        self.active = False
+        self._roots: dict[str, Any] = {}
+        self._snapshot: dict[str, Any] = {}
+        self._threads = 0
+        self._procs = 0
+
+    def flag(self, name: str, evidence: str) -> None:
+        """Record one finding (deduplicated by flag and evidence)."""
+        item = {"flag": name, "evidence": evidence[:300]}
+        if item not in self.flags and len(self.flags) < 64:
+            self.flags.append(item)
+
+    # -- attribution -----------------------------------------------------------------
+    def _candidate_frame(self, frame: FrameType | None) -> FrameType | None:
+        """The innermost frame that is neither stdlib nor generated code, if candidate's."""
+        while frame is not None:
+            fn = frame.f_code.co_filename
+            if not (fn.startswith(_STDLIB) or fn.startswith("<")):
+                return frame if fn.startswith(self.cand_dir) else None
+            frame = frame.f_back
+        return None
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active or event.startswith(("import", "exec", "compile", "marshal")):
+            return
+        flag = _EVENT_FLAGS.get(event)
+        if flag is None and event != "open":
+            return
+        frame = self._candidate_frame(sys._getframe(1))
+        if frame is None:
+            return
+        where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+        if event == "open":
+            self._open(args, where)
+        elif event.startswith("object.__") and not self._patches_library(args):
+            return
+        else:
+            self.flag(flag or event, f"{where}: {event} {_short(args)}")
+
+    def _patches_library(self, args: tuple[Any, ...]) -> bool:
+        obj = args[0] if args else None
+        mod = getattr(obj, "__module__", "") or ""
+        return isinstance(obj, type) and mod.split(".")[0] in {
+            "torch", "triton", "time", "aka", "numpy", "builtins", "statistics",
+        }  # fmt: skip
+
+    def _open(self, args: tuple[Any, ...], where: str) -> None:
+        path = args[0] if args else None
+        if isinstance(path, int):
+            self.flag("result_channel_tamper", f"{where}: opens file descriptor {path}")
+            return
+        if not isinstance(path, str | bytes | os.PathLike):
+            return
+        text = os.fsdecode(path)
+        if text.startswith(_CHANNEL_PATHS) or "/fd/" in text:
+            self.flag("result_channel_tamper", f"{where}: opens {text}")
+            return
+        real = os.path.realpath(text)
+        if any(real.startswith(a + os.sep) or real == a for a in self.allow):
+            return
+        if any(real.startswith(d + os.sep) or real == d for d in self.deny):
+            self.flag("harness_access", f"{where}: opens {text}")
+        elif not real.startswith(_STDLIB):
+            self.flag("file_access", f"{where}: opens {text}")
+
+    # -- state snapshots -------------------------------------------------------------
+    def install(self, scanned: list[str]) -> None:
+        """Snapshot watched functions and counts, add the audit hook (irremovable).
+
+        Args:
+            scanned: modules (already imported) whose every function is watched too:
+                the timing engine's.
+        """
+        import builtins
+        import statistics
+        import time
+
+        import torch
+
+        self._roots = {"time": time, "statistics": statistics, "builtins": builtins}
+        self._roots.update({"torch": torch, **{m: sys.modules[m] for m in scanned}})
+        self._snapshot = _watched(self._roots, scanned)
+        self._threads = _thread._count()
+        self._procs = _children()
+        sys.addaudithook(self._hook)
+
+    def check_state(self, stage: str) -> None:
+        """After a stage: watched functions unchanged, no new threads or processes."""
+        changed = [
+            name
+            for name, obj in self._snapshot.items()
+            if _resolve_obj(name, self._roots) is not obj
+        ]
+        if changed:
+            self.flag("timer_tamper", f"{stage}: replaced {', '.join(sorted(changed)[:6])}")
+        threads, procs = _thread._count(), _children()
+        if threads > self._threads:
+            self.flag("background_thread", f"{stage}: {threads - self._threads} new thread(s)")
+        if procs > self._procs:
+            self.flag("background_process", f"{stage}: {procs - self._procs} child process(es)")
+
+
+def _short(args: tuple[Any, ...]) -> str:
+    text = repr(args)
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+class LaunchCounter:
+    """Counts Triton kernel launches made while ``counting``; can turn them into no-ops."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self.counting = False
+        self.noop = False
+        self.hooked: list[str] = []
+
+    def install(self) -> None:
+        """Wrap ``run`` of Triton's JIT (and interpreter) kernels; no Triton: nothing."""
+        classes: list[type] = []
+        try:
+            from triton.runtime.jit import JITFunction
+
+            classes.append(JITFunction)
+        except ImportError:
+            return
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            self._wrap(cls)
+
+    def _wrap(self, cls: type) -> None:
+        original: Callable[..., Any] = cls.run  # type: ignore[attr-defined]
+        counter = self
+
+        def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            if counter.counting and not kwargs.get("warmup", False):
+                counter.launches += 1
+                if counter.noop:
+                    return None
+            return original(kernel, *args, **kwargs)
+
+        cls.run = run  # type: ignore[attr-defined]
+        self.hooked.append(f"{cls.__module__}.{cls.__qualname__}.run")
