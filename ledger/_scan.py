@@ -9,6 +9,7 @@ its events are durably somewhere else.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,17 +60,30 @@ class Listing:
 
 
 def list_files(root: Path) -> Listing:
-    """Classify every file under ``<root>/events``; unknown names are strays."""
+    """Classify every file under ``<root>/events``; unknown names are strays.
+
+    Writer directories are listed before the manifests: a writer segment is deleted
+    only after a manifest covering it is committed, so a segment missing from the
+    listing is covered by the manifest read next. Each writer directory is listed
+    twice and the names united: one listing may miss both a segment renamed in while
+    it ran and the live log unlinked meanwhile, but the segment exists before the
+    second listing starts.
+    """
     out = Listing()
     events = root / EVENTS
     if not events.is_dir():
         return out
-    for sub in sorted(events.iterdir()):
-        if not sub.is_dir():
+    subs = sorted(events.iterdir(), key=lambda p: (p.name in (COMPACTED, MANIFESTS), p.name))
+    for sub in subs:
+        try:
+            names = set(os.listdir(sub))
+        except NotADirectoryError:
             (out.temps if sub.name.startswith(TMP_PREFIX) else out.strays).append(sub)
             continue
-        for f in sorted(sub.iterdir()):
-            _classify(out, sub.name, f)
+        if sub.name not in (COMPACTED, MANIFESTS):
+            names |= set(os.listdir(sub))
+        for name in sorted(names):
+            _classify(out, sub.name, sub / name)
     return out
 
 

@@ -9,6 +9,7 @@ carries its hash-chain units.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -66,43 +67,80 @@ def parse_live(data: bytes, path: Path) -> tuple[list[pa.RecordBatch], int, int]
 class LiveLog:
     """The append side of one live log, owned by one writer (which holds its flock)."""
 
-    def __init__(self, path: Path, first: int, *, new: bool) -> None:
-        import fcntl
-
+    def __init__(self, path: Path, first: int, *, new: bool, tag: str = "live") -> None:
         self.path = path
         self.first = first
-        flags = os.O_RDWR | os.O_CREAT | (os.O_EXCL if new else 0)
+        self.fd = self._create(path, tag) if new else self._reopen(path)
+        self.size = os.fstat(self.fd).st_size
+
+    @staticmethod
+    def _create(path: Path, tag: str) -> int:
+        """Create the log already locked and with its header, then give it its name.
+
+        A compaction takes any live log whose lock it can get for a dead writer's, so
+        the log must never be visible unlocked: it is made under a temp name, locked,
+        and hard-linked to its name (which fails if the name exists).
+        """
+        tmp = path.parent / tmp_name(tag)
         try:
-            self.fd = os.open(path, flags, 0o644)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
             raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
-        # Reopening after a crash may meet a compaction sealing the orphaned log for a
-        # moment; a live writer holds its lock for good, so wait briefly, then refuse.
-        deadline = time.monotonic() + (0 if new else 2.0)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(fd, HEADER)
+            os.link(tmp, path)
+        except FileExistsError:
+            os.close(fd)
+            raise LedgerError(
+                "live log already exists (writer id in use)",
+                path=path,
+                fix="give each process its own writer_id (the default is unique)",
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return fd
+
+    @staticmethod
+    def _reopen(path: Path) -> int:
+        """Open an existing log and take its lock (after a crash of its writer).
+
+        A compaction may be sealing the orphaned log for a moment; a live writer holds
+        its lock for good, so wait briefly, then refuse. If the log was sealed and
+        unlinked meanwhile, raise FileNotFoundError so the caller starts over.
+        """
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise LedgerError(f"cannot write: {exc.strerror}", path=path) from None
+        deadline = time.monotonic() + 2.0
         while True:
             try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() < deadline:
                     time.sleep(0.05)
                     continue
-            os.close(self.fd)
+            os.close(fd)
             raise LedgerError(
                 "live log is locked by another process (writer id in use)",
                 path=path,
                 fix="give each process its own writer_id (the default is unique)",
             ) from None
         try:
-            same = os.stat(path).st_ino == os.fstat(self.fd).st_ino
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             same = False
-        if not same:  # sealed and unlinked by a compaction while we waited
-            os.close(self.fd)
+        if not same:
+            os.close(fd)
             raise FileNotFoundError(path)
-        if new:
-            os.write(self.fd, HEADER)
-        self.size = os.fstat(self.fd).st_size
+        return fd
 
     def recover(self) -> list[pa.RecordBatch]:
         """Read complete batches and cut off a torn tail (we hold the lock)."""

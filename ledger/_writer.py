@@ -163,7 +163,8 @@ class FileWriter:
                     path=self.dir,
                     fix="make the ledger directory writable",
                 ) from None
-            self.live = LiveLog(self.dir / live_name(self.next_seq), self.next_seq, new=True)
+            path = self.dir / live_name(self.next_seq)
+            self.live = LiveLog(path, self.next_seq, new=True, tag=self.writer_id)
             fsync_dir(self.dir)
         return self.live
 
@@ -196,8 +197,8 @@ class FileWriter:
             )
             write_segment(self.dir / segment_name(first, last), table, [unit], tag=self.writer_id)
             self.prev_chain = unit.chain
+        live.path.unlink(missing_ok=True)  # before the lock goes, so no one else seals it
         live.close()
-        live.path.unlink(missing_ok=True)
         fsync_dir(self.dir)
         self.live = None
         self.pending, self.pending_rows = [], 0
