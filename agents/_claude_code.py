@@ -4,20 +4,25 @@ Command line (as AgentKernelArena runs it, plus a turn limit when asked)::
 
     claude --print --verbose --output-format stream-json --include-partial-messages
            --permission-mode bypassPermissions [--model M] [--effort E] [--max-turns N]
+           [--mcp-config FILE] [--allowedTools T,..] [--disallowedTools T,..]
            [extra.args ...] PROMPT
 
-The CLI runs with the workspace as its working directory.
+The CLI runs with the workspace as its working directory. An arm's MCP servers are
+written to ``FILE`` (``{"mcpServers": {...}}``) in a temporary folder outside the workspace.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
 from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka.treatments import mcp_config
 from aka_agents._process import AgentCheck, check_cli, env_credentials, extra_args, launch
 from aka_agents._streams import ClaudeParser
 
@@ -31,8 +36,13 @@ _KEYS = (
 )
 
 
-def claude_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
-    """The command line for one run, and notes on settings it ignores (none here)."""
+def claude_argv(
+    exe: str, request: AgentRequest, *, mcp_file: Path | None = None
+) -> tuple[list[str], list[str]]:
+    """The command line for one run, and notes on settings it ignores (none here).
+
+    ``mcp_file`` is the MCP configuration written for the arm's servers, if it has any.
+    """
     s = request.settings
     argv = [
         exe,
@@ -50,6 +60,12 @@ def claude_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
         argv += ["--effort", s.effort]
     if s.max_iterations is not None:
         argv += ["--max-turns", str(s.max_iterations)]
+    if mcp_file is not None:
+        argv += ["--mcp-config", str(mcp_file)]
+    if s.allowed_tools:
+        argv += ["--allowedTools", ",".join(s.allowed_tools)]
+    if s.disallowed_tools:
+        argv += ["--disallowedTools", ",".join(s.disallowed_tools)]
     argv += extra_args(s)
     return [*argv, request.prompt], []
 
@@ -74,6 +90,9 @@ class ClaudeCodeAgent:
     """Anthropic's Claude Code CLI."""
 
     name: ClassVar[str] = "claude_code"
+    treatments: ClassVar[frozenset[str]] = frozenset(
+        {"mcp_servers", "allowed_tools", "disallowed_tools"}
+    )
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         """Run ``claude`` in the workspace until it finishes or the timeout stops it.
@@ -84,14 +103,19 @@ class ClaudeCodeAgent:
         if request.settings.effort:
             env = {"CLAUDE_CODE_EFFORT_LEVEL": request.settings.effort, **request.env}
             request = dataclasses.replace(request, env=env)
-        return launch(
-            request,
-            sink,
-            executable="claude",
-            install=INSTALL,
-            parser=ClaudeParser(),
-            build=claude_argv,
-        )
+        with tempfile.TemporaryDirectory(prefix="aka-claude-") as tmp:
+            mcp_file = None
+            if request.settings.mcp_servers:
+                mcp_file = Path(tmp) / "mcp.json"
+                mcp_file.write_text(json.dumps(mcp_config(request.settings.mcp_servers)))
+            return launch(
+                request,
+                sink,
+                executable="claude",
+                install=INSTALL,
+                parser=ClaudeParser(),
+                build=lambda exe, req: claude_argv(exe, req, mcp_file=mcp_file),
+            )
 
     def check(self) -> AgentCheck:
         """Installed, version, and credentials present (no model call)."""

@@ -3,17 +3,23 @@
 Command line (as AgentKernelArena runs it)::
 
     codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check
-          --cd WORKSPACE [--model M] [-c model_reasoning_effort="E"] [extra.args ...] PROMPT
+          --cd WORKSPACE [--model M] [-c model_reasoning_effort="E"]
+          [-c mcp_servers.NAME.command="..." -c mcp_servers.NAME.args=[...]
+           -c mcp_servers.NAME.env={...}] [extra.args ...] PROMPT
 
-Codex has no turn limit flag, so ``max_iterations`` is recorded as ignored.
+Codex has no turn limit flag, so ``max_iterations`` is recorded as ignored. An arm's MCP
+servers go in as ``-c`` overrides of ``config.toml`` keys (TOML values): nothing is
+written and the user's ``CODEX_HOME`` (with its login) stays in use. Codex has no tool
+allow/deny flags, so arms with tool lists are refused before the run.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import ClassVar
 
-from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka.agent import AgentOutcome, AgentRequest, AgentSink, McpServer, register_agent
 from aka_agents._process import (
     AgentCheck,
     check_cli,
@@ -25,6 +31,21 @@ from aka_agents._process import (
 from aka_agents._streams import CodexParser
 
 INSTALL = "npm install -g @openai/codex"
+
+
+def mcp_overrides(servers: Mapping[str, McpServer]) -> list[str]:
+    """``-c`` arguments declaring each MCP server (keys and strings as TOML values)."""
+    out: list[str] = []
+    for name, server in sorted(servers.items()):
+        key = f"mcp_servers.{name}"
+        out += ["-c", f"{key}.command={json.dumps(server.command)}"]
+        out += ["-c", f"{key}.args={json.dumps(list(server.args))}"]
+        if server.env:
+            table = ", ".join(
+                f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(server.env.items())
+            )
+            out += ["-c", f"{key}.env={{{table}}}"]
+    return out
 
 
 def codex_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
@@ -43,6 +64,7 @@ def codex_argv(exe: str, request: AgentRequest) -> tuple[list[str], list[str]]:
         argv += ["--model", s.model]
     if s.effort:
         argv += ["-c", f'model_reasoning_effort="{s.effort}"']
+    argv += mcp_overrides(s.mcp_servers)
     notes = []
     if s.max_iterations is not None:
         notes.append(f"max_iterations={s.max_iterations} ignored: codex exec has no turn limit")
@@ -68,6 +90,7 @@ class CodexAgent:
     """OpenAI's Codex CLI."""
 
     name: ClassVar[str] = "codex"
+    treatments: ClassVar[frozenset[str]] = frozenset({"mcp_servers"})
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         """Run ``codex exec`` in the workspace until it finishes or the timeout stops it."""

@@ -8,8 +8,11 @@ This is how DeepSeek Harness, GEAK or a custom agent plugs in without code. The 
       version_command: ["my-agent", "--version"]   # optional
 
 Placeholders: ``{prompt_file}`` (the prompt, written to a file outside the workspace),
-``{workspace}``, ``{model}``, ``{effort}``, ``{max_iterations}``, ``{timeout_seconds}``;
-an unset setting becomes an empty string. The program runs in the workspace.
+``{workspace}``, ``{model}``, ``{effort}``, ``{max_iterations}``, ``{timeout_seconds}``,
+``{mcp_config}`` (a file beside the prompt with the arm's MCP servers as
+``{"mcpServers": {...}}``), ``{allowed_tools}`` and ``{disallowed_tools}`` (comma-separated);
+an unset setting becomes an empty string. The program runs in the workspace. An arm may
+set MCP servers or tool lists only if the command uses the matching placeholder.
 
 In the ``lines`` format each stdout line that is a JSON object with a ``kind`` (an item
 kind) becomes that item; ``{"kind": "usage", "data": {"tokens_in": .., "tokens_out": ..,
@@ -18,18 +21,35 @@ kind) becomes that item; ``{"kind": "usage", "data": {"tokens_in": .., "tokens_o
 
 from __future__ import annotations
 
+import json
 import os
 import string
 import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka.agent import AgentOutcome, AgentRequest, AgentSettings, AgentSink, register_agent
 from aka.errors import InputError
+from aka.treatments import mcp_config
 from aka_agents._process import AgentCheck, agent_env, extra_args, first_line, run_cli
 from aka_agents._streams import PARSERS
 
-FIELDS = ("prompt_file", "workspace", "model", "effort", "max_iterations", "timeout_seconds")
+FIELDS = (
+    "prompt_file",
+    "workspace",
+    "model",
+    "effort",
+    "max_iterations",
+    "timeout_seconds",
+    "mcp_config",
+    "allowed_tools",
+    "disallowed_tools",
+)
+_TREATMENT_FIELDS = {
+    "mcp_config": "mcp_servers",
+    "allowed_tools": "allowed_tools",
+    "disallowed_tools": "disallowed_tools",
+}
 _FIX = 'set settings.extra.command to a list of strings, e.g. ["my-agent", "{prompt_file}"]'
 
 
@@ -56,7 +76,9 @@ def _template(extra: Any) -> list[str]:
     return list(command)
 
 
-def command_argv(request: AgentRequest, prompt_file: Path) -> list[str]:
+def command_argv(
+    request: AgentRequest, prompt_file: Path, mcp_file: Path | None = None
+) -> list[str]:
     """The program's argv with every placeholder filled.
 
     Raises:
@@ -71,6 +93,9 @@ def command_argv(request: AgentRequest, prompt_file: Path) -> list[str]:
         "effort": s.effort or "",
         "max_iterations": "" if s.max_iterations is None else str(s.max_iterations),
         "timeout_seconds": f"{s.timeout_seconds:g}",
+        "mcp_config": "" if mcp_file is None else str(mcp_file),
+        "allowed_tools": ",".join(s.allowed_tools),
+        "disallowed_tools": ",".join(s.disallowed_tools),
     }
     return [arg.format_map(values) for arg in _template(s.extra)]
 
@@ -80,6 +105,20 @@ class CommandAgent:
     """Runs the program named in ``settings.extra.command``."""
 
     name: ClassVar[str] = "command"
+
+    def treatments_for(self, settings: AgentSettings) -> frozenset[str]:
+        """MCP servers and tool lists, when the command has a placeholder for them.
+
+        Raises:
+            InputError: ``extra.command`` is missing or malformed.
+        """
+        used = {
+            name
+            for arg in _template(settings.extra)
+            for _, name, _, _ in string.Formatter().parse(arg)
+            if name is not None
+        }
+        return frozenset(t for f, t in _TREATMENT_FIELDS.items() if f in used)
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         """Write the prompt to a file, run the command in the workspace, parse its stdout."""
@@ -99,7 +138,9 @@ class CommandAgent:
         with tempfile.TemporaryDirectory(prefix="aka-prompt-") as tmp:
             prompt_file = Path(tmp) / "prompt.md"
             prompt_file.write_text(request.prompt)
-            argv = command_argv(request, prompt_file)
+            mcp_file = Path(tmp) / "mcp.json"
+            mcp_file.write_text(json.dumps(mcp_config(request.settings.mcp_servers)))
+            argv = command_argv(request, prompt_file, mcp_file)
             return run_cli(argv, request, sink, PARSERS[fmt](), version=version, env=env)
 
     def check(self) -> AgentCheck:

@@ -26,14 +26,31 @@ ItemKind = Literal[
 
 
 @dataclass(frozen=True)
+class McpServer:
+    """A stdio MCP server an arm gives its agent; each CLI adapter writes its own format."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class AgentSettings:
-    """Per-arm knobs every agent understands; agent-specific ones go in ``extra``."""
+    """Per-arm knobs every agent understands; agent-specific ones go in ``extra``.
+
+    ``mcp_servers``, ``allowed_tools`` and ``disallowed_tools`` reach only agents that
+    declare them in a ``treatments`` attribute; the run is refused before any work
+    otherwise (see :mod:`aka.treatments`).
+    """
 
     model: str | None = None
     effort: str | None = None
     max_iterations: int | None = None
     timeout_seconds: float = 1800.0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,7 @@ class AgentRequest:
         entry_file: the editable file holding the entry point.
         tunables: module-level integer constants of the entry file a search may vary,
             with the values to try (from the task spec).
+        memory_dir: the arm's memory directory inside the workspace, when it has one.
     """
 
     workspace: Path
@@ -65,6 +83,7 @@ class AgentRequest:
     task_name: str = ""
     entry_file: str = ""
     tunables: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    memory_dir: Path | None = None
 
 
 @dataclass(frozen=True)

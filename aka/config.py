@@ -23,8 +23,77 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class PromptConfig(_Strict):
+    """An arm's prompt: a template over the task's fields, and/or extra sections.
+
+    Placeholders (``str.format`` style) are listed in :data:`aka.prompt.PROMPT_FIELDS`;
+    ``{default}`` is the standard prompt, so a template can wrap it.
+    """
+
+    template: str | None = Field(default=None, description="Inline template text.")
+    template_file: str | None = Field(
+        default=None, description="Template file (relative to the config file's folder)."
+    )
+    extra_sections: list[str] = Field(
+        default_factory=list, description="Text appended to the prompt, in order."
+    )
+
+    @model_validator(mode="after")
+    def _one_template(self) -> PromptConfig:
+        if self.template is not None and self.template_file is not None:
+            raise ValueError("set `template` or `template_file`, not both")
+        return self
+
+
+class FileConfig(_Strict):
+    """A file or directory placed into the workspace before the agent starts."""
+
+    path: str = Field(description="Destination, relative to the workspace root.")
+    source: str | None = Field(
+        default=None, description="Host file or directory (relative to the config's folder)."
+    )
+    content: str | None = Field(default=None, description="Inline file text.")
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> FileConfig:
+        if (self.source is None) == (self.content is None):
+            raise ValueError("set exactly one of `source` or `content`")
+        return self
+
+
+class McpServerConfig(_Strict):
+    """An MCP server (stdio), written in the agent CLI's own MCP configuration format."""
+
+    command: str = Field(min_length=1, description="Program that starts the server.")
+    args: list[str] = Field(default_factory=list, description="Its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment of the server (recorded: no secrets)."
+    )
+
+
+class MemoryConfig(_Strict):
+    """A directory that persists across the arm's attempts, in planned order."""
+
+    key: str = Field(description="Memory name; attempts sharing a key share the memory.")
+    across_runs: bool = Field(
+        default=False, description="Start from the latest memory with this key in any run."
+    )
+    path: str = Field(default=".memory", description="Directory in the workspace.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        if not NAME.match(v):
+            raise ValueError("use letters, digits, '_', '.', '-' (no spaces)")
+        return v
+
+
 class ArmConfig(_Strict):
-    """One arm of an experiment: an agent and its per-arm overrides."""
+    """One arm of an experiment: an agent, its overrides and its treatments.
+
+    Treatments (prompt, files, MCP servers, tool lists, environment, memory) are
+    resolved into a content-addressed arm at run start (docs/treatments.md).
+    """
 
     name: str = Field(description="Arm name, unique in the config (e.g. baseline, treatment).")
     agent: str = Field(description="Agent name (`aka agents list`).")
@@ -34,6 +103,29 @@ class ArmConfig(_Strict):
     timeout_seconds: float = Field(default=1800.0, gt=0, description="Wall-clock budget.")
     options: dict[str, Any] = Field(
         default_factory=dict, description="Agent-specific settings (see docs/agents.md)."
+    )
+    prompt: PromptConfig | None = Field(default=None, description="Prompt template/sections.")
+    files: list[FileConfig] = Field(
+        default_factory=list, description="Files placed into the workspace (AGENTS.md, skills/)."
+    )
+    mcp_servers: dict[str, McpServerConfig] = Field(
+        default_factory=dict, description="MCP servers by name."
+    )
+    allowed_tools: list[str] = Field(
+        default_factory=list, description="Tools the agent may use (where it supports it)."
+    )
+    disallowed_tools: list[str] = Field(
+        default_factory=list, description="Tools the agent may not use (where it supports it)."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables (values recorded)."
+    )
+    secret_env: list[str] = Field(
+        default_factory=list,
+        description="Names of variables passed from the host environment (values never recorded).",
+    )
+    memory: MemoryConfig | None = Field(
+        default=None, description="Memory carried across the arm's attempts."
     )
 
     @field_validator("name")

@@ -295,6 +295,27 @@ class TaskValidated(EventModel):
     )
 
 
+class MemorySnapshotted(EventModel):
+    """An arm's memory directory, as a tree, before or after an agent run.
+
+    ``before`` is what the agent found (restored from the latest ``after`` with the same
+    key); ``after`` is what it left, which the next attempt in planned order starts from.
+    """
+
+    type: Literal["MemorySnapshotted"] = "MemorySnapshotted"
+    try_no: int = Field(ge=1, description="Try this belongs to.")
+    phase: Literal["before", "after"] = Field(description="Before or after the agent ran.")
+    key: str = Field(description="Memory key (attempts sharing a key share the memory).")
+    path: str = Field(description="Directory in the workspace, e.g. '.memory'.")
+    tree: Digest = Field(description="Tree digest of the memory directory.")
+    source_run: str | None = Field(
+        default=None, description="Run of the 'after' snapshot restored (before only)."
+    )
+    source_attempt: str | None = Field(
+        default=None, description="Attempt of the 'after' snapshot restored (before only)."
+    )
+
+
 REGISTRY = EventRegistry(
     [
         RunStarted,
@@ -314,6 +335,7 @@ REGISTRY = EventRegistry(
         RunFinished,
         HeldoutEvaluated,
         TaskValidated,
+        MemorySnapshotted,
     ]
 )
 """Every arena event type; pass it to :meth:`aka_ledger.Ledger.open`."""

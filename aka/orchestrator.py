@@ -34,6 +34,16 @@ from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, select
+from aka.treatments import (
+    agent_settings,
+    arm_env,
+    arm_prompt,
+    load_arm,
+    memory_after,
+    memory_before,
+    place_files,
+    resolve_arms,
+)
 from aka.workspace import TaskCache, capture, materialize_workspace
 from aka_ledger import Ledger
 
@@ -110,15 +120,20 @@ def start_run(
         raise InputError(
             f"run {run_id!r} already exists", fix="use `aka resume` or pick another --run-id"
         )
+    cfg_file = Path(config_path)
+    arms = resolve_arms(
+        ledger.cas,
+        config,
+        base_dir=cfg_file.parent if cfg_file.is_file() else Path.cwd(),
+        tasks=runnable,
+        where=config_path,
+    )
     started = ev.RunStarted(
         label=config.label,
         config=ledger.cas.put(config.canonical_json()),
         config_path=config_path,
         tasks={t.key: ledger.cas.snapshot(t.path) for t in runnable},
-        arms={
-            a.name: ledger.cas.put(json.dumps(a.model_dump(mode="json"), sort_keys=True).encode())
-            for a in config.arms
-        },
+        arms=arms,
         device=device,
         environment=ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),
         harness=harness_digest(ledger),
@@ -243,17 +258,21 @@ def _eval_request(
 def _run_agent(
     ledger: Ledger, ctx: RunContext, p: AttemptPlan, task: Task, emit: Callable[..., None]
 ) -> ev.CandidateCaptured:
-    from aka.prompt import build_prompt
-
-    arm = ctx.config.arm(p.arm)
+    arm = load_arm(ledger.cas, ctx.started.arms[p.arm])
     with _workspace_dir() as ws_path:
         ws = materialize_workspace(ledger.cas, task, ws_path)
+        start = ledger.cas.snapshot(ws.path) if place_files(ledger.cas, arm, ws.path) else None
         emit(
             ev.WorkspaceMaterialized(
-                try_no=p.try_no, tree=ws.start_tree, task=ctx.started.tasks[p.task]
+                try_no=p.try_no, tree=start or ws.start_tree, task=ctx.started.tasks[p.task]
             )
         )
-        prompt = build_prompt(task, device=ctx.started.device, eval_command="aka eval")
+        before = memory_before(ledger, ctx.run_id, arm, ws.path, try_no=p.try_no)
+        if before is not None:
+            emit(before, durable=True)
+        prompt = arm_prompt(
+            ledger.cas, arm, task, device=ctx.started.device, eval_command="aka eval"
+        )
         agent = get_agent(p.agent)
         emit(
             ev.AgentStarted(
@@ -281,14 +300,15 @@ def _run_agent(
             request = AgentRequest(
                 workspace=ws.path,
                 prompt=prompt,
-                settings=_settings(arm),
+                settings=agent_settings(arm),
                 editable=tuple(task.spec.editable),
                 targets=tuple(task.spec.targets),
-                env={**_agent_env(), SOCKET_ENV: sock},
+                env={**_agent_env(), **arm_env(arm), SOCKET_ENV: sock},
                 eval_command=("aka", "eval"),
                 task_name=task.name,
                 entry_file=task.spec.entry_file,
                 tunables={k: tuple(v) for k, v in task.spec.tunables.items()},
+                memory_dir=None if arm.memory is None else ws.path / arm.memory.path,
             )
             try:
                 outcome = agent.run(request, sink)
@@ -311,6 +331,9 @@ def _run_agent(
             ),
             durable=True,
         )
+        after = memory_after(ledger.cas, arm, ws.path, try_no=p.try_no)
+        if after is not None:
+            emit(after, durable=True)
         tree, diff, changed = capture(ledger.cas, task, ws.path)
     captured = ev.CandidateCaptured(
         try_no=p.try_no, tree=tree, diff=ledger.cas.put(diff), changed=changed

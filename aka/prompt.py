@@ -16,11 +16,27 @@ the vendor's datasheet; each line says which.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import string
+from collections.abc import Mapping, Sequence
 
 from aka.tasks import Task
 
-__all__ = ["build_prompt", "device_sheet"]
+__all__ = ["PROMPT_FIELDS", "build_prompt", "device_sheet", "render_prompt", "template_fields"]
+
+PROMPT_FIELDS: Mapping[str, str] = {
+    "task": "the task's name",
+    "instructions": "the task's instructions",
+    "editable": "the editable files, one `- path` line each",
+    "targets": "the target symbols, one `- name` line each",
+    "entry_file": "the file holding the entry point",
+    "device": "the device scored on (cpu, cuda, cuda:N)",
+    "device_sheet": "the device facts section",
+    "eval_command": "the self-evaluation command, or an empty string",
+    "task_section": "the standard task section (instructions, files, shapes)",
+    "rules": "the standard section on what is protected",
+    "default": "the whole standard prompt",
+}
+"""Placeholder -> meaning, for arm prompt templates (``{name}``; ``{{`` for a brace)."""
 
 _H200 = """\
 ## Device: NVIDIA H200 ({device})
@@ -171,6 +187,63 @@ def build_prompt(
         device_sheet(device),
         _eval_section(eval_command),
         "## When you are done\n\nStop. Leave the final version of the editable files in the workspace.",
+        *(section.strip() for section in extra_sections if section.strip()),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def template_fields(template: str) -> list[str]:
+    """The placeholders a template uses, in order.
+
+    Raises:
+        ValueError: malformed braces, or a placeholder that is not in
+            :data:`PROMPT_FIELDS` (attribute or index access included).
+    """
+    names: list[str] = []
+    for _, name, _, _ in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if name not in PROMPT_FIELDS:
+            raise ValueError(
+                f"unknown placeholder {{{name}}}; use {', '.join('{' + f + '}' for f in PROMPT_FIELDS)}"
+            )
+        names.append(name)
+    return names
+
+
+def render_prompt(
+    task: Task,
+    *,
+    device: str,
+    eval_command: str | None,
+    template: str | None = None,
+    extra_sections: Sequence[str] = (),
+) -> str:
+    """The prompt from an arm's template (or the standard one), plus its extra sections.
+
+    Deterministic like :func:`build_prompt`, which it equals when ``template`` is None.
+    """
+    if template is None:
+        return build_prompt(
+            task, device=device, eval_command=eval_command, extra_sections=extra_sections
+        )
+    template_fields(template)
+    s = task.spec
+    values = {
+        "task": s.name,
+        "instructions": s.instructions.strip(),
+        "editable": _bullets(s.editable),
+        "targets": _bullets(s.targets),
+        "entry_file": s.entry_file,
+        "device": device,
+        "device_sheet": device_sheet(device),
+        "eval_command": eval_command or "",
+        "task_section": _task_section(task, device),
+        "rules": _rules_section(task),
+        "default": build_prompt(task, device=device, eval_command=eval_command).rstrip("\n"),
+    }
+    parts = [
+        template.format_map(values).strip(),
         *(section.strip() for section in extra_sections if section.strip()),
     ]
     return "\n\n".join(parts) + "\n"

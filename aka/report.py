@@ -14,9 +14,10 @@ SELECT a.task, a.arm, a.agent, a.repeat,
        s.candidate, s.try_no AS tries,
        CASE WHEN s.attempt_key IS NULL THEN 'not scored: ' || coalesce(f.error, 'not run yet')
             ELSE s.error END AS error,
-       a.attempt_key
+       r.arm_digest, a.attempt_key
 FROM attempts a
 LEFT JOIN scores s USING (run_id, attempt_key)
+LEFT JOIN arms r ON r.run_id = a.run_id AND r.arm = a.arm
 LEFT JOIN (
     SELECT run_id, attempt_key, arg_max(payload->>'$.error', time) AS error
     FROM events WHERE type = 'AttemptFinished' AND payload->>'$.status' = 'error'

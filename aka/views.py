@@ -137,6 +137,19 @@ VIEWS: dict[str, str] = {
         LEFT JOIN started s0 ON s0.run_id = f.run_id AND s0.attempt_key = f.attempt_key AND s0.try_no = c.reused_from
         LEFT JOIN timing t ON t.eval_id = f.eval_id
     """,
+    "arms": """
+        SELECT run_id, arm, json_extract_string(payload, '$.arms."' || arm || '"') AS arm_digest
+        FROM (SELECT run_id, payload, unnest(json_keys(payload, '$.arms')) AS arm
+              FROM events WHERE type = 'RunStarted')
+    """,
+    "memory": """
+        SELECT run_id, attempt_key, CAST(payload->>'$.try_no' AS INTEGER) AS try_no,
+               payload->>'$.phase' AS phase, payload->>'$.key' AS memory_key,
+               payload->>'$.path' AS path, payload->>'$.tree' AS tree,
+               payload->>'$.source_run' AS source_run,
+               payload->>'$.source_attempt' AS source_attempt, time
+        FROM events WHERE type = 'MemorySnapshotted'
+    """,
 }
 """View name -> SQL, in dependency order."""
 

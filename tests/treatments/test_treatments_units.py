@@ -1,0 +1,193 @@
+"""Resolved arms, their diff, prompt templates, and each CLI adapter's MCP/tool format."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from treat_helpers import FIXTURE_TASKS
+
+from aka.agent import AgentItem, AgentRequest, AgentSettings, McpServer
+from aka.config import McpServerConfig, MemoryConfig
+from aka.events import REGISTRY
+from aka.prompt import PROMPT_FIELDS, build_prompt, render_prompt, template_fields
+from aka.tasks import load_task
+from aka.treatments import ResolvedArm, ResolvedFile, diff_arms, load_arm
+from aka_agents._codex import codex_argv
+from aka_agents._command import CommandAgent
+from aka_agents._cursor import CursorAgent, cursor_argv
+from aka_ledger import Ledger
+
+SERVERS = {"search": McpServer("npx", ("-y", 'srv "q"'), {"API_URL": "http://x"})}
+D1 = "b3:" + "1" * 64
+D2 = "b3:" + "2" * 64
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.items: list[AgentItem] = []
+
+    def emit(self, item: AgentItem) -> None:
+        self.items.append(item)
+
+
+def test_the_issue_example_sentence() -> None:
+    a = ResolvedArm(agent="claude_code")
+    b = a.model_copy(
+        update={
+            "mcp_servers": {"X": McpServerConfig(command="srv")},
+            "files": [ResolvedFile(path="skills/Y.md", kind="file", digest=D1)],
+        }
+    )
+    diff = diff_arms(a, b, label="B")
+    assert (
+        diff.summary()
+        == "arm B adds MCP server 'X' and skill file 'skills/Y.md'; everything else identical"
+    )
+    assert diff_arms(b, a, label="A").summary() == (
+        "arm A drops MCP server 'X' and skill file 'skills/Y.md'; everything else identical"
+    )
+
+
+def test_changed_contents_and_settings_are_named() -> None:
+    a = ResolvedArm(
+        agent="codex",
+        model="m1",
+        files=[ResolvedFile(path="AGENTS.md", kind="file", digest=D1)],
+        memory=MemoryConfig(key="k"),
+    )
+    b = a.model_copy(
+        update={
+            "model": "m2",
+            "files": [ResolvedFile(path="AGENTS.md", kind="file", digest=D2)],
+            "env": {"A": "1"},
+            "memory": None,
+        }
+    )
+    assert diff_arms(a, b).summary() == (
+        "arm B changes model from \"m1\" to \"m2\" and file 'AGENTS.md'; adds env 'A'; "
+        "drops memory; everything else identical"
+    )
+
+
+names = st.text("abcXYZ", min_size=1, max_size=4)
+arms = st.builds(
+    ResolvedArm,
+    agent=st.sampled_from(["claude_code", "codex"]),
+    model=st.none() | names,
+    env=st.dictionaries(names, names, max_size=2),
+    allowed_tools=st.lists(names, max_size=2, unique=True),
+    secret_env=st.lists(names, max_size=2, unique=True).map(sorted),
+    mcp_servers=st.dictionaries(names, st.builds(McpServerConfig, command=names), max_size=2),
+    files=st.lists(
+        st.builds(ResolvedFile, path=names, kind=st.just("file"), digest=st.sampled_from([D1, D2])),
+        max_size=2,
+        unique_by=lambda f: f.path,
+    ).map(lambda fs: sorted(fs, key=lambda f: f.path)),
+    memory=st.none() | st.builds(MemoryConfig, key=names),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arms, arms)
+def test_diff_is_empty_exactly_when_the_digests_match(a: ResolvedArm, b: ResolvedArm) -> None:
+    assert diff_arms(a, b).identical == (a.canonical_json() == b.canonical_json())
+    assert diff_arms(a, a).identical
+
+
+def test_resolved_arm_round_trips_and_old_plain_arms_load() -> None:
+    cas = Ledger.memory(registry=REGISTRY).cas
+    arm = ResolvedArm(agent="noop", env={"A": "1"}, memory=MemoryConfig(key="k"))
+    assert load_arm(cas, cas.put(arm.canonical_json())) == arm
+    old = {
+        "name": "baseline",
+        "agent": "noop",
+        "model": None,
+        "effort": None,
+        "max_iterations": None,
+        "timeout_seconds": 1800.0,
+        "options": {},
+    }
+    assert load_arm(cas, cas.put(json.dumps(old).encode())) == ResolvedArm(agent="noop")
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(FIXTURE_TASKS / "torch" / "ops" / "affine", root=FIXTURE_TASKS)
+
+
+def test_template_fields_and_default(task) -> None:
+    text = render_prompt(
+        task,
+        device="cpu",
+        eval_command="aka eval",
+        template="Task {task}: {instructions}\nFiles:\n{editable}\n\n{device_sheet}",
+        extra_sections=["## Extra\n\nbe brief"],
+    )
+    assert text.startswith("Task affine: Make affine(x) faster.\nFiles:\n- `kernel.py`\n")
+    assert "## Device: CPU (cpu)" in text and text.endswith("## Extra\n\nbe brief\n")
+    wrapped = render_prompt(task, device="cpu", eval_command="aka eval", template="{default}")
+    assert wrapped == build_prompt(task, device="cpu", eval_command="aka eval")
+
+
+@given(st.from_regex(r"[a-z_]{1,12}", fullmatch=True))
+def test_only_known_placeholders_are_accepted(name: str) -> None:
+    if name in PROMPT_FIELDS:
+        assert template_fields("{" + name + "}") == [name]
+    else:
+        with pytest.raises(ValueError, match="unknown placeholder"):
+            template_fields("{" + name + "}")
+
+
+def _request(ws: Path, **settings: object) -> AgentRequest:
+    return AgentRequest(workspace=ws, prompt="go", settings=AgentSettings(**settings))  # type: ignore[arg-type]
+
+
+def test_codex_takes_mcp_servers_as_toml_overrides(tmp_path: Path) -> None:
+    argv, _ = codex_argv("codex", _request(tmp_path, mcp_servers=SERVERS))
+    overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+    doc = tomllib.loads("\n".join(overrides))
+    assert doc == {
+        "mcp_servers": {
+            "search": {"command": "npx", "args": ["-y", 'srv "q"'], "env": {"API_URL": "http://x"}}
+        }
+    }
+
+
+def test_cursor_writes_its_project_mcp_and_permission_files(tmp_path: Path) -> None:
+    from aka_agents._cursor import write_project_config
+
+    req = _request(
+        tmp_path, mcp_servers=SERVERS, allowed_tools=("Shell(ls)",), disallowed_tools=("Write(**)",)
+    )
+    assert write_project_config(req) == [".cursor/mcp.json", ".cursor/cli.json"]
+    mcp = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())
+    assert mcp["mcpServers"]["search"]["args"] == ["-y", 'srv "q"']
+    cli = json.loads((tmp_path / ".cursor" / "cli.json").read_text())
+    assert cli == {"permissions": {"allow": ["Shell(ls)"], "deny": ["Write(**)"]}}
+    argv, _ = cursor_argv("cursor-agent", req)
+    assert "--approve-mcps" in argv
+    assert "--approve-mcps" not in cursor_argv("cursor-agent", _request(tmp_path))[0]
+    assert CursorAgent.treatments == {"mcp_servers", "allowed_tools", "disallowed_tools"}
+
+
+def test_command_agent_gets_mcp_file_and_tool_lists(tmp_path: Path) -> None:
+    out = tmp_path / "seen.json"
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import json, sys\n"
+        f"json.dump({{'mcp': json.load(open(sys.argv[1])), 'tools': sys.argv[2]}}, open({str(out)!r}, 'w'))\n"
+    )
+    extra = {"command": [sys.executable, str(script), "{mcp_config}", "{allowed_tools}"]}
+    req = _request(tmp_path, extra=extra, mcp_servers=SERVERS, allowed_tools=("Read", "Edit"))
+    outcome = CommandAgent().run(req, Sink())
+    assert outcome.status == "ok", outcome.error
+    seen = json.loads(out.read_text())
+    assert seen["tools"] == "Read,Edit"
+    assert seen["mcp"]["mcpServers"]["search"]["command"] == "npx"
+    assert CommandAgent().treatments_for(req.settings) == {"mcp_servers", "allowed_tools"}
