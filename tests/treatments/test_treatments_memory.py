@@ -91,6 +91,12 @@ def test_memory_survives_a_kill_between_tasks(cli, tmp_path: Path, tasks_root: P
             if isinstance(e.payload, ev.Scored) and e.payload.purpose == "final"
         }
         assert scored == {first, second}
+        prompts = {
+            led.cas.get(e.payload.prompt).decode()
+            for e in led.events(run_id="mem", types=["AgentStarted"])
+            if isinstance(e.payload, ev.AgentStarted)
+        }
+        assert all("## Memory" in t and "`.memory/`" in t for t in prompts)
         # auditable per attempt through the `memory` view
         rows = (
             connect(led)

@@ -191,3 +191,24 @@ def test_command_agent_gets_mcp_file_and_tool_lists(tmp_path: Path) -> None:
     assert seen["tools"] == "Read,Edit"
     assert seen["mcp"]["mcpServers"]["search"]["command"] == "npx"
     assert CommandAgent().treatments_for(req.settings) == {"mcp_servers", "allowed_tools"}
+
+
+def test_resume_uses_the_stored_contents_not_the_host_files(tmp_path: Path) -> None:
+    from aka.config import parse_config
+    from aka.tasks import select
+    from aka.treatments import arm_difference, place_files, resolve_arms
+
+    (tmp_path / "notes.md").write_text("v1\n")
+    arm = {"name": "x", "agent": "noop", "files": [{"path": "NOTES.md", "source": "notes.md"}]}
+    cfg = parse_config({"tasks": ["torch/ops/affine"], "arms": [arm]}, where="cfg.yaml")
+    cas = Ledger.memory(registry=REGISTRY).cas
+    tasks = select(FIXTURE_TASKS, cfg.tasks)
+    digest = resolve_arms(cas, cfg, base_dir=tmp_path, tasks=tasks, where="cfg.yaml")["x"]
+    (tmp_path / "notes.md").write_text("v2, edited after the run started\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert place_files(cas, load_arm(cas, digest), ws)
+    assert (ws / "NOTES.md").read_text() == "v1\n"
+    mixed = arm_difference(cas, [digest, D1], [digest], label="B")
+    assert mixed["identical"] is None and "side A ran 2 arm configuration(s)" in mixed["summary"]
+    assert arm_difference(cas, [digest], [digest, None])["identical"] is True

@@ -39,6 +39,10 @@ def _refused(cli, tmp_path: Path, tasks_root: Path, arm: dict[str, Any], **extra
         ),
         ({**CLAUDE, "files": [{"path": "../up.md", "content": "x"}]}, "not a path inside"),
         (
+            {**CLAUDE, "memory": {"key": "m"}, "files": [{"path": ".memory/a", "content": "x"}]},
+            "'.memory/a' overlaps memory '.memory'",
+        ),
+        (
             {"name": "x", "agent": "noop", "mcp_servers": {"s": {"command": "srv"}}},
             "agent 'noop' cannot take mcp_servers",
         ),
