@@ -247,7 +247,7 @@ def page(title: str, body: str, *, live: bool = False, nav: bool = True, subtitl
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{h(title)} · aka</title><style>{CSS}</style></head>"
+        f'<title>{h(title)} · aka</title><link rel="icon" href="data:,"><style>{CSS}</style></head>'
         f'<body{" data-live=1" if live else ""}><header class="top">'
         f'<a class="brand" href="{"/" if nav else "#"}">aka</a>{navhtml}{badge_html}</header>'
         f"<main><h1>{h(title)}</h1>{sub}{body}</main>"

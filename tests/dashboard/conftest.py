@@ -9,6 +9,7 @@ has to escape it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -91,7 +92,14 @@ def build_arena(cli: Callable[..., Any], root: Path) -> Arena:
 def arena(cli: Callable[..., Any], tmp_path_factory: pytest.TempPathFactory) -> Arena:
     """The shared generated ledger (read-only: copy it before appending)."""
     if "arena" not in _BUILT:
-        _BUILT["arena"] = build_arena(cli, tmp_path_factory.mktemp("arena"))
+        keep = os.environ.get("AKA_TEST_ARENA")  # a folder reused between runs while developing
+        root = Path(keep) if keep else tmp_path_factory.mktemp("arena")
+        done = root / "arena.json"
+        if keep and done.exists():
+            _BUILT["arena"] = Arena(root, root / "ledger", json.loads(done.read_text())["run_id"])
+        else:
+            _BUILT["arena"] = build_arena(cli, root)
+            done.write_text(json.dumps({"run_id": _BUILT["arena"].run_id}))
     return _BUILT["arena"]
 
 
