@@ -31,7 +31,7 @@ from aka.config import ArmConfig, McpServerConfig, MemoryConfig, RunConfig
 from aka.errors import AkaError
 from aka.prompt import render_prompt
 from aka.tasks import Task
-from aka_ledger import ContentStore, Envelope, Ledger
+from aka_ledger import ContentStore, Envelope, Ledger, LedgerError
 
 __all__ = [
     "AGENT_TREATMENTS",
@@ -351,16 +351,16 @@ def arm_difference(
         with ``identical`` None and a summary saying why no single difference exists.
     """
     da, db = sorted({d for d in a if d}), sorted({d for d in b if d})
+
+    def unknown(why: str) -> dict[str, Any]:
+        return {"a": da, "b": db, "identical": None, "summary": why, "changes": []}
+
     if len(da) != 1 or len(db) != 1:
-        return {
-            "a": da,
-            "b": db,
-            "identical": None,
-            "summary": f"no single arm difference: side A ran {len(da)} arm configuration(s), "
-            f"side B {len(db)}",
-            "changes": [],
-        }
-    diff = diff_arms(
-        load_arm(cas, da[0]), load_arm(cas, db[0]), digests=(da[0], db[0]), label=label
-    )
-    return diff.to_dict()
+        return unknown(
+            f"no single arm difference: side A ran {len(da)} arm configuration(s), side B {len(db)}"
+        )
+    try:
+        arm_a, arm_b = load_arm(cas, da[0]), load_arm(cas, db[0])
+    except (ValueError, LedgerError) as exc:  # a blob that is no resolved arm, or missing
+        return unknown(f"arms not comparable: {type(exc).__name__}")
+    return diff_arms(arm_a, arm_b, digests=(da[0], db[0]), label=label).to_dict()

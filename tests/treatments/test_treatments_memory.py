@@ -12,6 +12,7 @@ import memory_double  # noqa: F401  (registers the test-double agent in this pro
 from treat_helpers import open_ledger, write_run
 
 from aka import events as ev
+from aka.config import MemoryConfig
 from aka.report import connect
 from aka.treatments import ResolvedArm, memory_before
 
@@ -113,9 +114,8 @@ def test_memory_survives_a_kill_between_tasks(cli, tmp_path: Path, tasks_root: P
         for across, expect in ((False, ""), (True, "first\nsecond\n")):
             shutil.rmtree(ws, ignore_errors=True)
             ws.mkdir()
-            arm_ = ResolvedArm(
-                agent="memory_double", memory={"key": "notes", "across_runs": across}
-            )
+            memory = MemoryConfig(key="notes", across_runs=across)
+            arm_ = ResolvedArm(agent="memory_double", memory=memory)
             before = memory_before(led, "another-run", arm_, ws, try_no=1)
             assert before is not None
             assert (ws / ".memory" / "note.txt").exists() == bool(expect)

@@ -104,7 +104,7 @@ def test_resolved_arm_round_trips_and_old_plain_arms_load() -> None:
     cas = Ledger.memory(registry=REGISTRY).cas
     arm = ResolvedArm(agent="noop", env={"A": "1"}, memory=MemoryConfig(key="k"))
     assert load_arm(cas, cas.put(arm.canonical_json())) == arm
-    old = {
+    old: dict[str, object] = {
         "name": "baseline",
         "agent": "noop",
         "model": None,
@@ -212,3 +212,5 @@ def test_resume_uses_the_stored_contents_not_the_host_files(tmp_path: Path) -> N
     mixed = arm_difference(cas, [digest, D1], [digest], label="B")
     assert mixed["identical"] is None and "side A ran 2 arm configuration(s)" in mixed["summary"]
     assert arm_difference(cas, [digest], [digest, None])["identical"] is True
+    api_arm = cas.put(b'{"name": "external"}')  # what aka.api records: not a resolved arm
+    assert arm_difference(cas, [digest], [api_arm])["identical"] is None
