@@ -127,7 +127,7 @@ def comparison_html(out: Outcome, links: Links, *, full: bool = True) -> str:
     stats = [
         ("speedup ratio B/A", f"<b>{_ratio(p.speedup_ratio)}</b> {conf} {ci(*p.speedup_ratio_ci)}"),
         ("delta log speedup", f"{num(p.delta_log_speedup)} {conf} {ci(*p.delta_log_speedup_ci)}"),
-        ("delta fast_1.0", f"{pct(p.delta_fast_1)} {conf} {ci(*p.delta_fast_1_ci)}"),
+        ("delta fast_1.0", f"{pct(p.delta_fast_1)} {conf} {ci(*p.delta_fast_1_ci, percent=True)}"),
         ("permutation p", num(p.permutation_p, 4)),
         ("Wilcoxon p", num(p.wilcoxon_p, 4)),
         (

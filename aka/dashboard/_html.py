@@ -42,11 +42,12 @@ def speedup(x: Any) -> str:
     return f'<span class="{cls}">{float(x):.3f}×</span>'
 
 
-def ci(low: Any, high: Any, digits: int = 3) -> str:
-    """A confidence interval as ``[low, high]`` in muted text."""
+def ci(low: Any, high: Any, digits: int = 3, *, percent: bool = False) -> str:
+    """A confidence interval as ``[low, high]`` in muted text (shares as percentages)."""
     if low is None or high is None:
         return ""
-    return f'<span class="muted ci">[{num(low, digits)}, {num(high, digits)}]</span>'
+    lo, hi = (pct(low), pct(high)) if percent else (num(low, digits), num(high, digits))
+    return f'<span class="muted ci">[{lo}, {hi}]</span>'
 
 
 def digest(d: Any, *, link: str | None = None, short: int = 12) -> str:

@@ -76,12 +76,17 @@ class _Scale:
     def ticks(self) -> list[float]:
         if self.log:
             lo, hi = math.exp(self.lo), math.exp(self.hi)
-            cands = [2.0**k for k in range(-10, 11)]
-            out = [c for c in cands if lo <= c <= hi]
-            return out if len(out) >= 2 else [lo, hi]
-        step = _nice_step((self.hi - self.lo) / 4)
-        first = math.ceil(self.lo / step) * step
-        return [first + i * step for i in range(6) if first + i * step <= self.hi]
+            out = [c for c in (2.0**k for k in range(-10, 11)) if lo <= c <= hi]
+            if len(out) >= 3:
+                return out
+            return _linear_ticks(lo, hi)  # a narrow range: evenly spaced values read better
+        return _linear_ticks(self.lo, self.hi)
+
+
+def _linear_ticks(lo: float, hi: float) -> list[float]:
+    step = _nice_step((hi - lo) / 4)
+    first = math.ceil(lo / step) * step
+    return [round(first + i * step, 10) for i in range(7) if first + i * step <= hi]
 
 
 def _nice_step(raw: float) -> float:

@@ -202,3 +202,29 @@ def test_compare_page_explains_a_side_it_cannot_find(arena: Arena) -> None:
 def test_cli_dashboard_without_a_ledger_is_a_clean_error(cli, tmp_path: Path) -> None:
     res = cli("dashboard", "--ledger", str(tmp_path / "none"), "--port", "0")
     assert res.code != 0 and "no ledger" in res.err and "Traceback" not in res.err
+
+
+finite = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False)
+xml_text = st.text(st.characters(blacklist_categories=("Cs", "Cc")))  # what XML can carry
+
+
+@given(
+    st.lists(st.tuples(xml_text, st.lists(finite, max_size=6)), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_strip_plot_is_well_formed_svg_with_one_mark_per_value(groups: Any, log: bool) -> None:
+    from xml.etree import ElementTree
+
+    from aka.dashboard._svg import Point, strip_plot
+
+    data = [(name, [Point(v, tip=name) for v in values]) for name, values in groups]
+    out = strip_plot(data, label="x", log=log, ref=1.0 if log else None)
+    n = sum(len(v) for _, v in groups)
+    if n == 0:
+        assert "no values" in out
+        return
+    root = ElementTree.fromstring(out)
+    circles = root.findall(".//{http://www.w3.org/2000/svg}circle")
+    assert len(circles) == n
+    xs = [float(c.get("cx", "nan")) for c in circles]
+    assert all(0 <= x <= 620 for x in xs)
