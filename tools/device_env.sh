@@ -1,7 +1,10 @@
 # Source on the device machine: make aka importable without building it (the image has
-# no network and an older setuptools). Package folders are linked under their import
-# names, and a dist-info carries the agent entry points.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || return 1
+# no network and an older setuptools). Wheels go into the interpreter's own site-packages
+# and a .pth file adds a folder where the package folders are linked under their import
+# names, with a dist-info carrying the agent entry points. Both survive `python -I`
+# (the evaluator's isolated children ignore PYTHONPATH).
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --break-system-packages .whl/*.whl 2>/dev/null \
+  || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl || return 1
 mkdir -p /tmp/pp/aka-0.1.0.dist-info /tmp/pp/bin
 ln -sfn "$PWD/aka" /tmp/pp/aka; ln -sfn "$PWD/ledger" /tmp/pp/aka_ledger
 ln -sfn "$PWD/agents" /tmp/pp/aka_agents; ln -sfn "$PWD/runners" /tmp/pp/aka_runners
@@ -15,5 +18,7 @@ for k, v in p["entry-points"]["aka.agents"].items():
 print("[console_scripts]")
 print("aka = aka.cli:main")
 PY
+echo /tmp/pp > "$(python3 -c 'import site; print(site.getsitepackages()[0])')/aka-dev.pth"
 printf '#!/usr/bin/env python3\nfrom aka.cli import main\nmain()\n' > /tmp/pp/bin/aka; chmod +x /tmp/pp/bin/aka
-export PYTHONPATH=/tmp/pp:/tmp/site PATH=/tmp/pp/bin:$PATH
+export PATH=/tmp/pp/bin:$PATH
+python3 -I -c "import aka, aka_ledger, pydantic, blake3; print('aka importable under -I')" || return 1
