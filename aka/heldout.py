@@ -83,12 +83,14 @@ def _recorded(ledger: Ledger, run_id: str) -> dict[tuple[str, str], tuple[str, e
 
 
 def baseline_task(task: Task) -> Task:
-    """The task as the baseline is judged: its forbidden list applies to candidates only.
+    """The task as the baseline is judged: forbidden names and backend checks are for candidates.
 
-    A torch2triton task's starting source *is* the torch code the candidate may not call,
-    so the baseline evaluated as a candidate would otherwise be flagged.
+    A torch2triton task's starting source *is* the torch code the candidate may not call
+    (and launches no Triton kernel), so the baseline evaluated as a candidate would
+    otherwise be flagged; the baseline is the trusted starting point, not a submission.
     """
-    return task.model_copy(update={"spec": task.spec.model_copy(update={"forbidden": []})})
+    spec = task.spec.model_copy(update={"forbidden": [], "backend": "torch"})
+    return task.model_copy(update={"spec": spec})
 
 
 def baseline_tree(ledger: Ledger, task: Task) -> str:

@@ -227,7 +227,12 @@ def _static_checks(task: Task, out: TaskValidation) -> None:
     else:
         out.add("targets_exist", "pass", f"{spec.targets}")
     out.add(*_tunables(task))
-    unresolved = [name for name in spec.forbidden if not _resolves(name)]
+    local = {
+        f.stem: _py_symbols(f.read_text(errors="replace"))
+        for f in src.glob("*.py")
+        if f.name not in spec.editable
+    }
+    unresolved = [name for name in spec.forbidden if not _resolves(name, local)]
     if unresolved:
         out.add("forbidden_resolve", "fail", f"these forbid nothing (no such name): {unresolved}")
     else:
@@ -269,9 +274,15 @@ def _tunables(task: Task) -> tuple[str, Status, str]:
     return "tunables", "pass", f"{sorted(task.spec.tunables)}"
 
 
-def _resolves(dotted: str) -> bool:
-    """Whether a dotted name names a module or an attribute of one."""
+def _resolves(dotted: str, local: dict[str, set[str]]) -> bool:
+    """Whether a dotted name names a module or an attribute of one.
+
+    ``local`` maps the task's own non-editable modules to their top-level symbols (a
+    task may forbid ``problem.Model``, which is importable only beside the candidate).
+    """
     parts = dotted.split(".")
+    if parts[0] in local:
+        return len(parts) == 1 or parts[1] in local[parts[0]]
     for i in range(len(parts), 0, -1):
         try:
             obj: Any = importlib.import_module(".".join(parts[:i]))

@@ -113,3 +113,81 @@ def validate(
     failed = [r.key for r in results if not r.ok]
     if failed:
         raise ValidationFailed(f"{len(failed)} of {len(results)} task(s) failed: {failed}")
+
+
+@tasks_app.command("new")
+def new(
+    name: Annotated[str, typer.Argument(help="Task name (a slug: a-z, 0-9, _).")],
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            help="triton2triton, torch2triton, instruction2triton, cuda2cuda or torch2cuda.",
+        ),
+    ] = "torch2triton",
+    root: RootOpt = Path("tasks"),
+    suite: Annotated[str, typer.Option("--suite", help="Folder between type and name.")] = "new",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing folder.")] = False,
+) -> None:
+    """Scaffold a task folder from a template (valid as written; edit it into your op)."""
+    from aka.importers import scaffold_task
+
+    dest = scaffold_task(name, kind, root, suite=suite, force=force)
+    key = dest.relative_to(root).as_posix()
+    typer.echo(f"wrote {dest}\nnext: aka tasks validate {key} --root {root}")
+
+
+def _report(result, root: Path) -> None:  # type: ignore[no-untyped-def]
+    for dest in result.written:
+        typer.echo(f"imported {dest.relative_to(root).as_posix()}")
+    for note in result.notes:
+        typer.echo(f"note: {note}")
+    for path, why in result.skipped:
+        typer.echo(f"skipped {path}: {why}", err=True)
+    if not result.written:
+        raise InputError("nothing was imported", fix="see the skipped files above")
+
+
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing task folders.")]
+
+
+@import_app.command("kernelbench")
+def import_kernelbench_cmd(
+    path: Annotated[Path, typer.Argument(help="A KernelBench problem file or a folder of them.")],
+    root: RootOpt = Path("tasks"),
+    kind: Annotated[
+        str, typer.Option("--type", help="torch2triton or torch2cuda.")
+    ] = "torch2triton",
+    suite: Annotated[
+        str, typer.Option("--suite", help="Folder between type and name.")
+    ] = "kernelbench",
+    force: ForceOpt = False,
+) -> None:
+    """KernelBench problems (class Model, get_inputs, get_init_inputs) become tasks."""
+    from aka.importers import import_kernelbench
+
+    _report(import_kernelbench(path, root, kind=kind, suite=suite, force=force), root)
+
+
+@import_app.command("aka")
+def import_aka_cmd(
+    path: Annotated[
+        Path, typer.Argument(help="An AgentKernelArena task folder or a folder of them.")
+    ],
+    root: RootOpt = Path("tasks"),
+    suite: Annotated[
+        str, typer.Option("--suite", help="Folder between type and name.")
+    ] = "agentkernelarena",
+    platform: Annotated[
+        str | None,
+        typer.Option(
+            "--platform",
+            help="Platform to check support against (sm_90, gfx942, cpu); default: this machine.",
+        ),
+    ] = None,
+    force: ForceOpt = False,
+) -> None:
+    """AgentKernelArena task folders become command-driven tasks (their own scripts judge)."""
+    from aka.importers import import_agentkernelarena
+
+    _report(import_agentkernelarena(path, root, suite=suite, force=force, platform=platform), root)

@@ -1,0 +1,196 @@
+"""Evaluating command-driven tasks: the task's own scripts compile, check and time.
+
+A command-driven task (imported from an AgentKernelArena folder) carries a
+:class:`aka.tasks.CommandSpec`. The evaluator lays out ``base/`` (the task folder as
+written) and ``cand/`` (the same with the candidate's editable files) from digests, as
+for every task, so nothing else the agent wrote is there; then :func:`run_commands`
+runs, in ``cand/``, the compile command and the correctness command (exit status 0 is
+success), and when timing is asked for and the candidate is correct, the performance
+command alternately in ``base/`` and ``cand/`` for a few rounds (interleaved, so drift
+hits both alike), reading the ``performance_report.json`` each run writes: a JSON list
+of ``{test_case_id, execution_time_ms, params}``. Per test case the median over rounds
+is the time and the spread over rounds bounds the speedup.
+
+The result has the shape of the evaluation child's result (``compiled``, ``cases``,
+``timing``, ``device``, ``error``) plus ``correct``, so the evaluator records the same
+events for both kinds of task. Hook, in ``aka.eval._evaluate.evaluate`` before the
+evaluation child would run::
+
+    if req.task.spec.commands is not None:
+        from aka.command_tasks import run_commands
+        result = run_commands(req.task.spec.commands, base=tmp / "base",
+                              cand=tmp / "cand", device=req.device, time=req.time)
+        # Verdict(compiled=result["compiled"], cases=result["cases"],
+        #         timing=result["timing"], device=result["device"], flags=[],
+        #         evidence=[], correct=result["correct"], error=result["error"],
+        #         network="not isolated")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aka.tasks import CommandSpec
+
+ROUNDS = 3
+TAIL_CHARS = 2000
+
+
+def _env(device: str) -> dict[str, str]:
+    """The commands' environment: this interpreter first on PATH, no ledger variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AKA_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    elif device.startswith("cuda:"):
+        env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
+    return env
+
+
+def run_command(command: str, cwd: Path, *, device: str, timeout: float) -> tuple[bool, str, float]:
+    """Run one shell command in ``cwd``: (exit status 0, output tail, seconds)."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            command,
+            shell=True,
+            cwd=cwd,
+            env=_env(device),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"`{command}` exceeded {timeout:.0f} s", time.perf_counter() - t0
+    tail = (proc.stdout + proc.stderr)[-TAIL_CHARS:]
+    ok = proc.returncode == 0
+    detail = "" if ok else f"`{command}` exited {proc.returncode}: {tail.strip()}"
+    return ok, detail, time.perf_counter() - t0
+
+
+def read_report(path: Path) -> dict[str, tuple[float, dict[str, Any]]]:
+    """``test_case_id`` -> (milliseconds, params) from a performance report.
+
+    Raises:
+        ValueError: missing, not JSON, or not a list of ``{test_case_id,
+            execution_time_ms}`` objects; the message says which.
+    """
+    if not path.is_file():
+        raise ValueError(f"the performance command wrote no {path.name}")
+    try:
+        items = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{path.name} is not JSON: {exc}") from None
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{path.name} must be a non-empty JSON list")
+    out: dict[str, tuple[float, dict[str, Any]]] = {}
+    for item in items:
+        try:
+            ms = float(item["execution_time_ms"])
+            out[str(item["test_case_id"])] = (ms, dict(item.get("params") or {}))
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(
+                f"{path.name}: each entry needs test_case_id and execution_time_ms, got {item!r}"
+            ) from None
+        if not ms > 0:
+            raise ValueError(f"{path.name}: execution_time_ms must be positive, got {ms}")
+    return out
+
+
+def _shape(index: int, params: dict[str, Any]) -> dict[str, int]:
+    ints = {k: v for k, v in params.items() if type(v) is int}
+    return {"case": index, **ints}
+
+
+def _stats(ms: list[float]) -> dict[str, Any]:
+    s = [m / 1e3 for m in ms]
+    return {"median_s": statistics.median(s), "ci_low_s": min(s), "ci_high_s": max(s), "n": len(s)}
+
+
+def _time(
+    spec: CommandSpec, base: Path, cand: Path, device: str, rounds: int
+) -> list[dict[str, Any]]:
+    runs: dict[str, list[dict[str, tuple[float, dict[str, Any]]]]] = {"base": [], "cand": []}
+    for r in range(rounds):
+        order = [("base", base), ("cand", cand)] if r % 2 == 0 else [("cand", cand), ("base", base)]
+        for label, folder in order:
+            report = folder / spec.report
+            report.unlink(missing_ok=True)
+            ok, detail, _ = run_command(
+                spec.performance, folder, device=device, timeout=spec.timeout_s
+            )
+            if not ok:
+                raise RuntimeError(f"performance ({label}): {detail}")
+            runs[label].append(read_report(report))
+    cases = sorted(set.intersection(*(set(r) for r in runs["base"] + runs["cand"])))
+    if not cases:
+        raise RuntimeError("the baseline and candidate reports share no test_case_id")
+    out = []
+    for i, case in enumerate(cases):
+        b = _stats([r[case][0] for r in runs["base"]])
+        c = _stats([r[case][0] for r in runs["cand"]])
+        pair = {
+            "baseline": b,
+            "candidate": c,
+            "speedup": b["median_s"] / c["median_s"],
+            "speedup_ci": [b["ci_low_s"] / c["ci_high_s"], b["ci_high_s"] / c["ci_low_s"]],
+            "method": f"task performance command, {rounds} interleaved rounds, median; "
+            "range over rounds as the interval",
+            "test_case_id": case,
+        }
+        out.append({"shape": _shape(i, runs["base"][0][case][1]), "dtype": "task", "pair": pair})
+    return out
+
+
+def run_commands(
+    spec: CommandSpec, *, base: Path, cand: Path, device: str, time: bool, rounds: int = ROUNDS
+) -> dict[str, Any]:
+    """Compile, check and (optionally) time a candidate with the task's own commands."""
+    result: dict[str, Any] = {
+        "compiled": None,
+        "cases": [],
+        "timing": [],
+        "device": {"device": device, "judge": "task commands"},
+        "error": None,
+        "correct": False,
+    }
+    if spec.skip_reason:
+        result["error"] = f"task skipped on this platform: {spec.skip_reason}"
+        return result
+    ok, detail, wall = run_command(spec.compile, cand, device=device, timeout=spec.timeout_s)
+    result["compiled"] = {"ok": ok, "error": detail or None, "wall_s": wall}
+    if not ok:
+        result["error"] = detail
+        return result
+    ok, detail, _ = run_command(spec.correctness, cand, device=device, timeout=spec.timeout_s)
+    result["cases"] = [
+        {
+            "shape": {},
+            "dtype": "task",
+            "seed": 0,
+            "ok": ok,
+            "max_abs_err": None,
+            "error": detail or None,
+        }
+    ]
+    result["correct"] = ok
+    if not ok or not time:
+        result["error"] = detail or None
+        return result
+    try:
+        built, detail, _ = run_command(spec.compile, base, device=device, timeout=spec.timeout_s)
+        if not built:
+            raise RuntimeError(f"the baseline does not compile: {detail}")
+        result["timing"] = _time(spec, base, cand, device, rounds)
+    except (RuntimeError, ValueError) as exc:
+        result["error"] = f"timing failed: {exc}"
+    return result

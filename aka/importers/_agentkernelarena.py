@@ -1,0 +1,261 @@
+"""AgentKernelArena task folders become command-driven tasks.
+
+A folder holds ``config.yaml`` (``source_file_path``, ``target_kernel_functions``,
+``compile_command``, ``correctness_command``, ``performance_command``, ``task_type``,
+optional ``platform_support{required_arch,status,skip_reason}`` and
+``prompt{instructions}``), ``scripts/task_runner.py`` and ``source/``. The folder is
+copied whole; ``task.yaml`` is written beside it with a ``commands`` block, so the
+task's own scripts compile, check and time candidates (see :mod:`aka.command_tasks`),
+and aka's timing helper is placed between the runner's ``# >>> AKA-GENERATED`` and
+``# <<< AKA-GENERATED <<<`` markers. A task whose platform is not available here is
+imported with ``commands.skip_reason`` saying why.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from aka.config import format_errors
+from aka.errors import InputError
+from aka.importers._common import origin, prepare, slug, write_spec
+from aka.importers._kernelbench import ImportResult
+from aka.importers._templates import AKA_TIMING_HELPER
+
+CONFIG = "config.yaml"
+BEGIN, END = "# >>> AKA-GENERATED", "# <<< AKA-GENERATED <<<"
+SUPPORTED = {None, "", "supported", "ok", "enabled", "available"}
+
+
+class PlatformSupport(BaseModel):
+    """Where the task can run."""
+
+    model_config = ConfigDict(extra="ignore")
+    required_arch: str | None = None
+    status: str | None = None
+    skip_reason: str | None = None
+
+
+class Prompt(BaseModel):
+    """What the agent is told."""
+
+    model_config = ConfigDict(extra="ignore")
+    instructions: str = ""
+
+
+def _joined(v: object) -> object:
+    """A command may be a string or a list of strings (run one after another)."""
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return " && ".join(v)
+    return v
+
+
+class ArenaConfig(BaseModel):
+    """An AgentKernelArena ``config.yaml``; keys aka does not use are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    source_file_path: list[str] = Field(min_length=1)
+    target_kernel_functions: list[str] = Field(default_factory=list)
+    compile_command: str = Field(min_length=1)
+    correctness_command: str = Field(min_length=1)
+    performance_command: str = Field(min_length=1)
+    task_type: str
+    platform_support: PlatformSupport = Field(default_factory=PlatformSupport)
+    prompt: Prompt = Field(default_factory=Prompt)
+
+    @field_validator("source_file_path", "target_kernel_functions", mode="before")
+    @classmethod
+    def _listify(cls, v: object) -> object:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("compile_command", "correctness_command", "performance_command", mode="before")
+    @classmethod
+    def _commands(cls, v: object) -> object:
+        return _joined(v)
+
+
+def read_config(folder: Path) -> ArenaConfig:
+    """Parse and check a folder's ``config.yaml``.
+
+    Raises:
+        InputError: missing file, bad YAML, a missing or malformed field, or a source
+            file that does not exist; the message names the file, the field and the fix.
+    """
+    path = folder / CONFIG
+    if not path.is_file():
+        raise InputError(
+            "no config.yaml", where=str(folder), fix="pass an AgentKernelArena task folder"
+        )
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InputError(
+            f"malformed YAML: {exc}", where=str(path), fix="fix the YAML syntax"
+        ) from None
+    if not isinstance(raw, dict):
+        raise InputError(
+            "expected a mapping at the top level", where=str(path), fix="see docs/authoring.md"
+        )
+    try:
+        cfg = ArenaConfig.model_validate(raw)
+    except ValidationError as exc:
+        missing = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "missing"]
+        fix = (
+            f"add {', '.join(missing)} (the shell command run in the task folder for that stage)"
+            if any(m.endswith("_command") for m in missing)
+            else "see the AgentKernelArena config format in docs/authoring.md"
+        )
+        raise InputError(format_errors(exc), where=str(path), fix=fix) from None
+    for rel in cfg.source_file_path:
+        if not (folder / rel).is_file():
+            raise InputError(
+                f"field 'source_file_path': {rel!r} does not exist",
+                where=str(path),
+                fix=f"create {folder / rel} or correct the path",
+            )
+    return cfg
+
+
+def local_platform() -> str:
+    """``sm_XY`` (NVIDIA), the gfx architecture (AMD ROCm), or ``cpu``."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return "cpu"
+        if getattr(torch.version, "hip", None):
+            return str(torch.cuda.get_device_properties(0).gcnArchName).split(":")[0]
+        major, minor = torch.cuda.get_device_capability(0)
+        return f"sm_{major}{minor}"
+    except ImportError:
+        return "cpu"
+
+
+def skip_reason(ps: PlatformSupport, platform: str) -> str | None:
+    """Why the task cannot run on ``platform``, or None when it can."""
+    status = (ps.status or "").lower()
+    if status not in SUPPORTED:
+        return ps.skip_reason or f"platform_support.status is {ps.status!r}"
+    arch = ps.required_arch
+    if arch and arch != platform:
+        if arch.startswith("gfx") or platform.startswith("gfx"):
+            return f"needs {arch}; this platform is {platform} ({ps.skip_reason or 'other vendor'})"
+        if arch.startswith("sm_") and platform.startswith("sm_") and platform < arch:
+            return f"needs {arch} or newer; this platform is {platform}"
+        if platform == "cpu":
+            return f"needs a GPU ({arch}); this platform has none"
+    return None
+
+
+def inject_helper(folder: Path) -> list[str]:
+    """Place aka's timing helper between the generated-code markers; returns files changed."""
+    changed = []
+    for path in sorted((folder / "scripts").rglob("*.py")):
+        text = path.read_text()
+        if BEGIN not in text or END not in text:
+            continue
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        path.write_text(f"{head}{BEGIN}\n{AKA_TIMING_HELPER}{END}{tail}")
+        changed.append(path.relative_to(folder).as_posix())
+    return changed
+
+
+def _backend(task_type: str) -> str:
+    t = task_type.lower()
+    if t.endswith("triton"):
+        return "triton"
+    return "torch" if t.endswith("torch") else "cuda"
+
+
+def write_task(
+    folder: Path, cfg: ArenaConfig, dest: Path, *, name: str, platform: str
+) -> list[str]:
+    """Copy ``folder`` to ``dest`` and write its task.yaml; returns notes."""
+    shutil.copytree(
+        folder, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build", "__pycache__")
+    )
+    notes = []
+    if not inject_helper(dest):
+        notes.append(f"{name}: no {BEGIN} markers under scripts/: timing helper not placed")
+    reason = skip_reason(cfg.platform_support, platform)
+    if reason:
+        notes.append(f"{name}: skipped on this platform: {reason}")
+    first = cfg.source_file_path[0]
+    target = (cfg.target_kernel_functions or ["main"])[0]
+    entry = (
+        f"{first}:{target}"
+        if first.endswith((".py", ".cu", ".cpp"))
+        else "scripts/task_runner.py:main"
+    )
+    spec = {
+        "name": name,
+        "type": cfg.task_type,
+        "origin": origin(folder, "agentkernelarena"),
+        "instructions": cfg.prompt.instructions.strip()
+        or f"Optimize {', '.join(cfg.target_kernel_functions)} in {', '.join(cfg.source_file_path)}.",
+        "backend": _backend(cfg.task_type),
+        "reference": "scripts/task_runner.py",
+        "source_dir": ".",
+        "editable": cfg.source_file_path,
+        "entry": entry,
+        "targets": cfg.target_kernel_functions,
+        "commands": {
+            "compile": cfg.compile_command,
+            "correctness": cfg.correctness_command,
+            "performance": cfg.performance_command,
+            "skip_reason": reason,
+        },
+    }
+    if cfg.platform_support.required_arch:
+        spec["origin"] += f" (required_arch {cfg.platform_support.required_arch})"
+    write_spec(dest, spec)
+    return notes
+
+
+def import_agentkernelarena(
+    path: Path,
+    root: Path,
+    *,
+    suite: str = "agentkernelarena",
+    force: bool = False,
+    platform: str | None = None,
+) -> ImportResult:
+    """Import one task folder (holding config.yaml) or every one under ``path``.
+
+    A single folder that is broken raises; under a parent folder, broken task folders
+    are skipped with the reason.
+
+    Raises:
+        InputError: a missing path, a folder without any config.yaml, or a broken
+            single task folder.
+    """
+    if not path.is_dir():
+        raise InputError(
+            "no such folder", where=str(path), fix="pass an AgentKernelArena task folder"
+        )
+    single = (path / CONFIG).is_file()
+    folders = [path] if single else sorted(p.parent for p in path.rglob(CONFIG))
+    if not folders:
+        raise InputError(
+            "no config.yaml under this folder", where=str(path), fix="pass a task folder"
+        )
+    here = platform or local_platform()
+    result = ImportResult()
+    for folder in folders:
+        try:
+            cfg = read_config(folder)
+        except InputError as exc:
+            if single:
+                raise
+            result.skipped.append((folder, exc.render()))
+            continue
+        name = slug(folder.name)
+        dest = root / "command" / suite / name
+        prepare(dest, force=force)
+        result.notes += write_task(folder, cfg, dest, name=name, platform=here)
+        result.written.append(dest)
+    return result
