@@ -213,28 +213,24 @@ def decode(table: pa.Table, registry: EventRegistry, sources: Sequence[str]) -> 
         c[name] = _repeated(table.column(name))
     times = _datetimes(table.column("time"))
     digests = _digest_tuples(table.column("digests"))
-    fast = {tag: m.__pydantic_validator__.validate_json for tag, m in registry.types().items()}
-    current = {tag: m.schema_version for tag, m in registry.types().items()}
-    payloads: list[EventModel] = []
-    append = payloads.append
-    for i, (tag, version, raw) in enumerate(
-        zip(c["type"], c["version"], c["payload"], strict=True)
-    ):
-        try:
-            if current.get(tag) == version:
-                append(fast[tag](raw))
-            else:
-                append(registry.parse(tag, version, raw))
-        except (SchemaError, ValidationError) as exc:
-            raise _decode_error(exc, table, i, tag, sources) from None
+    fast = {
+        (tag, m.schema_version): m.__pydantic_validator__.validate_json
+        for tag, m in registry.types().items()
+    }
     out: list[Envelope] = []
     push = out.append
-    for i, r, a, w, s, t, ty, v, p, d in zip(
+    rows = zip(
         c["event_id"], c["run_id"], c["attempt_key"], c["writer_id"], c["seq"], times,
-        c["type"], c["version"], payloads, digests, strict=True,
-    ):  # fmt: skip
+        c["type"], c["version"], c["payload"], digests, strict=True,
+    )  # fmt: skip
+    for i, (eid, r, a, w, s, t, ty, v, raw, d) in enumerate(rows):
+        try:
+            validate = fast.get((ty, v))
+            p = validate(raw) if validate is not None else registry.parse(ty, v, raw)
+        except (SchemaError, ValidationError) as exc:
+            raise _decode_error(exc, table, i, ty, sources) from None
         env = _new(Envelope)
-        _set(env, "__dict__", {"event_id": i, "run_id": r, "attempt_key": a, "writer_id": w,
+        _set(env, "__dict__", {"event_id": eid, "run_id": r, "attempt_key": a, "writer_id": w,
                                "seq": s, "time": t, "type": ty, "version": v, "payload": p,
                                "digests": d})  # fmt: skip
         push(env)
