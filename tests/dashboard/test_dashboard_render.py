@@ -199,6 +199,36 @@ def test_compare_page_explains_a_side_it_cannot_find(arena: Arena) -> None:
     assert "no-such-arm" in text and 'class="verdict' not in text
 
 
+def test_cli_dashboard_serves_until_stopped(arena: Arena) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aka.cli",
+            "dashboard",
+            "--ledger",
+            str(arena.ledger),
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert url, line
+        status, _, body = _fetch(url.group(0))
+        assert status == 200 and arena.run_id.split("-")[0] in body.decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_cli_dashboard_without_a_ledger_is_a_clean_error(cli, tmp_path: Path) -> None:
     res = cli("dashboard", "--ledger", str(tmp_path / "none"), "--port", "0")
     assert res.code != 0 and "no ledger" in res.err and "Traceback" not in res.err
