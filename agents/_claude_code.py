@@ -4,7 +4,7 @@ Command line (as AgentKernelArena runs it, plus a turn limit when asked)::
 
     claude --print --verbose --output-format stream-json --include-partial-messages
            --permission-mode bypassPermissions [--model M] [--effort E] [--max-turns N]
-           [--mcp-config FILE] [--allowedTools T,..] [--disallowedTools T,..]
+           [--mcp-config=FILE] [--allowedTools=T,..] [--disallowedTools=T,..]
            [extra.args ...] PROMPT
 
 The CLI runs with the workspace as its working directory. An arm's MCP servers are
@@ -60,12 +60,13 @@ def claude_argv(
         argv += ["--effort", s.effort]
     if s.max_iterations is not None:
         argv += ["--max-turns", str(s.max_iterations)]
+    # These flags are variadic: the ``=`` form keeps them from swallowing the prompt.
     if mcp_file is not None:
-        argv += ["--mcp-config", str(mcp_file)]
+        argv.append(f"--mcp-config={mcp_file}")
     if s.allowed_tools:
-        argv += ["--allowedTools", ",".join(s.allowed_tools)]
+        argv.append("--allowedTools=" + ",".join(s.allowed_tools))
     if s.disallowed_tools:
-        argv += ["--disallowedTools", ",".join(s.disallowed_tools)]
+        argv.append("--disallowedTools=" + ",".join(s.disallowed_tools))
     argv += extra_args(s)
     return [*argv, request.prompt], []
 

@@ -78,9 +78,9 @@ def test_each_treatment_reaches_the_agent(treated_run) -> None:
         }
     }
     argv = treated["argv"]
-    assert argv[argv.index("--allowedTools") + 1] == "Read,Edit"
-    assert argv[argv.index("--disallowedTools") + 1] == "WebFetch"
-    assert not {"--mcp-config", "--allowedTools", "--disallowedTools"} & set(base["argv"])
+    # the ``=`` form: these flags are variadic and would otherwise swallow the prompt
+    assert "--allowedTools=Read,Edit" in argv and "--disallowedTools=WebFetch" in argv
+    assert not [a for a in base["argv"] if a.startswith(("--mcp", "--allowed", "--disallowed"))]
     # environment: plain and secret values set for the agent
     assert treated["env"]["TREAT_FLAG"] == "on" and treated["env"]["TREAT_SECRET"] == SECRET
     # prompt: the extra section is the prompt's last part

@@ -26,9 +26,10 @@ if argv[:1] != ["--version"] and os.environ.get("TREAT_RECORD"):
         os.path.relpath(os.path.join(d, f), cwd) for d, _, fs in os.walk(cwd) for f in fs
     )
     mcp = None
-    if "--mcp-config" in argv:
-        with open(argv[argv.index("--mcp-config") + 1]) as fh:
-            mcp = json.load(fh)
+    for arg in argv:
+        if arg.startswith("--mcp-config="):
+            with open(arg.split("=", 1)[1]) as fh:
+                mcp = json.load(fh)
     texts = {{}}
     for rel in files:
         if rel.endswith((".md", ".json")):
