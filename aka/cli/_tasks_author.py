@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,10 @@ from aka.cli._common import (
 from aka.cli._groups import tasks_app
 from aka.errors import AkaError, InputError
 
+if TYPE_CHECKING:
+    from aka.config import ArmConfig
+    from aka.importers import ImportResult
+
 RootOpt = Annotated[Path, typer.Option("--root", help="Tasks folder.", envvar="AKA_TASKS")]
 import_app = typer.Typer(help="Import tasks from other formats.", no_args_is_help=True)
 tasks_app.add_typer(import_app, name="import")
@@ -30,7 +34,7 @@ class ValidationFailed(AkaError):
     exit_code = 1
 
 
-def _review_arm(agent: str | None, arm_file: Path | None):  # type: ignore[no-untyped-def]
+def _review_arm(agent: str | None, arm_file: Path | None) -> ArmConfig | None:
     import yaml
     from pydantic import ValidationError
 
@@ -137,7 +141,7 @@ def new(
     typer.echo(f"wrote {dest}\nnext: aka tasks validate {key} --root {root}")
 
 
-def _report(result, root: Path) -> None:  # type: ignore[no-untyped-def]
+def _report(result: ImportResult, root: Path) -> None:
     for dest in result.written:
         typer.echo(f"imported {dest.relative_to(root).as_posix()}")
     for note in result.notes:

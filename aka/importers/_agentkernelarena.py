@@ -191,10 +191,13 @@ def write_task(
         if first.endswith((".py", ".cu", ".cpp"))
         else "scripts/task_runner.py:main"
     )
+    where = origin(folder, "agentkernelarena")
+    if cfg.platform_support.required_arch:
+        where += f" (required_arch {cfg.platform_support.required_arch})"
     spec = {
         "name": name,
         "type": cfg.task_type,
-        "origin": origin(folder, "agentkernelarena"),
+        "origin": where,
         "instructions": cfg.prompt.instructions.strip()
         or f"Optimize {', '.join(cfg.target_kernel_functions)} in {', '.join(cfg.source_file_path)}.",
         "backend": _backend(cfg.task_type),
@@ -210,8 +213,6 @@ def write_task(
             "skip_reason": reason,
         },
     }
-    if cfg.platform_support.required_arch:
-        spec["origin"] += f" (required_arch {cfg.platform_support.required_arch})"
     write_spec(dest, spec)
     return notes
 

@@ -1,0 +1,122 @@
+"""KernelBench problems become tasks that validate, run through the evaluator, and forbid the original."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aka import events as ev
+from aka.eval import EvalRequest, evaluate
+from aka.heldout import baseline_task, baseline_tree
+from aka.importers import read_problem
+from aka.orchestrator import harness_digest
+from aka.tasks import load_task
+from aka.validate import default_timing, validate_task
+from aka_ledger import Ledger
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+KB = FIXTURES / "kernelbench"
+
+
+@pytest.fixture
+def imported(tmp_path: Path, cli) -> Path:
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "kernelbench", str(KB), "--root", str(root))
+    assert res.code == 0, res.err
+    assert "imported torch2triton/kernelbench/7_scaled_tanh_sum" in res.out
+    assert "12_linear_gelu_solution.py" in res.err and "ModelNew" in res.err  # a solution, skipped
+    return root
+
+
+def test_spec_records_origin_sizes_and_forbidden(imported: Path) -> None:
+    folder = imported / "torch2triton" / "kernelbench" / "12_linear_gelu"
+    task = load_task(folder, root=imported)
+    spec = task.spec
+    assert re.search(r"12_linear_gelu\.py @ [0-9a-f]{40}$", spec.origin)  # path and commit
+    assert spec.shapes.tuning == [{"batch": 128, "in_features": 1024, "out_features": 512}]
+    assert spec.shapes.heldout and spec.shapes.heldout[0] != spec.shapes.tuning[0]
+    assert spec.shapes.cpu and "cpu" in spec.devices  # the derived CPU shapes ran
+    assert "torch.nn.functional.gelu" in spec.forbidden and "problem.Model" in spec.forbidden
+    assert (folder / "problem.py").read_text() == (KB / "12_linear_gelu.py").read_text()
+    assert "class ModelNew(nn.Module)" in (folder / "source" / "model_new.py").read_text()
+
+
+def test_imported_tasks_pass_quick_validation(imported: Path, tmp_path: Path) -> None:
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+        for folder in sorted((imported / "torch2triton" / "kernelbench").iterdir()):
+            res = validate_task(led, folder, root=imported, device="cpu", run_id="v", quick=True)
+            assert res.ok, [c for c in res.checks if c.status == "fail"]
+
+
+def test_baseline_passes_and_calling_the_original_model_is_flagged(
+    imported: Path, tmp_path: Path
+) -> None:
+    folder = imported / "torch2triton" / "kernelbench" / "7_scaled_tanh_sum"
+    task = load_task(folder, root=imported)
+    cheat = tmp_path / "cheat"
+    cheat.mkdir()
+    (cheat / "model_new.py").write_text(
+        (folder / "source" / "model_new.py").read_text()
+        + "\n\nclass ModelNew(_problem.Model):\n    pass\n"
+    )
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+
+        def run(t: object, tree: str) -> ev.Scored:
+            req = EvalRequest(
+                task=t, task_tree=led.cas.snapshot(folder), candidate=tree,  # type: ignore[arg-type]
+                harness=harness_digest(led), device="cpu", policy="agentkernelarena",
+                timing=default_timing("cpu"), purpose="validate", time=False,
+            )  # fmt: skip
+            return evaluate(led, "kb", None, req)
+
+        base = run(baseline_task(task), baseline_tree(led, task))
+        assert base.compiled and base.correct, base.error
+        flagged = run(task, led.cas.snapshot(cheat))
+        assert not flagged.correct and "problem.Model" in (flagged.error or "")
+
+
+def test_missing_get_inputs_names_file_field_and_fix(tmp_path: Path, cli) -> None:
+    bad = FIXTURES / "kernelbench_broken" / "no_get_inputs.py"
+    res = cli("tasks", "import", "kernelbench", str(bad), "--root", str(tmp_path))
+    assert res.code == 2
+    assert str(bad) in res.err and "'get_inputs'" in res.err and "fix:" in res.err
+    assert "Traceback" not in res.err
+
+
+def test_syntax_error_names_the_line(tmp_path: Path) -> None:
+    from aka.errors import InputError
+
+    with pytest.raises(InputError, match=r"syntax_error\.txt:3"):
+        read_problem(FIXTURES / "kernelbench_broken" / "syntax_error.txt")
+
+
+def test_folder_of_broken_files_imports_nothing(tmp_path: Path, cli) -> None:
+    res = cli(
+        "tasks",
+        "import",
+        "kernelbench",
+        str(FIXTURES / "kernelbench_broken"),
+        "--root",
+        str(tmp_path),
+    )
+    assert res.code == 2 and "nothing was imported" in res.err
+    assert "no_get_inputs.py" in res.err
+
+
+def test_existing_folder_needs_force(imported: Path, cli) -> None:
+    again = cli(
+        "tasks", "import", "kernelbench", str(KB / "7_scaled_tanh_sum.py"), "--root", str(imported)
+    )
+    assert again.code == 2 and "--force" in again.err
+    forced = cli(
+        "tasks", "import", "kernelbench", str(KB / "7_scaled_tanh_sum.py"),
+        "--root", str(imported), "--type", "torch2cuda", "--force",
+    )  # fmt: skip
+    assert forced.code == 0, forced.err
+    spec = yaml.safe_load(
+        (imported / "torch2cuda/kernelbench/7_scaled_tanh_sum/task.yaml").read_text()
+    )
+    assert spec["backend"] == "cuda" and spec["devices"] == ["cuda"]
