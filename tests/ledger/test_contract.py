@@ -23,7 +23,7 @@ from aka_ledger import (
 )
 
 HYP = settings(
-    max_examples=25,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
 )
