@@ -27,8 +27,8 @@ from pathlib import Path
 
 from aka import __version__
 from aka import events as ev
-from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSettings, get_agent
-from aka.config import ArmConfig, RunConfig, load_config, parse_config
+from aka.agent import AgentItem, AgentOutcome, AgentRequest, get_agent
+from aka.config import RunConfig, load_config, parse_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
 from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
@@ -212,16 +212,6 @@ class _Sink:
         if self.items:
             self.emit_event(ev.AgentOutput(try_no=self.try_no, items=self.items))
             self.items = []
-
-
-def _settings(arm: ArmConfig) -> AgentSettings:
-    return AgentSettings(
-        model=arm.model,
-        effort=arm.effort,
-        max_iterations=arm.max_iterations,
-        timeout_seconds=arm.timeout_seconds,
-        extra=dict(arm.options),
-    )
 
 
 def _agent_env() -> dict[str, str]:
