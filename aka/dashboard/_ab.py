@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from aka.dashboard._html import Column, card, ci, h, link, num, pct, speedup, table
 from aka.dashboard._links import Links
+from aka.dashboard._svg import Interval, interval_plot
 from aka.errors import AkaError, NotFoundError
 from aka.report import resolve_run
 from aka.stats import Comparison, compare, select_attempts
@@ -79,6 +80,14 @@ def _ratio(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{x:.3f}×"
 
 
+def _ratio_plot(c: Comparison) -> str:
+    """The B/A ratio with its CI over tasks, then each task's own ratio."""
+    p = c.paired
+    rows = [Interval("all tasks (CI)", p.speedup_ratio, *p.speedup_ratio_ci)]
+    rows += [Interval(t.task, math.exp(t.delta_log_speedup), None, None) for t in c.tasks[:12]]
+    return interval_plot(rows, label="speedup ratio B/A", unit="×")
+
+
 def _arm_rows(c: Comparison) -> list[list[str]]:
     a, b = c.a, c.b
     rows = [
@@ -137,6 +146,7 @@ def comparison_html(out: Outcome, links: Links, *, full: bool = True) -> str:
         ("min detectable ratio", f"{_ratio(p.mde_ratio)} (power 0.8, {p.repeats:.1f} repeats)"),
     ]
     kv = '<dl class="kv">' + "".join(f"<dt>{h(k)}</dt><dd>{val}</dd>" for k, val in stats) + "</dl>"
+    kv = f'<div class="grid"><div>{kv}</div><div>{_ratio_plot(c)}</div></div>'
     more = link(links.compare(out.a, out.b), "open the full comparison →")
     body = head + kv
     warn = "".join(f'<p class="bad">forced: {h(w)}</p>' for w in c.warnings)

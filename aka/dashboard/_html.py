@@ -180,6 +180,7 @@ main { max-width:1280px; margin:0 auto; padding:20px 24px 48px; }
 h1 { font-size:22px; margin:4px 0 2px; font-weight:650; }
 h2 { font-size:15px; margin:0 0 10px; font-weight:650; }
 h3 { font-size:13px; margin:14px 0 6px; color:var(--muted); text-transform:uppercase; letter-spacing:.4px; }
+h3 code, h3 a { text-transform:none; letter-spacing:0; }
 .sub { color:var(--muted); margin:0 0 16px; }
 .card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:16px 18px; margin:0 0 16px;
   box-shadow:0 1px 2px rgba(16,24,40,.04); }
