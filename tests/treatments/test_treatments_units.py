@@ -214,3 +214,36 @@ def test_resume_uses_the_stored_contents_not_the_host_files(tmp_path: Path) -> N
     assert arm_difference(cas, [digest], [digest, None])["identical"] is True
     api_arm = cas.put(b'{"name": "external"}')  # what aka.api records: not a resolved arm
     assert arm_difference(cas, [digest], [api_arm])["identical"] is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["AGENTS.md", "CLAUDE.md", "docs/a.md", "skills/x.md"]),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_resolution_is_content_addressed(paths: list[str], rnd) -> None:
+    """Same contents give the same digest whatever the host folder or the list order."""
+    import tempfile
+
+    from aka.config import parse_config
+    from aka.tasks import select
+    from aka.treatments import resolve_arms
+
+    cas = Ledger.memory(registry=REGISTRY).cas
+    tasks = select(FIXTURE_TASKS, ["torch/ops/affine"])
+    digests = []
+    for order in (paths, rnd.sample(paths, len(paths))):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = []
+            for i, dest in enumerate(order):
+                (Path(tmp) / f"src{i}").write_text(f"contents of {dest}\n")
+                files.append({"path": dest, "source": f"src{i}"})
+            arm = {"name": "x", "agent": "noop", "files": files}
+            cfg = parse_config({"tasks": ["torch/ops/affine"], "arms": [arm]}, where="c")
+            digests.append(resolve_arms(cas, cfg, base_dir=Path(tmp), tasks=tasks, where="c")["x"])
+    assert digests[0] == digests[1]
