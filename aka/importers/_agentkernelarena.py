@@ -134,6 +134,12 @@ def local_platform() -> str:
         return "cpu"
 
 
+def _sm(arch: str) -> int:
+    """The compute capability number of ``sm_XY`` (0 when it is not one)."""
+    digits = arch.removeprefix("sm_").rstrip("a")
+    return int(digits) if arch.startswith("sm_") and digits.isdigit() else 0
+
+
 def skip_reason(ps: PlatformSupport, platform: str) -> str | None:
     """Why the task cannot run on ``platform``, or None when it can."""
     status = (ps.status or "").lower()
@@ -143,10 +149,10 @@ def skip_reason(ps: PlatformSupport, platform: str) -> str | None:
     if arch and arch != platform:
         if arch.startswith("gfx") or platform.startswith("gfx"):
             return f"needs {arch}; this platform is {platform} ({ps.skip_reason or 'other vendor'})"
-        if arch.startswith("sm_") and platform.startswith("sm_") and platform < arch:
-            return f"needs {arch} or newer; this platform is {platform}"
         if platform == "cpu":
-            return f"needs a GPU ({arch}); this platform has none"
+            return f"needs a GPU ({arch}); this platform is cpu"
+        if _sm(arch) > _sm(platform):
+            return f"needs {arch} or newer; this platform is {platform}"
     return None
 
 

@@ -1,0 +1,179 @@
+"""AgentKernelArena folders become command-driven tasks judged by their own scripts."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aka.command_tasks import read_report, run_commands
+from aka.errors import InputError
+from aka.importers import import_agentkernelarena
+from aka.importers._agentkernelarena import BEGIN, END, PlatformSupport, skip_reason
+from aka.tasks import TaskSpec, load_task
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ARENA = FIXTURES / "agentkernelarena"
+BROKEN = FIXTURES / "agentkernelarena_broken"
+
+
+@pytest.fixture
+def imported(tmp_path: Path, cli) -> Path:
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "aka", str(ARENA), "--root", str(root), "--platform", "sm_90")
+    assert res.code == 0, res.err
+    return root
+
+
+def test_folder_becomes_a_command_task(imported: Path) -> None:
+    folder = imported / "command" / "agentkernelarena" / "vector_scale"
+    task = load_task(folder, root=imported)
+    cmds = task.spec.commands
+    assert cmds is not None and cmds.skip_reason is None
+    assert cmds.correctness == "python3 scripts/task_runner.py correctness"
+    assert cmds.report == "build/performance_report.json"
+    assert task.spec.editable == ["source/vector_scale.py"]
+    assert task.spec.targets == ["scale_kernel"]
+    assert "agentkernelarena:" in task.spec.origin and "vector_scale" in task.spec.origin
+    runner = (folder / "scripts" / "task_runner.py").read_text()
+    between = runner.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert "def aka_time_ms(" in between  # aka's helper sits between the markers
+
+
+def test_unavailable_platform_is_imported_with_its_reason(imported: Path, cli) -> None:
+    amd = load_task(imported / "command" / "agentkernelarena" / "amd_only", root=imported)
+    assert amd.spec.commands is not None
+    assert amd.spec.commands.skip_reason == "needs an AMD Instinct MI300 (gfx942) and ROCm"
+    res = cli("tasks", "import", "aka", str(ARENA / "amd_only"), "--root", str(imported), "--force")
+    assert "skipped on this platform" in res.out
+
+
+@pytest.mark.parametrize(
+    ("ps", "platform", "skipped"),
+    [
+        ({}, "sm_90", False),
+        ({"required_arch": "gfx942"}, "sm_90", True),
+        ({"required_arch": "gfx942"}, "gfx942", False),
+        ({"required_arch": "sm_90"}, "sm_80", True),
+        ({"required_arch": "sm_80"}, "sm_90", False),
+        ({"required_arch": "sm_90"}, "sm_100", False),
+        ({"required_arch": "sm_100"}, "sm_90", True),
+        ({"required_arch": "sm_90"}, "cpu", True),
+        ({"status": "unsupported"}, "sm_90", True),
+        ({"status": "supported", "required_arch": "sm_90"}, "sm_90", False),
+    ],
+)
+def test_skip_reason(ps: dict[str, str], platform: str, skipped: bool) -> None:
+    reason = skip_reason(PlatformSupport(**ps), platform)
+    assert (reason is not None) == skipped
+    if reason and "required_arch" in ps:
+        assert ps["required_arch"] in reason and platform in reason
+
+
+@pytest.mark.parametrize(
+    ("folder", "words"),
+    [
+        ("bad_yaml", ["malformed YAML", "config.yaml"]),
+        ("no_commands", ["correctness_command", "performance_command", "shell command"]),
+        ("missing_source", ["source_file_path", "absent.py"]),
+    ],
+)
+def test_broken_folders_get_clear_messages(
+    folder: str, words: list[str], tmp_path: Path, cli
+) -> None:
+    res = cli("tasks", "import", "aka", str(BROKEN / folder), "--root", str(tmp_path))
+    assert res.code == 2, res.out
+    for word in words:
+        assert word in res.err
+    assert "fix:" in res.err and "Traceback" not in res.err
+
+
+def test_commands_block_fills_unused_fields_and_rejects_unknown_keys() -> None:
+    base = {
+        "name": "t", "type": "x", "instructions": "i", "backend": "cuda", "editable": ["k.py"],
+        "entry": "k.py:f", "commands": {"compile": "a", "correctness": "b", "performance": "c"},
+    }  # fmt: skip
+    spec = TaskSpec.model_validate(base)
+    assert spec.devices == ["cuda"] and spec.dtypes == ["float32"]
+    with pytest.raises(ValueError, match="extra"):
+        TaskSpec.model_validate({**base, "commands": {**base["commands"], "bogus": 1}})  # type: ignore[dict-item]
+
+
+def _copies(folder: Path, tmp: Path) -> tuple[Path, Path]:
+    base, cand = tmp / "base", tmp / "cand"
+    shutil.copytree(folder, base)
+    shutil.copytree(folder, cand)
+    return base, cand
+
+
+def test_run_commands_scores_and_times(imported: Path, tmp_path: Path) -> None:
+    folder = imported / "command" / "agentkernelarena" / "vector_scale"
+    spec = load_task(folder, root=imported).spec.commands
+    assert spec is not None
+    base, cand = _copies(folder, tmp_path)
+    good = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
+    assert good["compiled"]["ok"] and good["correct"], good["error"]
+    assert [t["pair"]["test_case_id"] for t in good["timing"]] == ["case0", "case1"]
+    assert all(t["pair"]["speedup"] > 0 for t in good["timing"])
+    assert good["timing"][1]["shape"] == {"case": 1, "n": 4096}
+    kernel = cand / "source" / "vector_scale.py"
+    kernel.write_text(kernel.read_text().replace("alpha * x + beta", "alpha * x - beta"))
+    bad = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
+    assert bad["compiled"]["ok"] and not bad["correct"] and not bad["timing"]
+    assert "mismatch" in bad["error"]
+
+
+def test_skipped_task_runs_nothing(imported: Path, tmp_path: Path) -> None:
+    folder = imported / "command" / "agentkernelarena" / "amd_only"
+    spec = load_task(folder, root=imported).spec.commands
+    assert spec is not None
+    base, cand = _copies(folder, tmp_path)
+    out = run_commands(spec, base=base, cand=cand, device="cpu", time=True)
+    assert out["compiled"] is None and not out["correct"]
+    assert "gfx942" in out["error"]
+
+
+@given(
+    st.lists(
+        st.tuples(st.text(min_size=1, max_size=5), st.floats(1e-6, 1e6)), min_size=1, max_size=5
+    )
+)
+def test_report_round_trip(items: list[tuple[str, float]]) -> None:
+    import json
+    import tempfile
+
+    entries = [
+        {"test_case_id": k, "execution_time_ms": v, "params": {"i": i}}
+        for i, (k, v) in enumerate(items)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "r.json"
+        path.write_text(json.dumps(entries))
+        got = read_report(path)
+    last = {k: (v, {"i": i}) for i, (k, v) in enumerate(items)}
+    assert got == last
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "{}", "[]", '[{"test_case_id": 1}]', '[{"test_case_id": 1, "execution_time_ms": -1}]'],
+)
+def test_bad_reports_are_named(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "performance_report.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"performance_report\.json"):
+        read_report(path)
+
+
+def test_import_api_matches_cli(tmp_path: Path) -> None:
+    res = import_agentkernelarena(ARENA / "vector_scale", tmp_path, platform="sm_90")
+    assert [p.name for p in res.written] == ["vector_scale"]
+    spec = yaml.safe_load((res.written[0] / "task.yaml").read_text())
+    assert spec["commands"]["performance"].endswith("performance")
+    with pytest.raises(InputError, match=r"no config\.yaml"):
+        (tmp_path / "empty").mkdir()
+        import_agentkernelarena(tmp_path / "empty", tmp_path / "other")
