@@ -168,6 +168,20 @@ def template_text(arm: ArmConfig, base: Path, where: str) -> str | None:
     return text
 
 
+def check_runner(config: RunConfig, runner_kind: str, *, where: str) -> None:
+    """Refuse a parallel runner for a config with memory arms (also for ``aka resume``).
+
+    Raises:
+        InputError: some arm has a memory and ``runner_kind`` is not ``inline``.
+    """
+    if runner_kind != "inline" and any(a.memory is not None for a in config.arms):
+        raise InputError(
+            f"memory needs attempts in planned order, but runner is {runner_kind!r}",
+            where=where,
+            fix="use the inline runner (the default) or drop `memory`",
+        )
+
+
 def check_arm(
     arm: ArmConfig,
     config: RunConfig,
@@ -182,12 +196,8 @@ def check_arm(
     Raises:
         InputError: the first problem found.
     """
-    if arm.memory is not None and config.runner.kind != "inline":
-        raise InputError(
-            f"memory needs attempts in planned order, but runner is {config.runner.kind!r}",
-            where=f"{where}, field 'memory'",
-            fix="use `runner: {kind: inline}` (the default) or drop `memory`",
-        )
+    if arm.memory is not None:
+        check_runner(config, config.runner.kind, where=f"{where}, field 'memory'")
     _check_paths(arm, tasks, where)
     _check_env(arm, where, environ)
     _check_agent(arm, where)

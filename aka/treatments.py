@@ -24,7 +24,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aka import events as ev
-from aka._arm_check import AGENT_TREATMENTS, agent_treatments, check_arm, source_path, template_text
+from aka._arm_check import (
+    AGENT_TREATMENTS,
+    agent_treatments,
+    check_arm,
+    check_runner,
+    source_path,
+    template_text,
+)
 from aka._arm_diff import ArmChange, ArmDiff, diff_arms
 from aka.agent import AgentSettings, McpServer
 from aka.config import ArmConfig, McpServerConfig, MemoryConfig, RunConfig
@@ -45,6 +52,7 @@ __all__ = [
     "arm_difference",
     "arm_env",
     "arm_prompt",
+    "check_runner",
     "diff_arms",
     "load_arm",
     "mcp_config",

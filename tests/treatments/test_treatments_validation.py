@@ -105,3 +105,17 @@ def test_command_agent_with_placeholders_takes_mcp_and_tools(tmp_path, tasks_roo
         Ledger.memory(registry=REGISTRY).cas, cfg, base_dir=tmp_path, tasks=tasks, where="cfg"
     )
     assert set(out) == {"x"}
+
+
+def test_check_runner_for_a_resume_with_another_runner() -> None:
+    from aka.config import parse_config
+    from aka.errors import InputError
+    from aka.treatments import check_runner
+
+    raw = {"tasks": ["t"], "arms": [{"name": "m", "agent": "noop", "memory": {"key": "k"}}]}
+    with_memory = parse_config(raw, where="c")
+    check_runner(with_memory, "inline", where="--runner")
+    with pytest.raises(InputError, match="memory needs attempts in planned order"):
+        check_runner(with_memory, "local", where="--runner")
+    plain = parse_config({"tasks": ["t"], "arms": [{"name": "p", "agent": "noop"}]}, where="c")
+    check_runner(plain, "slurm", where="--runner")
