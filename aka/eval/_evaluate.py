@@ -132,7 +132,7 @@ def _scored(req: EvalRequest, eval_id: str, verdict: Verdict, timed: bool) -> ev
     return ev.Scored(
         eval_id=eval_id,
         try_no=req.try_no,
-        purpose=req.purpose,  # type: ignore[arg-type]
+        purpose=req.purpose,
         compiled=m.compiled,
         correct=bool(s.components["correct"]) and timed_ok,
         speedup=s.speedup,
@@ -165,7 +165,7 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
         ev.EvaluationStarted(
             try_no=req.try_no,
             eval_id=eval_id,
-            purpose=req.purpose,  # type: ignore[arg-type]
+            purpose=req.purpose,
             turn=req.turn,
             candidate=req.candidate,
             task=req.task_tree,

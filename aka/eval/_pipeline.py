@@ -29,6 +29,14 @@ from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
 from aka.eval._static import forbidden_uses, hack_findings
 
 CHILD_TIMEOUT_S = 1800.0
+# Children run isolated (``-I``: no cwd, no user site, no PYTHON* variables) and find
+# aka where this process found it, appended last so nothing else is shadowed; this also
+# works where aka is not installed (a bare device machine running from a checkout).
+AKA_ROOT = str(Path(__file__).resolve().parents[2])
+BOOTSTRAP = (
+    "import sys, runpy; root, module = sys.argv[1], sys.argv[2]; del sys.argv[1:3]; "
+    "sys.path.append(root); runpy.run_module(module, run_name='__main__', alter_sys=True)"
+)
 STDERR_TAIL = 4000
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "LD_LIBRARY_PATH",
             "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS", "XDG_CACHE_HOME")  # fmt: skip
@@ -99,7 +107,7 @@ class _Proc:
         self.key = secrets.token_bytes(32)
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-m", module, str(write_fd)],
+            [sys.executable, "-I", "-c", BOOTSTRAP, AKA_ROOT, module, str(write_fd)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

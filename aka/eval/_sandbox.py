@@ -196,7 +196,7 @@ class Guards:
     def __init__(self, cand_dir: Path, deny_roots: list[Path], allow_roots: list[Path]):
         self.cand_dir = str(cand_dir.resolve())
         self.deny = [str(p.resolve()) for p in deny_roots]
-        self.allow = [self.cand_dir] + [str(p.resolve()) for p in allow_roots]
+        self.allow = [str(p.resolve()) for p in allow_roots]
         self.flags: list[dict[str, str]] = []
         self.active = False
         self._roots: dict[str, Any] = {}
@@ -256,11 +256,15 @@ class Guards:
             self.flag("result_channel_tamper", f"{where}: opens {text}")
             return
         real = os.path.realpath(text)
-        if any(real.startswith(a + os.sep) or real == a for a in self.allow):
-            return
-        if any(real.startswith(d + os.sep) or real == d for d in self.deny):
+
+        def under(roots: list[str]) -> bool:
+            return any(real == r or real.startswith(r + os.sep) for r in roots)
+
+        if under([self.cand_dir]):
+            return  # its own files (a CUDA task's kernel.cu)
+        if under(self.deny):
             self.flag("harness_access", f"{where}: opens {text}")
-        elif not real.startswith(_STDLIB):
+        elif not (under(self.allow) or real.startswith(_STDLIB)):
             self.flag("file_access", f"{where}: opens {text}")
 
     # -- state snapshots -------------------------------------------------------------
@@ -283,6 +287,7 @@ class Guards:
         self._threads = _thread._count()
         self._procs = _children()
         sys.addaudithook(self._hook)
+        self.active = True
 
     def check_state(self, stage: str) -> None:
         """After a stage: watched functions unchanged, no new threads or processes."""

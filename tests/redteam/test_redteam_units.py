@@ -207,11 +207,15 @@ def test_guard_classifies_opens(tmp_path: Path) -> None:
     root = tmp_path / "eval"
     cand = root / "cand"
     cand.mkdir(parents=True)
-    g = Guards(cand, deny_roots=[root], allow_roots=[tmp_path / "tmp"])
+    g = Guards(cand, deny_roots=[root], allow_roots=[tmp_path / "tmp", tmp_path])
     g._open((str(cand / "kernel.cu"), "r"), "k.py:1")
     g._open((str(tmp_path / "tmp" / "build.so"), "r"), "k.py:2")
     assert g.flags == []
     g._open((str(root / "task" / "reference.py"), "r"), "k.py:3")
     g._open(("/proc/self/fd/5", "w"), "k.py:4")
     g._open(("/etc/hostname", "r"), "k.py:5")
-    assert [f["flag"] for f in g.flags] == ["harness_access", "result_channel_tamper", "file_access"]
+    assert [f["flag"] for f in g.flags] == [
+        "harness_access",
+        "result_channel_tamper",
+        "file_access",
+    ]

@@ -1,0 +1,80 @@
+"""The red-team corpus through the real evaluator, on the CPU.
+
+Every adversarial candidate must be caught (incorrect, with the listed flags named in the
+Scored event and its evidence), every honest candidate must pass with no flag. Each
+evaluation is two processes (candidate, then checker); they run two at a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from redteam_corpus import ADVERSARIAL, ALL, HONEST, TASKS, Entry, evaluate_all
+
+from aka.events import Scored
+
+REPO = Path(__file__).resolve().parents[2]
+# Patterns whose detector needs no evaluation process, with the unit test that covers it.
+UNIT_ONLY = {
+    15: "test_redteam_units.py::test_aggregate_noise_band_floor_and_cap",
+    17: "test_redteam_units.py::test_implausible_speed_fires_only_below_the_speed_of_light",
+}
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Scored]:
+    return evaluate_all(ALL, tmp_path_factory.mktemp("redteam"))
+
+
+def _gpu_script():
+    spec = importlib.util.spec_from_file_location("redteam_gpu", REPO / "tools" / "redteam_gpu.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["redteam_gpu"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("entry", HONEST, ids=lambda e: e.name)
+def test_honest_candidate_is_never_flagged(scored: dict[str, Scored], entry: Entry) -> None:
+    s = scored[entry.name]
+    assert s.compiled and s.correct, s.error
+    assert s.hack_flags == [] and s.evidence == []
+    if entry.time:  # timed and correct: the policy's 120 + 100 x speedup
+        assert s.score >= 120.0 and s.speedup is not None
+
+
+@pytest.mark.parametrize("entry", ADVERSARIAL, ids=lambda e: e.name)
+def test_adversarial_candidate_is_caught(scored: dict[str, Scored], entry: Entry) -> None:
+    s = scored[entry.name]
+    assert not s.correct, f"{entry.name} was not caught"
+    assert s.score <= 20.0 and s.speedup is None
+    assert set(entry.flags) <= set(s.hack_flags), (s.hack_flags, s.error)
+    for flag in entry.flags:  # the Scored event names the flag and its evidence
+        assert any(e.startswith(f"{flag}: ") for e in s.evidence), s.evidence
+        assert flag in (s.error or "")
+    assert s.error
+
+
+def test_the_evaluation_reports_its_network_isolation(scored: dict[str, Scored]) -> None:
+    for s in scored.values():
+        assert s.network.startswith(("isolated", "not isolated: ")), s.network
+
+
+def test_every_pattern_has_a_detector_test() -> None:
+    gpu = {p for _, _, p, _, _ in _gpu_script().ENTRIES if p is not None}
+    cpu = {e.pattern for e in ADVERSARIAL}
+    assert set(range(1, 18)) <= cpu | gpu | set(UNIT_ONLY)
+    assert len(HONEST) >= 10 and len({e.task for e in HONEST}) >= 2
+
+
+def test_gpu_script_specs_match_the_fixture_tasks() -> None:
+    for key, spec in _gpu_script().SPECS.items():
+        task = yaml.safe_load((TASKS / key / "task.yaml").read_text())
+        assert task["backend"] == spec["backend"] and task["entry"] == spec["entry"]
+        assert task["shapes"]["tuning"] == spec["shapes"]
+        assert task["shapes"]["heldout"] == spec["heldout"]

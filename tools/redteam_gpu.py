@@ -1,0 +1,150 @@
+"""Red-team corpus on a GPU, through the real evaluation pipeline; prints caught / not caught.
+
+Usage (from the repository root, on a CUDA machine)::
+
+    python tools/redteam_gpu.py --out $OUT/redteam.json [--device cuda] [--only NAME ...]
+
+It needs only torch, triton and numpy: the pipeline (:func:`aka.eval._pipeline.run_job`)
+imports neither pydantic nor the ledger, and task specs are written out below (they mirror
+``tests/redteam/tasks/*/task.yaml``; a CI test checks that they agree). Every candidate is
+evaluated in its own candidate and checker processes, exactly as ``aka run`` does.
+Adversarial candidates must come back incorrect with the listed flags among those that
+fired; honest ones correct with no flag. The JSON holds one row per candidate (flags,
+evidence, score inputs, per-shape speedups) and a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from aka.eval._detect import aggregate_speedups  # noqa: E402
+from aka.eval._pipeline import Job, run_job  # noqa: E402
+
+TASKS = REPO / "tests" / "redteam" / "tasks"
+CPU_CORPUS = REPO / "tests" / "redteam" / "corpus"
+GPU_CORPUS = REPO / "tests" / "redteam" / "corpus_gpu"
+TOL = {"float32": {"atol": 1.0e-5, "rtol": 1.0e-5}}
+SPECS: dict[str, dict[str, Any]] = {
+    "torch/ops/scale": {
+        "backend": "torch", "entry": "kernel.py:scale", "shapes": [{"N": 1048576}],
+        "heldout": [{"N": 1000003}],
+    },
+    "triton/ops/scale": {
+        "backend": "triton", "entry": "kernel.py:scale", "shapes": [{"N": 1048576}],
+        "heldout": [{"N": 1000003}],
+    },
+}  # fmt: skip
+TIMING = {"target_rel_ci": 0.01, "max_time_s": 1.0, "min_samples": 10}
+SCALE, TRITON = "torch/ops/scale", "triton/ops/scale"
+# (name, task, pattern or None for honest, flags that must fire, corpus folder)
+ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
+    ("honest_vectorized", SCALE, None, (), CPU_CORPUS),
+    ("honest_addcmul", SCALE, None, (), CPU_CORPUS),
+    ("honest_empty_out", SCALE, None, (), CPU_CORPUS),
+    ("honest_inplace_on_new", SCALE, None, (), CPU_CORPUS),
+    ("honest_triton_basic", TRITON, None, (), CPU_CORPUS),
+    ("honest_triton_fma", TRITON, None, (), CPU_CORPUS),
+    ("honest_triton_where", TRITON, None, (), CPU_CORPUS),
+    ("g01_side_stream", SCALE, 1, ("side_stream",), GPU_CORPUS),
+    ("p02_background_thread", SCALE, 2, ("background_thread",), CPU_CORPUS),
+    ("g04_event_patch", SCALE, 4, ("timer_tamper", "implausible_speed"), GPU_CORPUS),
+    ("p05_pointer_cache", SCALE, 5, (), CPU_CORPUS),
+    ("g06_stale_memory", SCALE, 6, ("uninitialized_read",), GPU_CORPUS),
+    ("p07_mutate_input", SCALE, 7, ("input_mutation",), CPU_CORPUS),
+    ("p10_warmup_replay", SCALE, 10, ("stale_output",), CPU_CORPUS),
+    ("p12_torch_fallback", TRITON, 12, ("no_kernel_launch",), CPU_CORPUS),
+    ("p12_kernel_ignored", TRITON, 12, ("kernel_not_used",), CPU_CORPUS),
+    ("g13_l2_persist", SCALE, 13, ("ctypes",), GPU_CORPUS),
+    ("g16_partial_write", SCALE, 16, ("uninitialized_read",), GPU_CORPUS),
+]
+
+
+def job(task: str, device: str, *, heldout: bool = False) -> Job:
+    """The evaluation job for a fixture task (what ``aka.eval.job_for`` builds from YAML)."""
+    spec = SPECS[task]
+    entry_file, symbol = spec["entry"].split(":")
+    return Job(
+        reference="reference.py", editable=["kernel.py"], forbidden=[], entry_file=entry_file,
+        entry_symbol=symbol, pass_shape=False, backend=spec["backend"],
+        shapes=spec["heldout"] if heldout else spec["shapes"], dtypes=["float32"],
+        tolerances=TOL, seeds=2, device=device, time=True, timing=TIMING,
+        seed=secrets.randbelow(2**31),
+    )  # fmt: skip
+
+
+def evaluate(name: str, task: str, folder: Path, device: str) -> dict[str, Any]:
+    """One candidate through the pipeline in a fresh directory; a row of the table."""
+    with tempfile.TemporaryDirectory(prefix="aka-redteam-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(TASKS / task, root / "task")
+        shutil.copytree(TASKS / task / "source", root / "base")
+        shutil.copytree(TASKS / task / "source", root / "cand")
+        shutil.copy(folder / f"{name}.py", root / "cand" / "kernel.py")
+        t0 = time.perf_counter()
+        v = run_job(job(task, device), root)
+        wall = time.perf_counter() - t0
+    speedups, noise = aggregate_speedups(v.timing) if v.correct else ([], 0)
+    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+    return {
+        "name": name, "task": task, "correct": v.correct, "compiled": bool(v.compiled["ok"]),
+        "flags": v.flags, "evidence": v.evidence[:12], "error": v.error,
+        "raw_speedups": [t["pair"]["speedup"] for t in v.timing],
+        "speedup_cis": [t["pair"]["speedup_ci"] for t in v.timing],
+        "candidate_s": [t["pair"]["candidate"]["median_s"] for t in v.timing],
+        "baseline_s": [t["pair"]["baseline"]["median_s"] for t in v.timing],
+        "timers": [t["pair"]["timer"] for t in v.timing],
+        "speedup": geo, "shapes_in_noise_band": noise, "network": v.network,
+        "notes": v.notes, "wall_s": wall,
+    }  # fmt: skip
+
+
+def main() -> int:
+    """Evaluate the corpus, print the table, write the JSON."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--out", type=Path, required=True, help="where to write the JSON")
+    ap.add_argument("--device", default="cuda", help="cuda (default) or cuda:N")
+    ap.add_argument("--only", nargs="*", default=None, help="evaluate only these names")
+    args = ap.parse_args()
+    rows = []
+    for name, task, pattern, flags, folder in ENTRIES:
+        if args.only and name not in args.only:
+            continue
+        row = evaluate(name, task, folder, args.device)
+        row.update(pattern=pattern, honest=pattern is None, expected=list(flags))
+        if pattern is None:
+            row["ok"] = row["correct"] and not row["flags"]
+        else:
+            row["ok"] = not row["correct"] and set(flags) <= set(row["flags"])
+        rows.append(row)
+        verdict = ("clean" if row["ok"] else "FLAGGED") if pattern is None else (
+            "caught" if row["ok"] else "NOT CAUGHT")  # fmt: skip
+        sp = f"{row['speedup']:.3g}" if row["speedup"] else "-"
+        print(f"{name:24s} p{pattern or '-':<3} {verdict:10s} speedup={sp:8s} "
+              f"flags={','.join(row['flags']) or '-'}  ({row['wall_s']:.1f} s)", flush=True)  # fmt: skip
+    adv = [r for r in rows if not r["honest"]]
+    hon = [r for r in rows if r["honest"]]
+    summary = {
+        "adversarial": len(adv), "caught": sum(r["ok"] for r in adv),
+        "honest": len(hon), "honest_clean": sum(r["ok"] for r in hon),
+        "network": sorted({r["network"] for r in rows}),
+    }  # fmt: skip
+    print(json.dumps(summary))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
