@@ -158,8 +158,15 @@ def check(
     return out
 
 
-def _summary(pair: Any) -> dict[str, Any]:
-    data = pair.to_dict()
+def _pair(
+    base: Callable[[int], Any], cand: Callable[[int], Any], device: str, cfg: TimingConfig, n: int
+) -> dict[str, Any]:
+    """One measured pair without raw samples, or ``{"error": ...}``: one failed pair (a
+    graph capture, say) must not cost the rest of a single-shot GPU session."""
+    try:
+        data = measure_pair(base, cand, device=device, config=cfg, n_input_sets=n).to_dict()
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:2000]}
     for arm in ("baseline", "candidate"):
         data[arm].pop("samples_s", None)
     return dict(data)
@@ -214,14 +221,9 @@ def measure_shape(
     result["e2e"] = {}
     for mode in modes:
         cfg = dataclasses.replace(config, use_cuda_graph={"auto": None, "graph": True}[mode])
-        pair = measure_pair(
-            runner(task.fns["baseline"]),
-            runner(task.fns["candidate"]),
-            device=device,
-            config=cfg,
-            n_input_sets=n,
+        result["e2e"][mode] = _pair(
+            runner(task.fns["baseline"]), runner(task.fns["candidate"]), device, cfg, n
         )
-        result["e2e"][mode] = _summary(pair)
     base_model, cand_model = task.models["baseline"], task.models["candidate"]
     name = swapped_kernel(base_model)
     kernels = [getattr(m.OPS, name) for m in (base_model, cand_model)]
@@ -234,10 +236,7 @@ def measure_shape(
 
     # Graphs where the device has them: the kernel's GPU time, without launch gaps.
     iso_cfg = dataclasses.replace(config, use_cuda_graph=device.startswith("cuda") or None)
-    iso = measure_pair(
-        seq(kernels[0]), seq(kernels[1]), device=device, config=iso_cfg, n_input_sets=n
-    )
-    result["isolated"] = _summary(iso)
+    result["isolated"] = _pair(seq(kernels[0]), seq(kernels[1]), device, iso_cfg, n)
     _derive(result, shape)
     return result
 
@@ -248,11 +247,14 @@ def _derive(result: dict[str, Any], shape: dict[str, int]) -> None:
     iso = result["isolated"]
     result["tokens_per_call"] = tokens
     for pair in result["e2e"].values():
+        if "error" in pair:
+            continue
         base_s, cand_s = pair["baseline"]["median_s"], pair["candidate"]["median_s"]
-        share = min(iso["baseline"]["median_s"] / base_s, 1.0)
         pair["tokens_per_s"] = {"baseline": tokens / base_s, "candidate": tokens / cand_s}
-        pair["kernel_share"] = share
-        pair["amdahl_speedup"] = amdahl(share, iso["speedup"])
+        if "error" not in iso:
+            share = min(iso["baseline"]["median_s"] / base_s, 1.0)
+            pair["kernel_share"] = share
+            pair["amdahl_speedup"] = amdahl(share, iso["speedup"])
 
 
 def bench(
@@ -288,8 +290,23 @@ def bench(
 
 
 def _ci(pair: dict[str, Any]) -> str:
+    if "error" in pair:
+        return f"error: {pair['error'][:60]}"
     lo, hi = pair["speedup_ci"]
     return f"{pair['speedup']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _row(task: str, work: str, mode: str, correct: str, p: dict[str, Any], iso: str) -> str:
+    if "error" in p:
+        return f"| {task} | {work} | {mode} | {correct} | - | - | {_ci(p)} | {iso} | - | - |"
+    tps = p["tokens_per_s"]
+    share, predicted = p.get("kernel_share"), p.get("amdahl_speedup")
+    return (
+        f"| {task} | {work} | {mode} ({p['timer']}) | {correct} "
+        f"| {tps['baseline']:,.0f} | {tps['candidate']:,.0f} | {_ci(p)} | {iso} "
+        f"| {'-' if share is None else f'{share:.1%}'} "
+        f"| {'-' if predicted is None else f'{predicted:.3f}'} |"
+    )
 
 
 def render(record: dict[str, Any]) -> str:
@@ -303,12 +320,7 @@ def render(record: dict[str, Any]) -> str:
         work = ", ".join(f"{k}={r['shape'][k]}" for k in ("B", "S", "CTX") if k in r["shape"])
         correct = "yes" if all(c["ok"] for c in r["correctness"]) else "NO"
         for mode, p in r["e2e"].items():
-            tps = p["tokens_per_s"]
-            lines.append(
-                f"| {r['task']} | {work} | {mode} ({p['timer']}) | {correct} "
-                f"| {tps['baseline']:,.0f} | {tps['candidate']:,.0f} | {_ci(p)} "
-                f"| {_ci(r['isolated'])} | {p['kernel_share']:.1%} | {p['amdahl_speedup']:.3f} |"
-            )
+            lines.append(_row(r["task"], work, mode, correct, p, _ci(r["isolated"])))
     return "\n".join(lines)
 
 
@@ -321,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default=None, help="shape list (default: tuning; cpu on cpu)")
     parser.add_argument("--max-time-s", type=float, default=3.0, help="sampling budget per pair")
     parser.add_argument("--modes", default="auto,graph", help="e2e graph modes: auto,graph")
+    parser.add_argument("--md", type=Path, default=None, help="also write the table here")
     args = parser.parse_args(argv)
     names = args.tasks or sorted(p.parent.name for p in TASKS_DIR.glob("*/task.yaml"))
     missing = [n for n in names if not (CANDIDATES_DIR / n).is_dir()]
@@ -337,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1, sort_keys=True))
-    print(render(record))
+    table = render(record)
+    print(table)
+    if args.md is not None:
+        args.md.write_text(table + "\n")
     failed = [r["task"] for r in record["results"] if not all(c["ok"] for c in r["correctness"])]
     if failed:
         print(f"correctness failed: {failed}", file=sys.stderr)

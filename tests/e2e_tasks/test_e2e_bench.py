@@ -48,9 +48,9 @@ def test_cpu_run_writes_a_consistent_record(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "e2e.json"
-    code = bench.main(
-        ["prefill_rmsnorm", "--device", "cpu", "--out", str(out), "--max-time-s", "0.05"]
-    )
+    md = tmp_path / "e2e.md"
+    args = ["prefill_rmsnorm", "--device", "cpu", "--max-time-s", "0.05"]
+    code = bench.main([*args, "--out", str(out), "--md", str(md)])
     assert code == 0
     record = json.loads(out.read_text())
     (result,) = record["results"]
@@ -72,9 +72,29 @@ def test_cpu_run_writes_a_consistent_record(
     assert pair["kernel_share"] == pytest.approx(min(share, 1.0))
     assert "samples_s" not in pair["baseline"]
     assert "e2e/llama/prefill_rmsnorm" in capsys.readouterr().out
+    assert md.read_text().startswith("| task | shape | mode |")
 
 
 def test_a_task_without_a_candidate_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         bench.main(["no_such_task", "--device", "cpu", "--out", str(tmp_path / "x.json")])
     assert exc.value.code == 2
+
+
+def test_a_failed_pair_is_recorded_and_rendered_not_raised() -> None:
+    def boom(i: int) -> None:
+        raise RuntimeError("capture failed")
+
+    config = bench.TimingConfig(max_time_s=0.01, min_samples=3, warmup=1)
+    failed = bench._pair(boom, boom, "cpu", config, 2)
+    assert failed == {"error": "RuntimeError: capture failed"}
+    result = {
+        "task": "e2e/llama/x",
+        "shape": {"B": 2, "S": 3},
+        "correctness": [{"ok": True}],
+        "e2e": {"auto": dict(failed)},
+        "isolated": dict(failed),
+    }
+    bench._derive(result, result["shape"])
+    table = bench.render({"results": [result]})
+    assert "error: RuntimeError: capture failed" in table
