@@ -226,6 +226,9 @@ def _static_checks(task: Task, out: TaskValidation) -> None:
         out.add("targets_exist", "fail", f"not defined in {spec.editable}: {missing}")
     else:
         out.add("targets_exist", "pass", f"{spec.targets}")
+    if spec.commands is not None:
+        out.add("commands", "pass", "compile, correctness and performance commands are set")
+        return  # the task's own scripts choose cases and judge; no shapes or forbidden list
     out.add(*_tunables(task))
     local = {
         f.stem: _py_symbols(f.read_text(errors="replace"))
@@ -378,6 +381,39 @@ def _aa_noise(ledger: Ledger, run_id: str, eval_id: str, device: str) -> tuple[S
     return ("warn" if device == "cpu" else "fail"), detail
 
 
+def _command_checks(task: Task, device: str, out: TaskValidation) -> None:
+    """A command task: its scripts pass the starting sources, and time them A/A within the band."""
+    import math
+    import shutil
+    import tempfile
+
+    from aka.command_tasks import run_commands
+
+    cmds = task.spec.commands
+    assert cmds is not None
+    if cmds.skip_reason:
+        out.add("platform", "skip", cmds.skip_reason)
+        return
+    with tempfile.TemporaryDirectory(prefix="aka-validate-") as tmp:
+        base, cand = Path(tmp) / "base", Path(tmp) / "cand"
+        shutil.copytree(task.path, base)
+        shutil.copytree(task.path, cand)
+        result = run_commands(cmds, base=base, cand=cand, device=device, time=True, rounds=2)
+    if not result["correct"]:
+        out.add("baseline_passes", "fail", str(result["error"]))
+        return
+    out.add("baseline_passes", "pass", "the task's compile and correctness commands pass")
+    speedups = [t["pair"]["speedup"] for t in result["timing"]]
+    if not speedups:
+        out.add("timing_noise", "fail", str(result["error"]))
+        return
+    geo = math.exp(sum(math.log(x) for x in speedups) / len(speedups))
+    band = AA_BAND["cpu" if device == "cpu" else "cuda"]
+    ok = abs(math.log(geo)) <= math.log(1 + band)
+    detail = f"A/A speedup {geo:.3f} over {len(speedups)} case(s) (band 1±{band})"
+    out.add("timing_noise", "pass" if ok else ("warn" if device == "cpu" else "fail"), detail)
+
+
 def _evaluator_checks(
     ledger: Ledger,
     task: Task,
@@ -390,6 +426,9 @@ def _evaluator_checks(
     from aka.orchestrator import harness_digest
 
     assert out.task_tree is not None
+    if task.spec.commands is not None:
+        _command_checks(task, device, out)
+        return
     if ("cpu" if device == "cpu" else "cuda") not in task.spec.devices:
         for name in (
             "baseline_passes",
