@@ -247,3 +247,37 @@ def test_resolution_is_content_addressed(paths: list[str], rnd) -> None:
             cfg = parse_config({"tasks": ["torch/ops/affine"], "arms": [arm]}, where="c")
             digests.append(resolve_arms(cas, cfg, base_dir=Path(tmp), tasks=tasks, where="c")["x"])
     assert digests[0] == digests[1]
+
+
+@pytest.mark.parametrize("name", ["codex", "cursor"])
+def test_fake_cli_receives_mcp_servers_tools_and_env(
+    name: str, recording_bin: Path, tmp_path: Path
+) -> None:
+    from treat_helpers import calls
+
+    from aka.agent import get_agent
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    tools = {"allowed_tools": ("Shell(ls)",)} if name == "cursor" else {}
+    req = AgentRequest(
+        workspace=ws,
+        prompt="go",
+        settings=AgentSettings(mcp_servers=SERVERS, **tools),  # type: ignore[arg-type]
+        env={"TREAT_FLAG": "on"},
+    )
+    outcome = get_agent(name).run(req, Sink())
+    assert outcome.status == "ok", outcome.error
+    (call,) = calls(recording_bin)
+    assert call["env"]["TREAT_FLAG"] == "on"
+    if name == "codex":
+        assert 'mcp_servers.search.command="npx"' in call["argv"]
+    else:
+        assert "--approve-mcps" in call["argv"]
+        assert (
+            json.loads(call["texts"][".cursor/mcp.json"])["mcpServers"]["search"]["command"]
+            == "npx"
+        )
+        assert json.loads(call["texts"][".cursor/cli.json"])["permissions"]["allow"] == [
+            "Shell(ls)"
+        ]
