@@ -10,15 +10,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import polars as pl
+
+from aka.dashboard._data import resolve
 from aka.dashboard._html import Column, card, ci, h, link, num, pct, speedup, table
 from aka.dashboard._links import Links
 from aka.dashboard._svg import Interval, interval_plot
 from aka.errors import AkaError, NotFoundError
-from aka.report import resolve_run
 from aka.stats import Comparison, compare, select_attempts
-from aka.tables import attempt_table
-from aka_ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -31,24 +32,36 @@ class Outcome:
     problem: str = ""
 
 
-def resolve_ref(ledger: Ledger, ref: str) -> str:
+def resolve_ref(con: Any, ref: str) -> str:
     """Expand a run prefix or label in ``RUN`` or ``RUN/ARM`` (as ``aka compare`` does)."""
     run, slash, arm = ref.rpartition("/")
     head = run if slash else ref
     try:
-        rid = resolve_run(ledger, head)
+        rid = resolve(con, head)
     except NotFoundError:
-        return ref
+        return ref  # an arm name; aka.stats resolves (or rejects) it
     return f"{rid}/{arm}" if slash else rid
 
 
-def compare_refs(ledger: Ledger, a: str, b: str) -> Outcome:
+def scores_table(con: Any) -> pl.DataFrame:
+    """The final-attempt table ``aka compare`` reads (the ``scores`` view, every run).
+
+    ``aka compare`` builds it with :func:`aka.tables.attempt_table` (``turns=False``),
+    which adds prompt and response texts that :func:`aka.stats.compare` never reads;
+    leaving them out spares a blob read per attempt on every page view.
+    """
+    frame = pl.from_arrow(con.sql("SELECT * FROM scores").to_arrow_table())
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def compare_refs(con: Any, a: str, b: str, table: pl.DataFrame | None = None) -> Outcome:
     """Compare ``b`` against ``a``; an input problem becomes :attr:`Outcome.problem`."""
     try:
-        table = attempt_table(ledger, turns=False)
+        table = scores_table(con) if table is None else table
         result = compare(
-            select_attempts(table, resolve_ref(ledger, a)),
-            select_attempts(table, resolve_ref(ledger, b)),
+            select_attempts(table, resolve_ref(con, a)),
+            select_attempts(table, resolve_ref(con, b)),
             labels=(a, b),
         )
     except AkaError as exc:
@@ -58,9 +71,12 @@ def compare_refs(ledger: Ledger, a: str, b: str) -> Outcome:
     return Outcome(a, b, result)
 
 
-def run_outcomes(ledger: Ledger, run_id: str, arms: Sequence[str]) -> list[Outcome]:
+def run_outcomes(con: Any, run_id: str, arms: Sequence[str]) -> list[Outcome]:
     """Each later arm of a run against its first arm (planned order)."""
-    return [compare_refs(ledger, f"{run_id}/{arms[0]}", f"{run_id}/{b}") for b in arms[1:]]
+    if len(arms) < 2:
+        return []
+    table = scores_table(con)
+    return [compare_refs(con, f"{run_id}/{arms[0]}", f"{run_id}/{b}", table) for b in arms[1:]]
 
 
 VERDICT_CLASS = {"better": "better", "worse": "worse"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aka.errors import NotFoundError
 from aka.stats import DEFAULT_FLOOR
 
 Row = dict[str, Any]
@@ -31,6 +32,27 @@ SELECT r.run_id, r.label, r.status, r.device, r.policy, r.attempts, r.scored,
        (SELECT max(time) FROM events e WHERE e.run_id = r.run_id) AS last_event
 FROM runs r ORDER BY r.started_at DESC
 """
+
+
+def resolve(con: Any, run: str | None) -> str:
+    """A run id from an id, a unique prefix or a label (None or "latest": the newest).
+
+    The rule of :func:`aka.report.resolve_run`, on an open connection so a page makes
+    one snapshot of the ledger, not one per lookup.
+    """
+    found = con.execute("SELECT run_id, label FROM runs ORDER BY started_at").fetchall()
+    if not found:
+        raise NotFoundError("the ledger has no runs", fix="start one with `aka run CONFIG`")
+    if run is None or run == "latest":
+        return str(found[-1][0])
+    if any(r[0] == run for r in found):
+        return run
+    matches = [r[0] for r in found if r[0].startswith(run) or r[1] == run]
+    if len(matches) == 1:
+        return str(matches[0])
+    if not matches:
+        raise NotFoundError(f"no run {run!r}", fix="the runs page lists every run")
+    raise NotFoundError(f"{run!r} matches {len(matches)} runs", fix="give more of the run id")
 
 
 def runs(con: Any) -> list[Row]:

@@ -7,6 +7,8 @@ into a single self-contained document.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aka.dashboard import _data as data
 from aka.dashboard._ab import compare_form, compare_refs, comparison_html, run_outcomes
 from aka.dashboard._attempt import attempt_sections
@@ -23,7 +25,7 @@ from aka.dashboard._sections import (
     when,
 )
 from aka.errors import NotFoundError
-from aka.report import connect, resolve_run
+from aka.report import connect
 from aka_ledger import Ledger
 
 LIVE = Links(static=False)
@@ -65,16 +67,15 @@ def _run_header(run: data.Row, links: Links) -> str:
     )
 
 
-def _find_run(con: object, run_id: str) -> data.Row:
+def _find_run(con: Any, run_id: str) -> data.Row:
     for r in data.runs(con):
         if r["run_id"] == run_id:
             return r
     raise NotFoundError(f"no run {run_id!r}", fix="pick a run on the runs page")
 
 
-def run_body(ledger: Ledger, run_id: str, links: Links) -> tuple[data.Row, str]:
+def run_body(con: Any, run_id: str, links: Links) -> tuple[data.Row, str]:
     """A run's sections: header, leaderboard, matrix, A/B, distributions, held-out, attempts."""
-    con = connect(ledger)
     run = _find_run(con, run_id)
     arms = data.arms_in_order(con, run_id)
     attempts = data.attempts(con, run_id)
@@ -87,7 +88,7 @@ def run_body(ledger: Ledger, run_id: str, links: Links) -> tuple[data.Row, str]:
         card("Tasks × arms", matrix_table(cells, [(run_id, run["label"], a) for a in arms], links),
              ident="matrix", note="geomean speedup per task (failures at 0.5×); a cell opens its best attempt"),
     ]  # fmt: skip
-    parts += [comparison_html(o, links, full=True) for o in run_outcomes(ledger, run_id, arms)]
+    parts += [comparison_html(o, links, full=True) for o in run_outcomes(con, run_id, arms)]
     parts.append(distributions(attempts, arms, links))
     held = data.heldout(con, run_id)
     if held is not None:
@@ -98,8 +99,9 @@ def run_body(ledger: Ledger, run_id: str, links: Links) -> tuple[data.Row, str]:
 
 def run_page(ledger: Ledger, run: str) -> str:
     """One run, live while it is in progress."""
-    run_id = resolve_run(ledger, run)
-    row, body = run_body(ledger, run_id, LIVE)
+    con = connect(ledger)
+    run_id = data.resolve(con, run)
+    row, body = run_body(con, run_id, LIVE)
     return page(f"Run {row['label']}", body, live=row["status"] == "running", subtitle=h(run_id))
 
 
@@ -134,14 +136,14 @@ def compare_page(ledger: Ledger, a: str | None, b: str | None) -> str:
     form = compare_form(refs, a or "", b or "")
     if not a or not b:
         return page("A/B", form + card("A/B", '<p class="muted">need two sides to compare</p>'))
-    result = comparison_html(compare_refs(ledger, a, b), LIVE, full=True)
+    result = comparison_html(compare_refs(con, a, b), LIVE, full=True)
     return page("A/B", form + result, subtitle=f"B = {h(b)} against A = {h(a)}")
 
 
 def attempt_page(ledger: Ledger, run: str, key: str) -> str:
     """One attempt: live until it is scored."""
-    run_id = resolve_run(ledger, run)
     con = connect(ledger)
+    run_id = data.resolve(con, run)
     row = next((r for r in data.attempts(con, run_id) if r["attempt_key"] == key), None)
     if row is None:
         raise NotFoundError(f"no attempt {key!r} in run {run_id}", fix="pick one on the run page")
@@ -161,10 +163,10 @@ def render_static_report(ledger: Ledger, run_id: str) -> str:
     Raises:
         NotFoundError: the ledger has no such run.
     """
-    run_id = resolve_run(ledger, run_id)
-    links = Links(static=True)
-    row, body = run_body(ledger, run_id, links)
     con = connect(ledger)
+    run_id = data.resolve(con, run_id)
+    links = Links(static=True)
+    row, body = run_body(con, run_id, links)
     blocks = []
     for a in data.attempts(con, run_id):
         detail = attempt_detail(ledger, con, run_id, a["attempt_key"], a)
