@@ -39,14 +39,15 @@ TOL = {"float32": {"atol": 1.0e-5, "rtol": 1.0e-5}}
 SPECS: dict[str, dict[str, Any]] = {
     "torch/ops/scale": {
         "backend": "torch", "entry": "kernel.py:scale", "shapes": [{"N": 1048576}],
-        "heldout": [{"N": 1000003}],
+        "heldout": [{"N": 1000003}], "cpu": [{"N": 65536}],
     },
     "triton/ops/scale": {
         "backend": "triton", "entry": "kernel.py:scale", "shapes": [{"N": 1048576}],
-        "heldout": [{"N": 1000003}],
+        "heldout": [{"N": 1000003}], "cpu": [{"N": 4096}],
     },
 }  # fmt: skip
 TIMING = {"target_rel_ci": 0.01, "max_time_s": 1.0, "min_samples": 10}
+CPU_TIMING = {"target_rel_ci": 0.05, "max_time_s": 0.2, "min_samples": 5}
 SCALE, TRITON = "torch/ops/scale", "triton/ops/scale"
 # (name, task, pattern or None for honest, flags that must fire, corpus folder)
 ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
@@ -75,11 +76,13 @@ def job(task: str, device: str, *, heldout: bool = False) -> Job:
     """The evaluation job for a fixture task (what ``aka.eval.job_for`` builds from YAML)."""
     spec = SPECS[task]
     entry_file, symbol = spec["entry"].split(":")
+    shapes = spec["cpu"] if device == "cpu" else spec["heldout"] if heldout else spec["shapes"]
     return Job(
         reference="reference.py", editable=["kernel.py"], forbidden=[], entry_file=entry_file,
         entry_symbol=symbol, pass_shape=False, backend=spec["backend"],
-        shapes=spec["heldout"] if heldout else spec["shapes"], dtypes=["float32"],
-        tolerances=TOL, seeds=2, device=device, time=True, timing=TIMING,
+        shapes=shapes, dtypes=["float32"],
+        tolerances=TOL, seeds=2, device=device, time=True,
+        timing=CPU_TIMING if device == "cpu" else TIMING,
         seed=secrets.randbelow(2**31),
     )  # fmt: skip
 
@@ -114,7 +117,7 @@ def main() -> int:
     """Evaluate the corpus, print the table, write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--out", type=Path, required=True, help="where to write the JSON")
-    ap.add_argument("--device", default="cuda", help="cuda (default) or cuda:N")
+    ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu (smoke)")
     ap.add_argument("--only", nargs="*", default=None, help="evaluate only these names")
     args = ap.parse_args()
     rows = []

@@ -178,6 +178,8 @@ class _Proc:
             result = _failure(f"evaluation process died (exit {code}): {' | '.join(text)}")
         result["marks"] = marks
         result["flags"] = list(result.get("flags") or []) + flags
+        started = [m["network"] for m in marks if m.get("name") == "started" and "network" in m]
+        result.setdefault("network", started[0] if started else "unknown")
         return result
 
 

@@ -78,3 +78,36 @@ def test_gpu_script_specs_match_the_fixture_tasks() -> None:
         assert task["backend"] == spec["backend"] and task["entry"] == spec["entry"]
         assert task["shapes"]["tuning"] == spec["shapes"]
         assert task["shapes"]["heldout"] == spec["heldout"]
+        assert task["shapes"]["cpu"] == spec["cpu"]
+
+
+def test_gpu_script_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    out = tmp_path / "redteam.json"
+    names = ["honest_vectorized", "p07_mutate_input"]
+    res = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "redteam_gpu.py"), "--out", str(out),
+         "--device", "cpu", "--only", *names],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    data = json.loads(out.read_text())
+    assert [r["name"] for r in data["rows"]] == names
+    assert data["summary"] == {**data["summary"], "caught": 1, "honest_clean": 1}
+    assert "caught" in res.stdout and "clean" in res.stdout
+
+
+def test_gpu_corpus_static_layer() -> None:
+    from aka.eval import hack_findings
+
+    folder = REPO / "tests" / "redteam" / "corpus_gpu"
+    found = {
+        p.stem: {f.flag for f in hack_findings(p.name, p.read_text(), ["kernel.py"])}
+        for p in folder.glob("*.py")
+    }
+    assert found["g13_l2_persist"] == {"ctypes"}
+    assert found["g04_event_patch"] == {"monkeypatch"}
+    # the side-stream and memory candidates are left to the runtime detectors
+    assert found["g01_side_stream"] == found["g06_stale_memory"] == set()
