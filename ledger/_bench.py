@@ -77,6 +77,9 @@ def run_bench(
         out["compact_s"] = time.perf_counter() - t0
         out["compacted_rows"] = result.rows
         out["files_after_compaction"] = _count(root / "events")
+        t0 = time.perf_counter()
+        reader.table()  # the Arrow part alone: read, order, deduplicate
+        out["replay_read_rows_s"] = time.perf_counter() - t0
         t0, c0 = time.perf_counter(), time.process_time()
         envelopes = reader.events()
         state: dict[str, float] = {}
