@@ -8,14 +8,15 @@ still shown.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from aka import events as ev
 from aka.audit import Audit, audit
 from aka.dashboard._data import Row, rows
 from aka.errors import NotFoundError
-from aka_ledger import Ledger
+from aka_ledger import Envelope, Ledger
 
 MAX_INLINE = 200_000
 """Bytes of a blob shown inline on a page; longer texts are cut (the blob link has all)."""
@@ -48,6 +49,40 @@ class Detail:
     measurements: list[Row]
     cases: list[Row]
     self_scores: list[Row]
+
+
+class RunEvents:
+    """A read-only ledger stand-in that answers ``events()`` from one read of a run.
+
+    A static report gathers every attempt of a run; without this each attempt's audit
+    would re-read the whole run's events (quadratic in attempts). Blobs still come from
+    the real content store.
+    """
+
+    def __init__(self, ledger: Ledger, run_id: str) -> None:
+        self.cas = ledger.cas
+        self.root = ledger.root
+        self.run_id = run_id
+        self._by_type: dict[str, list[Envelope]] = {}
+        for e in ledger.events(run_id=run_id):
+            self._by_type.setdefault(e.type, []).append(e)
+
+    def events(
+        self, *, run_id: str | None = None, types: Collection[str] | None = None
+    ) -> list[Envelope]:
+        """The run's events of ``types``, in ledger order (``run_id`` must be this run)."""
+        assert run_id in (None, self.run_id), run_id
+        if types is None:
+            return sorted(
+                (e for es in self._by_type.values() for e in es),
+                key=lambda e: (e.time, e.writer_id, e.seq),
+            )
+        picked = [e for t in types for e in self._by_type.get(t, [])]
+        return sorted(picked, key=lambda e: (e.time, e.writer_id, e.seq))
+
+    def as_ledger(self) -> Ledger:
+        """This stand-in typed as the ledger the audit and detail code read from."""
+        return cast(Ledger, self)
 
 
 def text_of(ledger: Ledger, digest: str | None) -> str:
@@ -85,26 +120,57 @@ def _tries(ledger: Ledger, run_id: str, key: str) -> list[Try]:
 
 
 MEASUREMENTS_SQL = """
-SELECT m.shape, m.dtype, m.baseline_s, m.candidate_s, m.speedup, m.speedup_ci_low,
+SELECT m.eval_id, m.shape, m.dtype, m.baseline_s, m.candidate_s, m.speedup, m.speedup_ci_low,
        m.speedup_ci_high, m.samples, m.method, m.raw_digest
-FROM measurements m WHERE m.run_id = ? AND m.eval_id = ?
+FROM measurements m WHERE m.run_id = ?
 """
 
 CASES_SQL = """
-SELECT CAST(c->>'$.shape' AS VARCHAR) AS shape, c->>'$.dtype' AS dtype,
+SELECT eval_id, CAST(c->>'$.shape' AS VARCHAR) AS shape, c->>'$.dtype' AS dtype,
        CAST(c->>'$.seed' AS INTEGER) AS seed, CAST(c->>'$.ok' AS BOOLEAN) AS ok,
        CAST(c->>'$.max_abs_err' AS DOUBLE) AS max_abs_err, c->>'$.error' AS error
-FROM (SELECT unnest(CAST(payload->'$.cases' AS JSON[])) AS c FROM events
-      WHERE type = 'CorrectnessChecked' AND run_id = ? AND payload->>'$.eval_id' = ?)
+FROM (SELECT payload->>'$.eval_id' AS eval_id, unnest(CAST(payload->'$.cases' AS JSON[])) AS c
+      FROM events WHERE type = 'CorrectnessChecked' AND run_id = ?)
 """
 
 SELF_SQL = """
-SELECT turn, try_no, compiled, correct, speedup, score, error, candidate
-FROM all_scores WHERE run_id = ? AND attempt_key = ? AND purpose = 'self' ORDER BY try_no, turn
+SELECT attempt_key, turn, try_no, compiled, correct, speedup, score, error, candidate
+FROM all_scores WHERE run_id = ? AND purpose = 'self' ORDER BY try_no, turn
 """
 
 
-def attempt_detail(ledger: Ledger, con: Any, run_id: str, key: str, row: Row) -> Detail:
+@dataclass
+class RunRows:
+    """A run's measurements and correctness cases by eval id, self-evaluations by attempt.
+
+    Three queries per run instead of three per attempt: a static report of a large run
+    makes its per-attempt sections from one set.
+    """
+
+    measurements: dict[str, list[Row]]
+    cases: dict[str, list[Row]]
+    self_scores: dict[str, list[Row]]
+
+
+def _group(found: list[Row], key: str) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
+    for r in found:
+        out.setdefault(str(r.pop(key)), []).append(r)
+    return out
+
+
+def run_rows(con: Any, run_id: str) -> RunRows:
+    """Gather :class:`RunRows` for one run."""
+    return RunRows(
+        measurements=_group(rows(con, MEASUREMENTS_SQL, [run_id]), "eval_id"),
+        cases=_group(rows(con, CASES_SQL, [run_id]), "eval_id"),
+        self_scores=_group(rows(con, SELF_SQL, [run_id]), "attempt_key"),
+    )
+
+
+def attempt_detail(
+    ledger: Ledger, con: Any, run_id: str, key: str, row: Row, pre: RunRows | None = None
+) -> Detail:
     """Gather one attempt's page: tries, transcript, audit, sources and measurements.
 
     Args:
@@ -113,7 +179,9 @@ def attempt_detail(ledger: Ledger, con: Any, run_id: str, key: str, row: Row) ->
         run_id: the run.
         key: the attempt key.
         row: the attempt's row from :func:`aka.dashboard._data.attempts`.
+        pre: the run's :class:`RunRows`, when the caller gathers many attempts.
     """
+    pre = run_rows(con, run_id) if pre is None else pre
     try:
         checked: Audit | None = audit(ledger, key, run_id=run_id)
     except NotFoundError:
@@ -126,8 +194,8 @@ def attempt_detail(ledger: Ledger, con: Any, run_id: str, key: str, row: Row) ->
             if f.role == "candidate":
                 sources[f.path] = text_of(ledger, f.digest)
         eval_id = checked.score.eval_id
-        measurements = rows(con, MEASUREMENTS_SQL, [run_id, eval_id])
-        cases = rows(con, CASES_SQL, [run_id, eval_id])
+        measurements = pre.measurements.get(eval_id, [])
+        cases = pre.cases.get(eval_id, [])
     return Detail(
         run_id=run_id,
         attempt_key=key,
@@ -137,5 +205,5 @@ def attempt_detail(ledger: Ledger, con: Any, run_id: str, key: str, row: Row) ->
         sources=sources,
         measurements=measurements,
         cases=cases,
-        self_scores=rows(con, SELF_SQL, [run_id, key]),
+        self_scores=pre.self_scores.get(key, []),
     )

@@ -12,7 +12,7 @@ from typing import Any
 from aka.dashboard import _data as data
 from aka.dashboard._ab import compare_form, compare_refs, comparison_html, run_outcomes
 from aka.dashboard._attempt import attempt_sections
-from aka.dashboard._detail import attempt_detail
+from aka.dashboard._detail import RunEvents, attempt_detail, run_rows
 from aka.dashboard._html import badge, card, digest, h, page, progress_bar
 from aka.dashboard._links import Links, anchor
 from aka.dashboard._sections import (
@@ -168,8 +168,9 @@ def render_static_report(ledger: Ledger, run_id: str) -> str:
     links = Links(static=True)
     row, body = run_body(con, run_id, links)
     blocks = []
+    events, pre = RunEvents(ledger, run_id).as_ledger(), run_rows(con, run_id)
     for a in data.attempts(con, run_id):
-        detail = attempt_detail(ledger, con, run_id, a["attempt_key"], a)
+        detail = attempt_detail(events, con, run_id, a["attempt_key"], a, pre)
         title = f"{a['task']} · {a['arm']} #{a['repeat']}"
         blocks.append(
             f'<section class="attempt" id="{anchor(a["attempt_key"])}"><h1>{h(title)}</h1>'
