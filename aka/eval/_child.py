@@ -41,15 +41,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from aka.eval._sandbox import Channel, Guards, LaunchCounter, isolate_network
+from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
+from aka.eval._sandbox import Channel, Guards, isolate_network
 
 MAX_ERROR_CHARS = 4000
 POISON_BYTE = 0x5A
-LIBRARY_KERNEL_PREFIXES = (
-    "void at::", "at::", "void (anonymous namespace)", "cutlass", "cublas", "cudnn", "sm80_",
-    "sm90_", "sm100_", "ampere_", "volta_", "turing_", "gemv", "gemm", "nvjet", "Memcpy",
-    "Memset", "void cutlass", "void cublas", "void gemv", "void splitKreduce", "triton_",
-)  # fmt: skip
 
 
 def _short_error(exc: BaseException) -> str:
@@ -303,25 +299,17 @@ class _Harness:
 
     def cuda_kernels(self, args: tuple[Any, ...], shape: dict[str, int], dtype: str) -> None:
         """CUDA tasks: at least one kernel that no library ships must run (profiler)."""
-        torch = self.torch
-        assert self.candidate is not None
-        try:
-            from torch.profiler import ProfilerActivity, profile
+        cand = self.candidate
+        assert cand is not None
 
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                self.call(self.candidate, args, shape)
-                self.sync()
-            names = {
-                e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-            }
-        except Exception as exc:  # the profiler is not available: say so, do not flag
-            self.notes.append(f"CUDA kernel check skipped: {type(exc).__name__}")
-            return
-        if not names:  # the profiler saw nothing at all: no evidence either way
-            self.notes.append("CUDA kernel check skipped: the profiler recorded no kernel")
-            return
-        own = [n for n in names if not n.startswith(LIBRARY_KERNEL_PREFIXES)]
-        if not own:
+        def run() -> None:
+            self.call(cand, args, shape)
+            self.sync()
+
+        names = cuda_kernel_names(run)
+        if isinstance(names, str):  # no evidence either way: say so, do not flag
+            self.notes.append(f"CUDA kernel check skipped: {names}")
+        elif not own_kernels(names):
             self.guards.flag(
                 "no_kernel_launch",
                 f"shape {shape} {dtype}: only library kernels ran: {sorted(names)[:4]}",
@@ -431,7 +419,11 @@ def main() -> None:
     fd = int(sys.argv[1])
     req = json.loads(sys.stdin.read())
     channel = Channel(fd, bytes.fromhex(req.pop("key")))
-    network = isolate_network() if req.get("isolate_network", True) else "not requested"
+    network = (
+        isolate_network()
+        if req.get("isolate_network", True)
+        else "not isolated: disabled (AKA_EVAL_ISOLATE_NETWORK=0)"
+    )
     warnings.filterwarnings("ignore")
     channel.send({"kind": "mark", "name": "started", "network": network, "pid": os.getpid()})
     out = run(req, channel)

@@ -29,6 +29,9 @@ from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
 from aka.eval._static import forbidden_uses, hack_findings
 
 CHILD_TIMEOUT_S = 1800.0
+# Set to 0 in the evaluator's environment to run candidates with the network (the
+# variable itself never reaches the candidate: AKA_* is not passed on).
+ISOLATE_ENV = "AKA_EVAL_ISOLATE_NETWORK"
 # Children run isolated (``-I``: no cwd, no user site, no PYTHON* variables) and find
 # aka where this process found it, appended last so nothing else is shadowed; this also
 # works where aka is not installed (a bare device machine running from a checkout).
@@ -222,6 +225,7 @@ class Job:
     timing: dict[str, Any]
     seed: int
     ceilings: dict[str, float] | None = None
+    isolate_network: bool = field(default_factory=lambda: os.environ.get(ISOLATE_ENV, "1") != "0")
 
 
 @dataclass
@@ -275,6 +279,7 @@ def candidate_request(job: Job, root: Path) -> dict[str, Any]:
         "device": job.device,
         "time": job.time,
         "timing": job.timing,
+        "isolate_network": job.isolate_network,
     }
 
 

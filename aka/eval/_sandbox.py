@@ -25,7 +25,6 @@ import os
 import struct
 import sys
 import sysconfig
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -308,45 +307,3 @@ class Guards:
 def _short(args: tuple[Any, ...]) -> str:
     text = repr(args)
     return text if len(text) < 120 else text[:117] + "..."
-
-
-class LaunchCounter:
-    """Counts Triton kernel launches made while ``counting``; can turn them into no-ops."""
-
-    def __init__(self) -> None:
-        self.launches = 0
-        self.counting = False
-        self.noop = False
-        self.hooked: list[str] = []
-
-    def install(self) -> None:
-        """Wrap ``run`` of Triton's JIT (and interpreter) kernels; no Triton: nothing."""
-        classes: list[type] = []
-        try:
-            from triton.runtime.jit import JITFunction
-
-            classes.append(JITFunction)
-        except ImportError:
-            return
-        try:
-            from triton.runtime.interpreter import InterpretedFunction
-
-            classes.append(InterpretedFunction)
-        except ImportError:
-            pass
-        for cls in classes:
-            self._wrap(cls)
-
-    def _wrap(self, cls: type) -> None:
-        original: Callable[..., Any] = cls.run  # type: ignore[attr-defined]
-        counter = self
-
-        def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
-            if counter.counting and not kwargs.get("warmup", False):
-                counter.launches += 1
-                if counter.noop:
-                    return None
-            return original(kernel, *args, **kwargs)
-
-        cls.run = run  # type: ignore[attr-defined]
-        self.hooked.append(f"{cls.__module__}.{cls.__qualname__}.run")

@@ -1,0 +1,80 @@
+"""What kind of kernel a candidate launched: Triton launch counting and CUDA kernel names.
+
+For torch-to-kernel tasks the required kind of kernel must actually run: a Triton task's
+candidate must launch at least one Triton kernel, and turning every launch into a no-op
+must change its output (else the kernel is decoration and the answer comes from
+elsewhere); a CUDA task's candidate must run a kernel that no library ships.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+LIBRARY_KERNEL_PREFIXES = (
+    "void at::", "at::", "void (anonymous namespace)", "cutlass", "cublas", "cudnn", "sm80_",
+    "sm90_", "sm100_", "ampere_", "volta_", "turing_", "gemv", "gemm", "nvjet", "Memcpy",
+    "Memset", "void cutlass", "void cublas", "void gemv", "void splitKreduce", "triton_",
+)  # fmt: skip
+
+
+def own_kernels(names: Iterable[str]) -> list[str]:
+    """Kernel names (from the profiler) that are not a library's."""
+    return sorted(n for n in names if not n.startswith(LIBRARY_KERNEL_PREFIXES))
+
+
+def cuda_kernel_names(run: Callable[[], Any]) -> set[str] | str:
+    """Names of the CUDA kernels ``run`` launched (torch profiler), or why none are known."""
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run()
+        cuda = torch.autograd.DeviceType.CUDA
+        names = {e.name for e in prof.events() if e.device_type == cuda}
+    except Exception as exc:  # no profiler here
+        return f"profiler unavailable ({type(exc).__name__})"
+    return names or "the profiler recorded no kernel"
+
+
+class LaunchCounter:
+    """Counts Triton kernel launches made while ``counting``; can turn them into no-ops."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self.counting = False
+        self.noop = False
+        self.hooked: list[str] = []
+
+    def install(self) -> None:
+        """Wrap ``run`` of Triton's JIT (and interpreter) kernels; no Triton: nothing."""
+        classes: list[type] = []
+        try:
+            from triton.runtime.jit import JITFunction
+
+            classes.append(JITFunction)
+        except ImportError:
+            return
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            self._wrap(cls)
+
+    def _wrap(self, cls: type) -> None:
+        original: Callable[..., Any] = cls.run  # type: ignore[attr-defined]
+        counter = self
+
+        def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            if counter.counting and not kwargs.get("warmup", False):
+                counter.launches += 1
+                if counter.noop:
+                    return None
+            return original(kernel, *args, **kwargs)
+
+        cls.run = run  # type: ignore[attr-defined]
+        self.hooked.append(f"{cls.__module__}.{cls.__qualname__}.run")
