@@ -264,6 +264,7 @@ def _run_agent(
             ledger.cas, arm, task, device=ctx.started.device, eval_command="aka eval"
         )
         agent = get_agent(p.agent)
+        treatment_env = arm_env(arm)  # a secret gone since the run started fails here
         emit(
             ev.AgentStarted(
                 try_no=p.try_no,
@@ -293,7 +294,7 @@ def _run_agent(
                 settings=agent_settings(arm),
                 editable=tuple(task.spec.editable),
                 targets=tuple(task.spec.targets),
-                env={**_agent_env(), **arm_env(arm), SOCKET_ENV: sock},
+                env={**_agent_env(), **treatment_env, SOCKET_ENV: sock},
                 eval_command=("aka", "eval"),
                 task_name=task.name,
                 entry_file=task.spec.entry_file,

@@ -119,3 +119,29 @@ def test_check_runner_for_a_resume_with_another_runner() -> None:
         check_runner(with_memory, "local", where="--runner")
     plain = parse_config({"tasks": ["t"], "arms": [{"name": "p", "agent": "noop"}]}, where="c")
     check_runner(plain, "slurm", where="--runner")
+
+
+def test_a_secret_gone_before_resume_fails_the_try_before_the_agent(
+    tmp_path: Path, tasks_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aka import events as ev
+    from aka.config import load_config
+    from aka.events import REGISTRY
+    from aka.orchestrator import drive, start_run
+    from aka_ledger import Ledger
+
+    monkeypatch.setenv("TREAT_GONE", "v")
+    arm = {"name": "s", "agent": "noop", "secret_env": ["TREAT_GONE"]}
+    cfg = write_run(tmp_path, tasks_root, [arm], max_tries=1)
+    led = Ledger.open(tmp_path / "ledger", registry=REGISTRY, create=True)
+    try:
+        rid = start_run(led, load_config(cfg), config_path=str(cfg), run_id="gone")
+        monkeypatch.delenv("TREAT_GONE")
+        drive(led, rid)
+        types = [e.type for e in led.events(run_id=rid)]
+        assert "AgentStarted" not in types
+        (done,) = [e.payload for e in led.events(run_id=rid, types=["AttemptFinished"])]
+        assert isinstance(done, ev.AttemptFinished) and done.status == "error"
+        assert "TREAT_GONE" in (done.error or "")
+    finally:
+        led.close()
