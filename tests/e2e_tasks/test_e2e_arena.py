@@ -21,6 +21,16 @@ from arena_helpers import write_config
 from e2e_helpers import CANDIDATES, E2E, TASK_NAMES, wrong_kernel
 
 TIMING = {"max_time_s": 0.05, "min_samples": 3}
+# Tokens per second from the stored times (docs/serving.md quotes this query).
+TOKENS_PER_S = (
+    "SELECT shape, dtype, baseline_s, candidate_s, "
+    "CAST(json_extract(shape, '$.B') AS BIGINT) "
+    "* coalesce(CAST(json_extract(shape, '$.S') AS BIGINT), 1) AS tokens_per_call, "
+    "tokens_per_call / baseline_s AS baseline_tokens_per_s, "
+    "tokens_per_call / candidate_s AS candidate_tokens_per_s, "
+    "speedup, speedup_ci_low, speedup_ci_high "
+    "FROM measurements"
+)
 
 
 def _tasks_root(tmp: Path) -> Path:
@@ -64,3 +74,17 @@ def test_the_model_is_scored_with_the_candidate_kernel(cli, tmp_path, ledger_dir
     assert float(faster["speedup"]) > 0  # type: ignore[arg-type]
     assert wrong["compiled"] is True and wrong["correct"] is False and wrong["score"] == 20.0
     assert "beyond atol" in str(wrong["error"])
+    _check_tokens_per_s(cli, ledger_dir)
+
+
+def _check_tokens_per_s(cli: Callable[..., object], ledger: Path) -> None:
+    res = cli("sql", TOKENS_PER_S, "--ledger", str(ledger), "--format", "json")
+    assert res.code == 0, res.err  # type: ignore[attr-defined]
+    rows = json.loads(res.out)  # type: ignore[attr-defined]
+    assert rows
+    for row in rows:
+        shape = json.loads(row["shape"])
+        tokens = shape["B"] * shape.get("S", 1)
+        assert row["tokens_per_call"] == tokens
+        assert row["baseline_tokens_per_s"] == pytest.approx(tokens / row["baseline_s"])
+        assert row["candidate_tokens_per_s"] == pytest.approx(tokens / row["candidate_s"])

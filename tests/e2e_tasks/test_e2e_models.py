@@ -114,3 +114,13 @@ def test_tuning_shapes_share_one_model(name: str) -> None:
     spec = _spec(name)["shapes"]
     models = {tuple(s[k] for k in REF.MODEL_KEYS) for s in spec["tuning"] + spec["heldout"]}
     assert len(models) == 1
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_gpu_model_size(name: str) -> None:
+    """docs/serving.md: about 0.31 G parameters (0.6 GB in bfloat16) on the GPU."""
+    s = _spec(name)["shapes"]["tuning"][0]
+    hd = s["D"] // s["H"]
+    layer = s["D"] * (s["H"] + 2 * s["KV"]) * hd + s["H"] * hd * s["D"] + 3 * s["D"] * s["F"]
+    params = s["L"] * (layer + 2 * s["D"]) + 2 * s["V"] * s["D"] + s["D"]
+    assert 0.30e9 < params < 0.32e9
