@@ -101,6 +101,16 @@ def _keyed(name: str, a: Mapping[str, Any], b: Mapping[str, Any], noun: str) -> 
     return out
 
 
+def _listed(name: str, a: list[Any], b: list[Any], noun: str, *, cut: int = 0) -> list[ArmChange]:
+    """Items added and dropped; when there are none but the lists differ, their order."""
+    shown = (lambda v: repr(v[:cut])) if cut else repr
+    out = [ArmChange(name, "adds", noun, shown(v)) for v in b if v not in a]
+    out += [ArmChange(name, "drops", noun, shown(v)) for v in a if v not in b]
+    if not out and a != b:
+        out.append(ArmChange(name, "changes", f"the order of {noun}s", "", a, b))
+    return out
+
+
 def _files(a: ResolvedArm, b: ResolvedArm) -> list[ArmChange]:
     fa = {f.path: f.model_dump() for f in a.files}
     fb = {f.path: f.model_dump() for f in b.files}
@@ -133,23 +143,18 @@ def diff_arms(
         ta, tb = da["prompt"]["template"], db["prompt"]["template"]
         verb = "adds" if ta is None else "drops" if tb is None else "changes"
         changes.append(ArmChange("prompt", verb, "prompt template", "", ta, tb))
-    sa, sb = da["prompt"]["extra_sections"], db["prompt"]["extra_sections"]
-    changes += [
-        ArmChange("prompt", "adds", "prompt section", repr(s[:40])) for s in sb if s not in sa
-    ]
-    changes += [
-        ArmChange("prompt", "drops", "prompt section", repr(s[:40])) for s in sa if s not in sb
-    ]
+    changes += _listed(
+        "prompt",
+        da["prompt"]["extra_sections"],
+        db["prompt"]["extra_sections"],
+        "prompt section",
+        cut=40,
+    )
     changes += _keyed("mcp_servers", da["mcp_servers"], db["mcp_servers"], "MCP server")
     changes += _files(a, b)
     changes += _keyed("env", da["env"], db["env"], "env")
     for name in ("allowed_tools", "disallowed_tools", "secret_env"):
-        changes += [
-            ArmChange(name, "adds", _NOUNS[name], repr(t)) for t in db[name] if t not in da[name]
-        ]
-        changes += [
-            ArmChange(name, "drops", _NOUNS[name], repr(t)) for t in da[name] if t not in db[name]
-        ]
+        changes += _listed(name, da[name], db[name], _NOUNS[name])
     if da["memory"] != db["memory"]:
         ma, mb = da["memory"], db["memory"]
         verb = "adds" if ma is None else "drops" if mb is None else "changes"

@@ -75,13 +75,23 @@ def test_changed_contents_and_settings_are_named() -> None:
     )
 
 
+def test_order_and_duplicates_count_as_differences() -> None:
+    a = ResolvedArm(agent="claude_code", allowed_tools=["Read", "Edit"])
+    b = a.model_copy(update={"allowed_tools": ["Edit", "Read"]})
+    assert diff_arms(a, b).summary() == (
+        "arm B changes the order of allowed tools; everything else identical"
+    )
+    c = a.model_copy(update={"allowed_tools": ["Read", "Edit", "Read"]})
+    assert not diff_arms(a, c).identical
+
+
 names = st.text("abcXYZ", min_size=1, max_size=4)
 arms = st.builds(
     ResolvedArm,
     agent=st.sampled_from(["claude_code", "codex"]),
     model=st.none() | names,
     env=st.dictionaries(names, names, max_size=2),
-    allowed_tools=st.lists(names, max_size=2, unique=True),
+    allowed_tools=st.lists(st.sampled_from(["Read", "Edit", "Bash"]), max_size=3),
     secret_env=st.lists(names, max_size=2, unique=True).map(sorted),
     mcp_servers=st.dictionaries(names, st.builds(McpServerConfig, command=names), max_size=2),
     files=st.lists(
