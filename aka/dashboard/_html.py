@@ -195,6 +195,8 @@ th { text-align:left; font-weight:600; color:var(--muted); font-size:12px; borde
   padding:6px 10px; white-space:nowrap; }
 td { padding:6px 10px; border-bottom:1px solid #f0f2f5; vertical-align:top; }
 tbody tr:hover { background:#f8fafc; }
+table.files th:nth-child(1) { width:30%; } table.files th:nth-child(3) { width:90px; }
+table.files th:nth-child(4) { width:80px; }
 .right { text-align:right; } .center { text-align:center; }
 a { color:var(--accent); text-decoration:none; } a:hover { text-decoration:underline; }
 code, pre, .mono { font-family: "JetBrains Mono", "SFMono-Regular", Menlo, Consolas, monospace; font-size:12.5px; }

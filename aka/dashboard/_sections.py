@@ -69,8 +69,8 @@ def runs_table(runs: Sequence[Row], links: Links) -> str:
                 str(r["tasks"]),
                 h(r["device"]),
                 h(r["policy"]),
-                when(r["started_at"]),
-                when(r["last_event"]),
+                f'<span class="nowrap">{when(r["started_at"])}</span>',
+                f'<span class="nowrap">{when(r["last_event"])}</span>',
             ]
         )
     return table(cols, body, empty="no runs in this ledger yet: start one with `aka run CONFIG`")
@@ -286,7 +286,7 @@ def distributions(rows: Sequence[Row], arms: Sequence[str], links: Links) -> str
         + card("Correctness", svg.stacked_bars(segs, label="correctness") + legend)
         + card(
             "Cost per attempt" if use_cost else "Agent time per attempt",
-            svg.strip_plot(cost, label="cost", unit=unit),
+            svg.strip_plot(cost, label="cost", unit=unit, neutral=True),
             note="USD reported by the agent"
             if use_cost
             else "no agent reported a cost; wall seconds",

@@ -146,8 +146,13 @@ def strip_plot(
     ref: float | None = None,
     unit: str = "",
     summary: dict[str, float] | None = None,
+    neutral: bool = False,
 ) -> str:
-    """One row per group, one dot per value; ``summary`` marks a per-group tick (e.g. a geomean)."""
+    """One row per group, one dot per value; ``summary`` marks a per-group tick (e.g. a geomean).
+
+    ``neutral`` draws every dot in the accent colour, for values (time, cost) that are
+    neither good nor bad.
+    """
     values = [p.value for _, pts in groups for p in pts if math.isfinite(p.value)]
     if not values:
         return '<p class="muted">no values yet</p>'
@@ -165,7 +170,7 @@ def strip_plot(
             if not math.isfinite(p.value):
                 continue
             y = mid + ((j * 7) % 15 - 7) * 0.8  # deterministic jitter keeps ties visible
-            color = GOOD if p.ok else BAD
+            color = ACCENT if neutral else GOOD if p.ok else BAD
             fill = color if p.ok else "#fff"
             dot = (
                 f'<circle cx="{scale.x(p.value):.1f}" cy="{y:.1f}" r="4.5" fill="{fill}" '
