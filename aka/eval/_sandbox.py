@@ -16,7 +16,6 @@ outputs, the ledger, the scoring) and by checks in the parent. See docs/security
 
 from __future__ import annotations
 
-import _thread
 import ctypes
 import hashlib
 import hmac
@@ -200,7 +199,7 @@ class Guards:
         self.active = False
         self._roots: dict[str, Any] = {}
         self._snapshot: dict[str, Any] = {}
-        self._threads = 0
+        self._threads: set[int] = set()
         self._procs = 0
 
     def flag(self, name: str, evidence: str) -> None:
@@ -216,6 +215,15 @@ class Guards:
             fn = frame.f_code.co_filename
             if not (fn.startswith(_STDLIB) or fn.startswith("<")):
                 return frame if fn.startswith(self.cand_dir) else None
+            frame = frame.f_back
+        return None
+
+    def _candidate_stack(self, frame: FrameType | None) -> FrameType | None:
+        """Any frame of candidate code on a thread's stack (threads libraries start and
+        park in their own code, e.g. compile pools, are not the candidate's)."""
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(self.cand_dir):
+                return frame
             frame = frame.f_back
         return None
 
@@ -283,7 +291,7 @@ class Guards:
         self._roots = {"time": time, "statistics": statistics, "builtins": builtins}
         self._roots.update({"torch": torch, **{m: sys.modules[m] for m in scanned}})
         self._snapshot = _watched(self._roots, scanned)
-        self._threads = _thread._count()
+        self._threads = set(sys._current_frames())
         self._procs = _children()
         sys.addaudithook(self._hook)
         self.active = True
@@ -297,9 +305,17 @@ class Guards:
         ]
         if changed:
             self.flag("timer_tamper", f"{stage}: replaced {', '.join(sorted(changed)[:6])}")
-        threads, procs = _thread._count(), _children()
-        if threads > self._threads:
-            self.flag("background_thread", f"{stage}: {threads - self._threads} new thread(s)")
+        for ident, frame in sys._current_frames().items():
+            if ident in self._threads:
+                continue
+            mine = self._candidate_stack(frame)
+            if mine is not None:
+                self.flag(
+                    "background_thread",
+                    f"{stage}: a thread is running candidate code at "
+                    f"{Path(mine.f_code.co_filename).name}:{mine.f_lineno}",
+                )
+        procs = _children()
         if procs > self._procs:
             self.flag("background_process", f"{stage}: {procs - self._procs} child process(es)")
 
