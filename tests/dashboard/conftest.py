@@ -120,9 +120,13 @@ def serve() -> Iterator[Callable[[Path], DashboardServer]]:
         server.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium driven by Playwright (skipped, with the reason, when missing)."""
+    """Debian's Chromium driven by Playwright (skipped, with the reason, when missing).
+
+    Module-scoped: while Playwright's sync API is open its event loop counts as running,
+    so ``asyncio.run`` in later test modules would fail.
+    """
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
     try:

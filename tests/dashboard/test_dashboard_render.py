@@ -148,6 +148,8 @@ def test_pages_follow_a_run_in_progress(arena: Arena, serve, tmp_path: Path) -> 
     page = _fetch(server.url + "attempt?run=live-run&key=k%230")[2].decode()
     assert "&lt;b&gt;thinking&lt;/b&gt; about it" in page and "<body data-live" in page
     assert "not scored yet" in page
+    run = _fetch(server.url + "run/live-run")[2].decode()
+    assert "<body data-live" in run and ">running<" in run and "0/1" in run
 
 
 def _heldout(
