@@ -3,6 +3,7 @@
 Usage::
 
     python tools/task_check.py [--root tasks] [SELECTOR ...]
+    python tools/task_check.py --markdown     # the task tables of docs/tasks.md
 
 Each selector is a path relative to the tasks root (a folder selects every task below
 it); with none, every task is checked. For tasks whose ``devices`` include ``cpu`` the
@@ -277,17 +278,62 @@ def check_task(task: Task) -> TaskReport:
     return report
 
 
+TYPE_ORDER = ["triton2triton", "torch2triton", "instruction2triton", "cuda2cuda", "torch2cuda"]
+
+
+def markdown_table(tasks: list[Task], root: Path) -> str:
+    """The bundled-task tables of docs/tasks.md: one per type of ``TYPE_ORDER``.
+
+    Held-out shapes are counted, never listed; tasks of other types are left out.
+    """
+
+    def fmt(shape: dict[str, int]) -> str:
+        return "{" + ", ".join(f"{k}={v}" for k, v in shape.items()) + "}"
+
+    listed = [t for t in tasks if t.spec.type in TYPE_ORDER]
+    lines: list[str] = []
+    current = None
+    for task in sorted(listed, key=lambda t: (TYPE_ORDER.index(t.spec.type), _key(t, root))):
+        spec = task.spec
+        if spec.type != current:
+            current = spec.type
+            lines += [
+                "",
+                f"### {current}",
+                "",
+                "| task | modelled on | dtypes | tuning shapes | held-out (GPU / CPU) |",
+                "|---|---|---|---|---|",
+            ]
+        cpu = str(len(spec.shapes.cpu_heldout)) if "cpu" in spec.devices else "-"
+        tuning = " ".join(fmt(s) for s in spec.shapes.tuning)
+        lines.append(
+            f"| `{_key(task, root)}` | {spec.origin} | {', '.join(spec.dtypes)} | {tuning} "
+            f"| {len(spec.shapes.heldout)} / {cpu} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _key(task: Task, root: Path) -> str:
+    return task.path.resolve().relative_to(root.resolve()).as_posix()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Check the selected tasks; exit 1 when any has a problem."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("selectors", nargs="*", help="task paths relative to the root")
     parser.add_argument("--root", type=Path, default=REPO / "tasks", help="tasks root")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the docs/tasks.md tables instead"
+    )
     args = parser.parse_args(argv)
     tasks = select(args.root, args.selectors) if args.selectors else discover(args.root)
+    if args.markdown:
+        print(markdown_table(tasks, args.root), end="")
+        return 0
     failed = 0
     for task in tasks:
         rep = check_task(task)
-        rep.key = task.path.resolve().relative_to(args.root.resolve()).as_posix()
+        rep.key = _key(task, args.root)
         status = "FAIL" if not rep.ok else ("SKIP-PART" if rep.skipped else "PASS")
         print(f"{status:9} {rep.key}  ({rep.trials} trials, {rep.seconds:.1f}s)")
         for line in rep.problems:
