@@ -4,6 +4,7 @@ Usage::
 
     python tools/task_check.py [--root tasks] [SELECTOR ...]
     python tools/task_check.py --markdown     # the task tables of docs/tasks.md
+    python tools/task_check.py --device cuda  # on a GPU: baselines at GPU shapes
 
 Each selector is a path relative to the tasks root (a folder selects every task below
 it); with none, every task is checked. For tasks whose ``devices`` include ``cpu`` the
@@ -24,6 +25,10 @@ on CPU at their smallest GPU shape, and every ``.cu`` file of their sources is c
 with ``nvcc -c -std=c++17 -arch=sm_90`` (skipped, with the reason, when nvcc is missing).
 Every task's ``tunables`` must name module-level integer constants of the entry file
 whose current value is among the listed ones.
+
+With ``--device cuda`` (on a GPU machine) every task that runs on cuda has its baseline
+run on each tuning and held-out shape and dtype (one seed) against the reference, with
+the same null-answer checks, using real Triton and CUDA kernels.
 
 This is a stand-in for the evaluator-based ``aka tasks validate``; it shares the task
 loader (``aka.tasks``) but not the evaluator.
@@ -91,26 +96,25 @@ def passes(out: Any, ref: torch.Tensor, tol: Tolerance) -> bool:
     """Whether ``out`` is a tensor of ``ref``'s shape within ``tol`` (allclose, no NaN)."""
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(ref.shape):
         return False
-    return bool(
-        torch.allclose(
-            out.detach().cpu().double(), ref.detach().cpu().double(), atol=tol.atol, rtol=tol.rtol
-        )
-    )
+    ref_d = ref.detach().double()
+    out_d = out.detach().to(device=ref_d.device, dtype=torch.float64)
+    return bool(torch.allclose(out_d, ref_d, atol=tol.atol, rtol=tol.rtol))
 
 
 def null_answers(inputs: tuple[Any, ...], ref: torch.Tensor, seed: int) -> dict[str, torch.Tensor]:
     """Outputs a cheating or broken kernel could return; each must fail the tolerance."""
-    ref_d = ref.detach().cpu().double()
+    ref_d = ref.detach().double()
     g = torch.Generator().manual_seed(10_000 + seed)
     scale = float(ref_d.abs().max()) + 1.0
+    garbage = torch.rand(ref_d.shape, generator=g, dtype=torch.float64) * scale
     nulls = {
         "zeros": torch.zeros_like(ref_d),
-        "garbage": torch.rand(ref_d.shape, generator=g, dtype=torch.float64) * scale,
-        "empty": torch.empty(0, dtype=torch.float64),
+        "garbage": garbage.to(ref_d.device),
+        "empty": torch.empty(0, dtype=torch.float64, device=ref_d.device),
     }
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.numel() == ref_d.numel():
-            nulls[f"copy of input {i}"] = x.detach().cpu().double().reshape(ref_d.shape)
+            nulls[f"copy of input {i}"] = x.detach().double().reshape(ref_d.shape)
     return nulls
 
 
@@ -120,7 +124,7 @@ def downgrade_passes(ref: torch.Tensor, tol: Tolerance) -> bool:
     Only meaningful for real-valued outputs: integer-valued outputs (indices, codes) are
     exact in bfloat16 up to 256 and answer False.
     """
-    ref_d = ref.detach().cpu().double()
+    ref_d = ref.detach().double()
     if not ref_d.is_floating_point() or bool((ref_d == ref_d.round()).all()):
         return False
     return passes(ref_d.to(torch.bfloat16), ref_d, tol)
@@ -148,6 +152,7 @@ def check_trials(
     shapes: list[dict[str, int]],
     report: TaskReport,
     seeds: int | None = None,
+    device: str = "cpu",
 ) -> None:
     """Reference, baseline and null checks over ``shapes`` x dtypes x seeds on CPU.
 
@@ -164,7 +169,7 @@ def check_trials(
             where = f"shape {shape} {dtype_name}"
             refs = []
             for seed in range(min(spec.seeds, seeds or spec.seeds)):
-                inputs = ref_mod.make_inputs(shape, dtype, "cpu", seed)
+                inputs = ref_mod.make_inputs(shape, dtype, device, seed)
                 pristine = _clone(inputs)
                 ref = _call(ref_mod.reference, _clone(inputs), shape, kw)
                 again = _call(ref_mod.reference, _clone(inputs), shape, kw)
@@ -198,7 +203,7 @@ def _max_err(out: Any, ref: torch.Tensor) -> str:
         return f"returned {type(out).__name__}"
     if tuple(out.shape) != tuple(ref.shape):
         return f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-    diff = (out.detach().cpu().double() - ref.cpu().double()).abs()
+    diff = (out.detach().to(ref.device).double() - ref.double()).abs()
     return f"max abs err {float(diff.max()):.3g}"
 
 
@@ -251,8 +256,13 @@ def _smallest(shapes: list[dict[str, int]]) -> dict[str, int]:
     return min(shapes, key=size)
 
 
-def check_task(task: Task) -> TaskReport:
-    """Run every check that applies to ``task`` on this (CPU) machine."""
+def check_task(task: Task, device: str = "cpu") -> TaskReport:
+    """Run every check that applies to ``task`` on ``device``.
+
+    On ``cpu`` see the module docstring. On ``cuda`` (a GPU machine, with
+    ``TRITON_INTERPRET`` unset before the task's modules load) the baseline runs on every
+    tuning and held-out shape and dtype with one seed, against the reference on the GPU.
+    """
     report = TaskReport(key=task.key)
     start = time.perf_counter()
     spec = task.spec
@@ -263,6 +273,14 @@ def check_task(task: Task) -> TaskReport:
         entry = getattr(entry_mod, spec.entry_symbol, None)
         if not callable(entry):
             report.problems.append(f"entry {spec.entry} is not a callable")
+        elif device != "cpu":
+            if "cuda" in spec.devices:
+                shapes = spec.shapes.tuning + spec.shapes.heldout
+                check_trials(task, ref_mod, entry, shapes, report, seeds=1, device=device)
+            else:
+                report.skipped.append(f"runs only on {spec.devices}: nothing to do on {device}")
+            report.seconds = time.perf_counter() - start
+            return report
         elif "cpu" in spec.devices:
             shapes = spec.shapes.cpu + spec.shapes.cpu_heldout
             check_trials(task, ref_mod, entry, shapes, report)
@@ -325,14 +343,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--markdown", action="store_true", help="print the docs/tasks.md tables instead"
     )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (interpreter, tiny shapes) or cuda[:N] (real kernels, GPU shapes, one seed)",
+    )
     args = parser.parse_args(argv)
+    if args.device != "cpu":
+        # Real kernels: task modules load after this, so their @triton.jit compiles.
+        os.environ.pop("TRITON_INTERPRET", None)
     tasks = select(args.root, args.selectors) if args.selectors else discover(args.root)
     if args.markdown:
         print(markdown_table(tasks, args.root), end="")
         return 0
     failed = 0
     for task in tasks:
-        rep = check_task(task)
+        rep = check_task(task, args.device)
         rep.key = _key(task, args.root)
         status = "FAIL" if not rep.ok else ("SKIP-PART" if rep.skipped else "PASS")
         print(f"{status:9} {rep.key}  ({rep.trials} trials, {rep.seconds:.1f}s)")

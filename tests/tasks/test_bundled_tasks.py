@@ -145,3 +145,16 @@ def test_interpreter_bf16_dot_is_still_wrong() -> None:
 def test_docs_tables_are_current() -> None:
     text = (REPO / "docs" / "tasks.md").read_text()
     assert checker.markdown_table(BUNDLED, REPO / "tasks") in text
+
+
+GPU_TASKS = [t for t in BUNDLED if "cuda" in t.spec.devices and t.spec.type in checker.TYPE_ORDER]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("task", GPU_TASKS, ids=[t.key for t in GPU_TASKS])
+def test_task_passes_checker_on_gpu(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real Triton/CUDA baselines at every GPU shape (run with ``-m gpu`` on a GPU machine)."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    report = checker.check_task(task, "cuda")
+    assert report.ok, "\n".join(report.problems)
