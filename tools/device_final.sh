@@ -3,21 +3,24 @@
 # log under $OUT (never into a pipe, so a stray process cannot hold the session open)
 # and has a hard time limit; the whole script stays under eight minutes.
 set -u
-. tools/device_env.sh > $OUT/env.log 2>&1 || { cat $OUT/env.log; exit 1; }
+R=/tmp/res; mkdir -p $R   # everything lands here and is re-packed into $OUT after each step
+. tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv > $OUT/gpu.txt 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv > $R/gpu.txt 2>&1
 step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
   local t0=$(date +%s)
-  timeout -k 3 "$secs" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
+  timeout -k 3 "$secs" "$@" > "$R/$name.log" 2>&1; local rc=$?
   pkill -9 -f "aka worker" 2>/dev/null; pkill -9 -f "aka.eval" 2>/dev/null
-  echo "$name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a $OUT/steps.txt
+  echo "$name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a $R/steps.txt
+  tar czf $OUT/results.tgz -C $R . 2>/dev/null
 }
-step suite 120 python3 tools/gpu_suite.py --max-time-s 0.25 --out $OUT/suite.json triton2triton torch2triton instruction2triton e2e
+step suite 120 python3 tools/gpu_suite.py --max-time-s 0.25 --out $R/suite.json triton2triton torch2triton instruction2triton e2e
 step autotune 110 aka run configs/h200_autotune.yaml --ledger /tmp/h200
-tar czf $OUT/h200_ledger.tgz -C /tmp h200 2>/dev/null
-step timing 80 python3 -m aka.timing.bench --processes 5 --rounds 10 --budget-s 70 --output $OUT/timing.json
-step redteam 45 python3 tools/redteam_gpu.py --out $OUT/redteam.json
-step e2e 45 python3 tools/e2e_bench.py --max-time-s 1.0 --out $OUT/e2e.json
+tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
+step timing 80 python3 -m aka.timing.bench --processes 5 --rounds 10 --budget-s 70 --output $R/timing.json
+step redteam 45 python3 tools/redteam_gpu.py --out $R/redteam.json
+step e2e 45 python3 tools/e2e_bench.py --max-time-s 1.0 --out $R/e2e.json
 step cuda_tasks 60 python3 tools/task_check.py --device cuda cuda2cuda torch2cuda
-tail -n 4 $OUT/*.log | cut -c1-300
+tar czf $OUT/results.tgz -C $R . 2>/dev/null
+tail -n 4 $R/*.log | cut -c1-300
