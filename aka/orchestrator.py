@@ -32,6 +32,7 @@ from aka.config import RunConfig, load_config, parse_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
 from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
+from aka.repo_tasks import task_tree
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, select
 from aka.treatments import (
@@ -132,7 +133,7 @@ def start_run(
         label=config.label,
         config=ledger.cas.put(config.canonical_json()),
         config_path=config_path,
-        tasks={t.key: ledger.cas.snapshot(t.path) for t in runnable},
+        tasks={t.key: task_tree(ledger.cas, t) for t in runnable},
         arms=arms,
         device=device,
         environment=ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),

@@ -87,6 +87,59 @@ class CommandSpec(_Strict):
     )
 
 
+class RepositorySpec(_Strict):
+    """A repository task: the workspace is a pinned checkout of an upstream repository.
+
+    The checkout is resolved once, at run start, and stored as a tree with the task, so
+    every attempt and every resume of a run sees identical code (see :mod:`aka.repo_tasks`).
+    """
+
+    url: str = Field(description="Git URL or local path of the repository.")
+    commit: str | None = Field(
+        default=None, description="Pinned commit (full or abbreviated SHA, or a tag)."
+    )
+    branch: str | None = Field(
+        default=None,
+        description="Branch to resolve once at run start when no commit is pinned; the "
+        "resolved commit is recorded in the stored tree.",
+    )
+    subdir: str = Field(default="", description="Part of the repository to check out.")
+
+    @model_validator(mode="after")
+    def _pinned(self) -> RepositorySpec:
+        if not self.commit and not self.branch:
+            raise ValueError(
+                "repository needs a pinned `commit` (or a `branch` resolved once at run start)"
+            )
+        return self
+
+
+class ImageSpec(_Strict):
+    """An image task: the workspace is seeded from a path inside a container image.
+
+    The seed is copied out at run start and stored as a tree; evaluation runs the task's
+    commands inside the image (see :mod:`aka.image_tasks`).
+    """
+
+    ref: str = Field(description="Image reference, e.g. vllm/vllm-openai:v0.6.3.")
+    digest: str | None = Field(
+        default=None,
+        description="Expected image id or repository digest (sha256:...); checked at run start.",
+    )
+    path: str = Field(description="Absolute path inside the image to seed the workspace from.")
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/"):
+            raise ValueError("must be an absolute path inside the image, e.g. /opt/project")
+        return v
+
+
+SOURCE_LOCK = ".aka-source.json"
+"""Written at the root of a repository or image task's stored tree: what was checked out."""
+
+
 _COMMAND_DEFAULTS = {
     "dtypes": ["float32"],
     "tolerances": {"float32": {"atol": 0.0, "rtol": 0.0}},
@@ -153,6 +206,17 @@ class TaskSpec(_Strict):
         "performance commands judge the candidate (dtypes, tolerances and shapes are unused).",
     )
 
+    repository: RepositorySpec | None = Field(
+        default=None,
+        description="Set for repository tasks: the sources under source_dir are a pinned "
+        "checkout, stored with the task at run start. Needs `commands`.",
+    )
+    image: ImageSpec | None = Field(
+        default=None,
+        description="Set for image tasks: the sources under source_dir are seeded from a "
+        "container image, where the commands also run. Needs `commands`.",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _command_defaults(cls, data: object) -> object:
@@ -174,6 +238,10 @@ class TaskSpec(_Strict):
             raise ValueError(f"tolerances missing for dtypes {missing}")
         if "cpu" in self.devices and not self.shapes.cpu:
             raise ValueError("devices includes cpu but shapes.cpu is empty")
+        if (self.repository or self.image) and self.commands is None:
+            raise ValueError("repository and image tasks need a `commands` block")
+        if self.repository and self.image:
+            raise ValueError("set either `repository` or `image`, not both")
         return self
 
     @property
@@ -242,11 +310,17 @@ def load_task(folder: Path, *, root: Path | None = None) -> Task:
             where=str(spec_path),
             fix="see the task schema in docs/tasks.md",
         ) from None
+    if (spec.repository or spec.image) and not (folder / SOURCE_LOCK).is_file():
+        # The sources arrive at run start (checkout or image seed); checked then.
+        key = folder.resolve().relative_to(root.resolve()).as_posix() if root else folder.name
+        return Task(spec=spec, path=folder, key=key)
     for rel, field_name in [
         (spec.reference, "reference"),
         (f"{spec.source_dir}/{spec.entry_file}", "entry"),
     ] + [(f"{spec.source_dir}/{e}", "editable") for e in spec.editable]:
-        if not (folder / rel).is_file():
+        found = folder / rel
+        # Repository and image tasks may declare editable directories.
+        if not (found.exists() if field_name == "editable" and spec.commands else found.is_file()):
             raise InputError(
                 f"field '{field_name}': file {rel!r} does not exist",
                 where=str(spec_path),

@@ -70,12 +70,12 @@ def capture(cas: ContentStore, task: Task, workspace: Path) -> tuple[str, bytes,
 
     A deleted editable file is simply absent from the tree (and fails evaluation).
     """
-    present = [p for p in task.spec.editable if (workspace / p).is_file()]
+    present = [p for p in task.spec.editable if (workspace / p).exists()]
     tree = cas.snapshot(workspace, paths=present)
     chunks: list[str] = []
     changed: list[str] = []
     start = task.path / task.spec.source_dir
-    for rel in task.spec.editable:
+    for rel in _editable_files(task.spec.editable, start, workspace):
         before = (
             (start / rel).read_text(errors="replace").splitlines(keepends=True)
             if (start / rel).is_file()
@@ -90,3 +90,16 @@ def capture(cas: ContentStore, task: Task, workspace: Path) -> tuple[str, bytes,
             changed.append(rel)
             chunks.extend(difflib.unified_diff(before, after, f"a/{rel}", f"b/{rel}"))
     return tree, "".join(chunks).encode(), changed
+
+
+def _editable_files(editable: list[str], *roots: Path) -> list[str]:
+    """Editable paths as files: a directory (repository tasks) stands for every file in it."""
+    out: set[str] = set()
+    for rel in editable:
+        for root in roots:
+            path = root / rel
+            if path.is_dir():
+                out.update(p.relative_to(root).as_posix() for p in path.rglob("*") if p.is_file())
+            else:
+                out.add(rel)
+    return sorted(out)

@@ -175,8 +175,13 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
         durable=True,
     )
     with tempfile.TemporaryDirectory(prefix="aka-eval-") as tmp:
-        build_eval_dir(ledger, req, Path(tmp))
-        verdict = run_job(job_for(req, seed), Path(tmp))
+        if req.task.spec.commands is not None:  # the task's own scripts judge it
+            from aka.repo_tasks import command_verdict
+
+            verdict = command_verdict(ledger, req, Path(tmp))
+        else:
+            build_eval_dir(ledger, req, Path(tmp))
+            verdict = run_job(job_for(req, seed), Path(tmp))
     compiled = verdict.compiled
     emit(
         ev.Compiled(

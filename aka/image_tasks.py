@@ -1,0 +1,224 @@
+"""Image tasks: sources seeded from a container image, commands run inside it.
+
+A task whose spec carries ``image: {ref, digest?, path}`` optimizes code that ships in a
+serving image (vLLM, SGLang). At run start :func:`seed_from_image` copies ``path`` out
+of the image with the Docker SDK (a created, never started, container), and the run
+stores it with the task folder (workloads such as shape lists or traces, never
+editable) as one tree; the image's id is recorded in ``.aka-source.json``, so a tag
+that moves later does not change the run.
+
+At evaluation :func:`run_in_image` starts one container of that image id with the fresh
+evaluation directory bind-mounted at the same path, no network, and the GPU passed
+through (``device_requests``) when the device is cuda; the task's commands then run
+through :func:`aka.command_tasks.run_commands`, each wrapped so that it executes in the
+container (``python -m aka.image_tasks exec <container> <command>``) in the directory
+it was given. So interleaving, report reading and the "command's own numbers" marking
+are exactly those of every command task.
+
+``AKA_IMAGE_MOUNTS`` (``host[:container],...``) adds read-only bind mounts to that
+container, to lend a host toolchain to a minimal image (the tests use it for Python).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import shutil
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from aka.errors import AkaError, InputError
+from aka.tasks import CommandSpec, ImageSpec
+
+__all__ = ["docker_from_env", "main", "run_in_image", "seed_from_image"]
+
+MOUNTS_ENV = "AKA_IMAGE_MOUNTS"
+KEEPALIVE = ["sh", "-c", "while :; do sleep 3600; done"]
+
+
+def docker_from_env() -> Any:
+    """A client of the Docker daemon named by DOCKER_HOST (or the default socket).
+
+    Raises:
+        AkaError: no daemon answers; the message says how to start one.
+    """
+    import docker
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:
+        raise AkaError(
+            f"no Docker daemon answers ({exc})",
+            where=os.environ.get("DOCKER_HOST", "default socket"),
+            fix='start one (eval "$(bash .ci/services/docker.sh)") or set DOCKER_HOST',
+        ) from None
+    return client
+
+
+def _image(client: Any, spec: ImageSpec, where: str) -> Any:
+    import docker
+
+    try:
+        image = client.images.get(spec.ref)
+    except docker.errors.ImageNotFound:
+        try:
+            image = client.images.pull(spec.ref)
+        except docker.errors.APIError as exc:
+            raise InputError(
+                f"field 'image.ref': image {spec.ref!r} is not local and cannot be pulled: {exc}",
+                where=where,
+                fix="build or load the image first (docker load / docker build)",
+            ) from None
+    known = [image.id, *image.attrs.get("RepoDigests", [])]
+    if spec.digest and not any(k == spec.digest or k.endswith("@" + spec.digest) for k in known):
+        raise InputError(
+            f"field 'image.digest': {spec.ref!r} is {image.id}, not {spec.digest}",
+            where=where,
+            fix="update the digest, or load the image it names",
+        )
+    return image
+
+
+def seed_from_image(spec: ImageSpec, dest: Path, *, where: str) -> dict[str, Any]:
+    """Copy ``spec.path`` out of the image into ``dest``; returns the lock record.
+
+    Raises:
+        InputError: the image is missing, its digest differs, or the path is absent.
+    """
+    import docker
+
+    client = docker_from_env()
+    image = _image(client, spec, where)
+    container = client.containers.create(image.id, command=["true"], network_mode="none")
+    try:
+        chunks, _ = container.get_archive(spec.path)
+        data = b"".join(chunks)
+    except docker.errors.NotFound:
+        raise InputError(
+            f"field 'image.path': {spec.path!r} does not exist in {spec.ref}",
+            where=where,
+            fix="name a directory that exists in the image",
+        ) from None
+    finally:
+        container.remove(force=True)
+    with tempfile.TemporaryDirectory(prefix="aka-seed-") as tmp:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(tmp, filter="data")
+        top = Path(tmp) / Path(spec.path.rstrip("/")).name
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(top, dest, symlinks=True, dirs_exist_ok=True)
+    return {"kind": "image", "ref": spec.ref, "image_id": image.id, "path": spec.path}
+
+
+def _extra_mounts() -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for item in filter(None, os.environ.get(MOUNTS_ENV, "").split(",")):
+        host, _, inside = item.partition(":")
+        out[host] = {"bind": inside or host, "mode": "ro"}
+    return out
+
+
+@contextmanager
+def _container(image_id: str, root: Path, device: str) -> Iterator[Any]:
+    """A running container of ``image_id`` with ``root`` mounted at the same path."""
+    import docker
+
+    client = docker_from_env()
+    requests = []
+    if device.startswith("cuda"):
+        ids = [device.split(":", 1)[1]] if ":" in device else None
+        requests = [
+            docker.types.DeviceRequest(
+                count=None if ids else -1, device_ids=ids, capabilities=[["gpu"]]
+            )
+        ]
+    container = client.containers.run(
+        image_id,
+        KEEPALIVE,
+        detach=True,
+        network_mode="none",
+        user=f"{os.getuid()}:{os.getgid()}",
+        environment={"HOME": "/tmp"},
+        volumes={str(root): {"bind": str(root), "mode": "rw"}, **_extra_mounts()},
+        device_requests=requests,
+    )
+    try:
+        yield container
+    finally:
+        container.remove(force=True)
+
+
+def _wrapped(spec: CommandSpec, container_id: str) -> CommandSpec:
+    """The spec with each command sent into the container, in the caller's directory."""
+
+    def wrap(cmd: str) -> str:
+        return shlex.join([sys.executable, "-m", "aka.image_tasks", "exec", container_id, cmd])
+
+    return spec.model_copy(
+        update={
+            "compile": wrap(spec.compile),
+            "correctness": wrap(spec.correctness),
+            "performance": wrap(spec.performance),
+        }
+    )
+
+
+def run_in_image(
+    image_id: str,
+    spec: CommandSpec,
+    *,
+    root: Path,
+    base: Path,
+    cand: Path,
+    device: str,
+    time: bool,
+) -> dict[str, Any]:
+    """Compile, check and time a candidate with the task's commands inside ``image_id``."""
+    from aka.command_tasks import run_commands
+
+    try:
+        with _container(image_id, root, device) as container:
+            result = run_commands(
+                _wrapped(spec, container.id), base=base, cand=cand, device=device, time=time
+            )
+    except AkaError as exc:
+        result = {
+            "compiled": None,
+            "cases": [],
+            "timing": [],
+            "device": {"device": device},
+            "error": str(exc),
+            "correct": False,
+        }
+    result["device"] = {**result["device"], "judge": "task commands in image", "image": image_id}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``exec CONTAINER COMMAND``: run COMMAND in the container, in this directory."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or args[0] != "exec":
+        print("usage: python -m aka.image_tasks exec CONTAINER COMMAND", file=sys.stderr)
+        return 2
+    client = docker_from_env()
+    container = client.containers.get(args[1])
+    env = {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ}
+    code, output = container.exec_run(
+        ["sh", "-c", args[2]],
+        workdir=os.getcwd(),
+        environment={"HOME": "/tmp", **env},
+        user=f"{os.getuid()}:{os.getgid()}",
+    )
+    sys.stdout.write(output.decode(errors="replace"))
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
