@@ -9,7 +9,17 @@ import typer
 from aka.cli._app import app
 from aka.cli._common import DEFAULT_LEDGER, LedgerOpt
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the dashboard on this machine."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: only localhost is known to be local
+        return False
 
 
 @app.command()
@@ -27,7 +37,7 @@ def dashboard(
 
     open_ledger(ledger)  # a missing ledger is a clean error, not a traceback
     server = make_server(ledger, host=host, port=port, quiet=not verbose)
-    if host not in LOOPBACK:
+    if not is_loopback(host):
         typer.echo(
             f"warning: {host} is not loopback; anyone who can reach it reads the ledger", err=True
         )

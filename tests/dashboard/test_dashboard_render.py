@@ -101,8 +101,10 @@ def test_static_report_is_one_self_contained_page(cli, arena: Arena) -> None:
 def test_server_is_local_read_only_and_serves_blobs_as_text(arena: Arena, serve) -> None:
     server = serve(arena.ledger)
     assert server.server_address[0] == "127.0.0.1"
-    for method in ("POST", "PUT", "DELETE"):
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
         assert _fetch(server.url, method)[0] == 405
+    status, _, body = _fetch(server.url, "HEAD")
+    assert status == 200 and body == b""
     assert _fetch(server.url + "no/such/page")[0] == 404
     assert _fetch(server.url + "blob/..%2F..%2Fetc%2Fpasswd")[0] == 404
     led = _open(arena.ledger)
@@ -229,6 +231,13 @@ def test_cli_dashboard_serves_until_stopped(arena: Arena) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_only_loopback_hosts_count_as_local() -> None:
+    from aka.cli._dashboard import is_loopback
+
+    assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "::1", "localhost"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.5", "example.org"]))
 
 
 def test_cli_dashboard_without_a_ledger_is_a_clean_error(cli, tmp_path: Path) -> None:
