@@ -150,6 +150,22 @@ VIEWS: dict[str, str] = {
                payload->>'$.source_attempt' AS source_attempt, time
         FROM events WHERE type = 'MemorySnapshotted'
     """,
+    "heldout": """
+        SELECT h.run_id, h.attempt_key, h.payload->>'$.task' AS task, h.payload->>'$.role' AS role,
+               h.payload->>'$.eval_id' AS eval_id, h.payload->>'$.tuning_eval_id' AS tuning_eval_id,
+               h.payload->>'$.candidate' AS candidate, h.payload->>'$.task_tree' AS task_digest,
+               h.payload->>'$.device' AS device, CAST(h.payload->'$.shapes' AS VARCHAR) AS shapes,
+               s.compiled, s.correct, s.speedup, s.error, h.time AS evaluated_at
+        FROM events h LEFT JOIN all_scores s ON s.eval_id = h.payload->>'$.eval_id'
+        WHERE h.type = 'HeldoutEvaluated'
+    """,
+    "validations": """
+        SELECT run_id AS validation_id, payload->>'$.task' AS task,
+               CAST(payload->>'$.ok' AS BOOLEAN) AS ok, payload->>'$.device' AS device,
+               payload->>'$.task_tree' AS task_digest, CAST(payload->'$.checks' AS VARCHAR) AS checks,
+               CAST(payload->'$.eval_ids' AS VARCHAR[]) AS eval_ids, time AS validated_at
+        FROM events WHERE type = 'TaskValidated'
+    """,
 }
 """View name -> SQL, in dependency order."""
 

@@ -150,3 +150,21 @@ def test_same_speedup_on_both_shape_sets_means_no_gap(items: list[tuple[str, flo
     assert arm.gap == pytest.approx(1.0)
     assert arm.tuning_speedup == pytest.approx(arm.heldout_speedup)
     assert arm.quadrants["both_pass"] == len(rows)
+
+
+def test_heldout_view(overfit_run: tuple[Path, str]) -> None:
+    from aka.views import install_views
+
+    path, rid = overfit_run
+    with _open(path) as led:
+        run_heldout(led, rid)
+        con = install_views(led.connect())
+        rows = con.execute(
+            "SELECT role, task, correct FROM heldout WHERE run_id = ? ORDER BY role, correct",
+            [rid],
+        ).fetchall()
+    assert rows == [
+        ("baseline", "torch/ops/affine", True),
+        ("candidate", "torch/ops/affine", False),
+        ("candidate", "torch/ops/affine", True),
+    ]

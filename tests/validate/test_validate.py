@@ -192,3 +192,19 @@ def test_cli_bad_selector(tasks_root: Path, tmp_path: Path, cli) -> None:
         "tasks", "validate", "nope", "--root", str(tasks_root), "--ledger", str(tmp_path / "l")
     )
     assert res.code == 2 and "does not exist" in res.err
+
+
+def test_validations_view(tasks_root: Path, ledger_dir: Path) -> None:
+    from aka.views import install_views
+
+    folder = _clone(tasks_root, "near_zero")
+    (folder / "reference.py").write_text(BROKEN["near_zero"][1])
+    _statuses(ledger_dir, folder, tasks_root)
+    _statuses(ledger_dir, tasks_root / AFFINE, tasks_root)
+    with Ledger.open(ledger_dir, registry=ev.REGISTRY) as led:
+        rows = (
+            install_views(led.connect())
+            .execute("SELECT task, ok, checks LIKE '%null_zeros%' FROM validations ORDER BY task")
+            .fetchall()
+        )
+    assert rows == [(AFFINE, True, True), ("torch/ops/near_zero", False, True)]
