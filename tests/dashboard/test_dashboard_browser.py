@@ -64,7 +64,7 @@ def test_every_view_loads(arena: Arena, serve, page: Any) -> None:
     assert page.locator("#source table.files").count() == 3
     _visit(page, views["run"])
     assert page.locator("table.attempts tbody tr").count() == 8
-    assert page.locator("svg[aria-label=speedups] circle").count() == 8
+    assert page.locator("svg[aria-label=speedups] a circle").count() == 8  # each dot links
     assert page.locator("table.matrix td.cell a").count() == 4  # 2 tasks x 2 arms
     _local_only(page, base)
 
