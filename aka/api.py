@@ -31,6 +31,7 @@ from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
 from aka.tasks import Task, select
+from aka.treatments import ResolvedArm
 from aka_ledger import Ledger
 
 EXTERNAL = "external"
@@ -120,7 +121,7 @@ class Evaluator:
             config=self.ledger.cas.put(cfg.canonical_json()),
             config_path="(api)",
             tasks={task_key: tree},
-            arms={EXTERNAL: self.ledger.cas.put(b'{"name": "external"}')},
+            arms={EXTERNAL: self.ledger.cas.put(ResolvedArm(agent="noop").canonical_json())},
             device=self.device,
             environment=self.ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),
             harness=self._harness,

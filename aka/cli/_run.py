@@ -150,15 +150,18 @@ def resume(
     from aka.errors import InputError
     from aka.orchestrator import run_state
     from aka.report import resolve_run
+    from aka.treatments import check_runner
 
     if (run_id is None) == (not latest):
         raise InputError("give a RUN_ID or --latest (not both)", fix="e.g. `aka resume --latest`")
     led = open_ledger(ledger)
     rid = resolve_run(led, None if latest else run_id)
-    settings = open_run(led, rid).config.runner
+    config = open_run(led, rid).config
+    settings = config.runner
     over = _overrides(runner, gpus, workers)
     if over:
         settings = RunnerSettings.model_validate({**settings.model_dump(), **over})
+        check_runner(config, settings.kind, where="--runner")
     _execute(led, ledger, rid, settings)
     state = run_state(led, rid)
     led.close()
@@ -183,6 +186,8 @@ def report(
     if fmt is OutputFormat.table:
         for r in rows:
             r["candidate"] = (r["candidate"] or "")[:15]
+            if "arm_digest" in r:
+                r["arm_digest"] = (r["arm_digest"] or "")[:15]
             r["error"] = (r["error"] or "")[:60]
             r.pop("attempt_key")
     emit_rows(rows, fmt, title=f"run {rid}")
