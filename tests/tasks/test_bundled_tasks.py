@@ -158,3 +158,16 @@ def test_task_passes_checker_on_gpu(task: Task, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     report = checker.check_task(task, "cuda")
     assert report.ok, "\n".join(report.problems)
+
+
+@pytest.mark.parametrize("task", BUNDLED, ids=IDS)
+def test_heldout_includes_a_case_at_least_as_large_as_tuning(task: Task) -> None:
+    ref = checker.load_module(task.path / task.spec.reference)
+    dtype = getattr(torch, task.spec.dtypes[-1])
+
+    def ideal(shape: dict[str, int]) -> float:
+        work = ref.work(shape, dtype)
+        return max(work["bytes"] / H200_COPY_BYTES_PER_S, work["flops"] / H200_BF16_FLOPS)
+
+    largest_tuning = max(ideal(s) for s in task.spec.shapes.tuning)
+    assert max(ideal(s) for s in task.spec.shapes.heldout) >= largest_tuning
