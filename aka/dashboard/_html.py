@@ -231,6 +231,7 @@ svg text { font-family: inherit; font-size:11px; fill:#475467; }
 svg .axis { stroke:#d0d5dd; } svg .ref { stroke:#98a2b3; stroke-dasharray:3 3; }
 .legend { font-size:12px; color:var(--muted); }
 .legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin:0 4px 0 10px; vertical-align:-1px; }
+section.attempt { border-top:2px solid var(--line); margin-top:36px; padding-top:12px; }
 .quad { display:grid; grid-template-columns:auto 1fr 1fr; gap:4px; max-width:360px; font-size:12.5px; }
 .quad div { padding:6px 8px; border-radius:6px; text-align:center; }
 .quad .hd { color:var(--muted); background:none; }
