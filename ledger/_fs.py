@@ -30,6 +30,9 @@ FORMAT = 1
 META_FILE = "ledger.json"
 EVENTS = "events"
 CAS = "cas"
+SIDECAR = "sidecar"
+"""Reserved for applications' own files beside the ledger (leases, job logs): never read
+as events and not checked by ``verify``."""
 COMPACTED = "_compacted"
 MANIFESTS = "_manifests"
 WRITER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

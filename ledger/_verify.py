@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from aka_ledger._envelope import SCHEMA, decode, event_id
 from aka_ledger._errors import LedgerError
-from aka_ledger._fs import CAS, COMPACTED, EVENTS, META_FILE, Unit, chain_hash, ensure_root
+from aka_ledger._fs import CAS, COMPACTED, EVENTS, META_FILE, SIDECAR, Unit, chain_hash, ensure_root
 from aka_ledger._scan import covered_units, latest_manifest, list_files, read_manifest
 from aka_ledger._segments import read_live, read_segment
 
@@ -77,7 +77,7 @@ def _check_files(
 ) -> None:
     """Parse every event file; collect the current ones' rows and chain units."""
     for entry in sorted(root.iterdir()):
-        if entry.name not in (META_FILE, EVENTS, CAS):
+        if entry.name not in (META_FILE, EVENTS, CAS, SIDECAR):
             report.add(entry, "stray file: not part of a ledger; move it out of the directory")
     listing = list_files(root)
     for path in listing.strays:

@@ -2,10 +2,10 @@
 
 Layout, under the ledger directory (local disk or NFS)::
 
-    claims/<run_id>/<attempt_key>/try-0001.lease   # JSON: worker, try, expires_at, ...
-    claims/<run_id>/<attempt_key>/try-0002.lease   # a takeover of an expired try 1
-    claims/<run_id>/<attempt_key>/try-0002.released  # given back without finishing
-    claims/<run_id>/<attempt_key>/done.<tag>       # that generation of the attempt finished
+    sidecar/claims/<run_id>/<attempt_key>/try-0001.lease   # JSON: worker, try, expires_at, ...
+    sidecar/claims/<run_id>/<attempt_key>/try-0002.lease   # a takeover of an expired try 1
+    sidecar/claims/<run_id>/<attempt_key>/try-0002.released  # given back without finishing
+    sidecar/claims/<run_id>/<attempt_key>/done.<tag>       # that generation of the attempt finished
 
 Why this shape: ``open(O_CREAT | O_EXCL)`` is atomic on local file systems and on NFSv3+,
 so exactly one worker creates a given ``try-N.lease``. A takeover never deletes or edits
@@ -46,7 +46,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._=+-]")
 
 def claims_dir(root: Path, run_id: str) -> Path:
     """The directory that holds every attempt's claims for one run."""
-    return Path(root) / "claims" / _encode(run_id)
+    return Path(root) / "sidecar" / "claims" / _encode(run_id)
 
 
 def _encode(name: str) -> str:

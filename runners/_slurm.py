@@ -85,7 +85,7 @@ def batch_script(
             fix="set gpus_per_node and nodes, or cpu_workers",
         )
     ledger = Path(ledger).resolve()
-    logs = log_dir or ledger / "slurm" / run_id
+    logs = log_dir or ledger / "sidecar" / "slurm" / run_id
     opts = [
         f"--job-name=aka-{run_id}"[:64],
         f"--array=0-{spec.workers - 1}",
@@ -145,7 +145,7 @@ def submit_slurm(
     Submitting again for the same run is how a run is resumed (after a time limit, a
     preemption or a scancel): the new workers claim only what is still pending.
     """
-    logs = Path(ledger).resolve() / "slurm" / run_id
+    logs = Path(ledger).resolve() / "sidecar" / "slurm" / run_id
     logs.mkdir(parents=True, exist_ok=True)
     script = batch_script(run_id, ledger, spec, lease_ttl_s=lease_ttl_s, source=source)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")

@@ -122,7 +122,7 @@ def test_gpu_workers_are_pinned_one_gpu_each(tmp_path: Path) -> None:
     assert pinned == ["0", "1"]
     if detect_device().kind == "cpu":
         assert results == [None, None]
-        assert not (tmp_path / "claims").exists()
+        assert not (tmp_path / "sidecar" / "claims").exists()
 
 
 def test_killed_local_worker_attempt_is_retried_once(tmp_path: Path) -> None:
