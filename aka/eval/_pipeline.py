@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _detect
+from aka.eval import _detect, _warm
 from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
 from aka.eval._static import forbidden_uses, hack_findings
 
@@ -109,13 +109,16 @@ class _Proc:
     def __init__(self, module: str, *, cwd: Path, device: str):
         self.key = secrets.token_bytes(32)
         read_fd, write_fd = os.pipe()
-        self.proc = subprocess.Popen(
+        env = child_env(device) | _warm.cache_env(module, cwd)
+        # Warm workers (AKA_EVAL_WARM=1): forked from a zygote with the same isolation.
+        warm = _warm.spawn(module, [str(write_fd)], cwd=cwd, env=env, result_fd=write_fd)
+        self.proc: subprocess.Popen[bytes] | _warm.WarmProcess = warm or subprocess.Popen(
             [sys.executable, "-I", "-c", BOOTSTRAP, AKA_ROOT, module, str(write_fd)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env=child_env(device),
+            env=env,
             pass_fds=(write_fd,),
             start_new_session=True,
             preexec_fn=_die_with_parent,
