@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import socket
@@ -83,7 +84,8 @@ def environment() -> dict[str, str]:
 def new_run_id(label: str) -> str:
     """A sortable, unique run id: UTC timestamp, label, random suffix."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}-{label}-{secrets.token_hex(3)}"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.")[:40] or "run"
+    return f"{stamp}-{slug}-{secrets.token_hex(3)}"
 
 
 def harness_digest(ledger: Ledger) -> str:

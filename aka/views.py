@@ -118,7 +118,7 @@ VIEWS: dict[str, str] = {
         SELECT f.run_id, a.arm, a.agent, a.task, a.repeat, f.attempt_key, f.try_no,
                f.compiled, f.correct, f.speedup, f.score, f.reward_components, f.policy, f.hack_flags, f.error,
                f.candidate, c.diff, f.task_digest, f.harness_digest,
-               coalesce(t.device, f.device_name) AS device, r.config_digest,
+               t.device, r.config_digest,
                coalesce(s.arm_digest, s0.arm_digest) AS arm_digest,
                coalesce(s.prompt_digest, s0.prompt_digest) AS prompt_digest,
                coalesce(g.tokens_in, g0.tokens_in) AS tokens_in,

@@ -175,6 +175,10 @@ def report(
         str | None, typer.Argument(help="Run id, prefix or label (default: latest).")
     ] = None,
     fmt: FormatOpt = OutputFormat.table,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Write the run's views as one self-contained HTML page."),
+    ] = None,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """One row per attempt: compiled, correct, speedup, score, candidate digest, error."""
@@ -182,6 +186,12 @@ def report(
 
     led = open_ledger(ledger)
     rid = resolve_run(led, run)
+    if html is not None:
+        from aka.dashboard import render_static_report
+
+        html.write_text(render_static_report(led, rid), encoding="utf-8")
+        typer.echo(f"wrote {html}")
+        return
     rows = attempt_rows(led, rid)
     if fmt is OutputFormat.table:
         for r in rows:
