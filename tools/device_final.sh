@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session that gathers every GPU number the docs quote. Each step writes its own
 # log under $OUT (never into a pipe, so a stray process cannot hold the session open)
-# and has a hard time limit; the whole script stays under eight minutes.
+# and has a hard time limit; the whole script stays under nine minutes.
 set -u
 R=/tmp/res; mkdir -p $R   # everything lands here and is re-packed into $OUT after each step
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
@@ -21,6 +21,7 @@ tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
 step timing 80 python3 -m aka.timing.bench --processes 5 --rounds 10 --budget-s 70 --output $R/timing.json
 step redteam 45 python3 tools/redteam_gpu.py --out $R/redteam.json
 step e2e 45 python3 tools/e2e_bench.py --max-time-s 1.0 --out $R/e2e.json
-step cuda_tasks 60 python3 tools/task_check.py --device cuda cuda2cuda torch2cuda
+[ -f aka/cli/_bench_eval.py ] && step evalbench 50 aka bench eval --device cuda --tasks 4 --format json
+step cuda_tasks 40 python3 tools/task_check.py --device cuda cuda2cuda torch2cuda
 tar czf $OUT/results.tgz -C $R . 2>/dev/null
 tail -n 4 $R/*.log | cut -c1-300
