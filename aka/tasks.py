@@ -330,9 +330,9 @@ def load_task(folder: Path, *, root: Path | None = None) -> Task:
     return Task(spec=spec, path=folder, key=key)
 
 
-def discover(root: Path) -> list[Task]:
-    """Every task under ``root`` (folders holding a task.yaml), sorted by key."""
-    return [load_task(p.parent, root=root) for p in sorted(root.rglob(TASK_FILE))]
+def discover(root: Path, *, under: Path | None = None) -> list[Task]:
+    """Every task under ``under`` (default: ``root``), keyed relative to ``root``."""
+    return [load_task(p.parent, root=root) for p in sorted((under or root).rglob(TASK_FILE))]
 
 
 def select(root: Path, selectors: list[str], *, where: str | None = None) -> list[Task]:
@@ -351,7 +351,7 @@ def select(root: Path, selectors: list[str], *, where: str | None = None) -> lis
                 fix=f"use a path relative to {root}; `aka tasks list` shows them",
             )
         found = (
-            [load_task(target, root=root)] if (target / TASK_FILE).is_file() else discover(target)
+            [load_task(target, root=root)] if (target / TASK_FILE).is_file() else discover(root, under=target)
         )
         if not found:
             raise InputError(
