@@ -14,10 +14,12 @@ CANDIDATES = REPO / "tools" / "e2e_candidates"
 TASK_NAMES = sorted(p.parent.name for p in E2E.glob("*/task.yaml"))
 
 # Triton kernels that run but compute the wrong thing: the starting kernel with the
-# norm's weight dropped, or with the SiLU forgotten (a plain product of the halves).
+# norm's weight dropped, the SiLU forgotten (a plain product of the halves), or the
+# attention scores left unscaled by 1/sqrt(head size).
 _BREAKS = {
     "prefill_rmsnorm": ("(x * inv_rms * w)", "(x * inv_rms)"),
     "decode_silu_mul": ("a / (1.0 + tl.exp(-a)) * b", "a * b"),
+    "decode_attention": (") * scale", ")"),
 }
 
 

@@ -2,8 +2,8 @@
 
 For each task, a replay of the known-faster kernel is correct and timed through the
 task's entry (the whole forward or decode step); a replay of the starting Triton kernel
-broken on purpose compiles, launches, and fails correctness on the model's logits, which
-also shows that the candidate's own kernel is what runs inside the model.
+broken on purpose compiles, launches, and fails every correctness case on the model's
+logits, which also shows that the candidate's own kernel is what runs inside the model.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,8 +74,20 @@ def test_the_model_is_scored_with_the_candidate_kernel(cli, tmp_path, ledger_dir
     assert faster["compiled"] is True and faster["correct"] is True, faster["error"]
     assert float(faster["speedup"]) > 0  # type: ignore[arg-type]
     assert wrong["compiled"] is True and wrong["correct"] is False and wrong["score"] == 20.0
-    assert "beyond atol" in str(wrong["error"])
+    cases = _cases(cli, ledger_dir, str(wrong["attempt_key"]))
+    assert cases and all(not c["ok"] and "beyond atol" in c["error"] for c in cases)
     _check_tokens_per_s(cli, ledger_dir)
+
+
+def _cases(cli: Callable[..., object], ledger: Path, attempt_key: str) -> list[dict[str, Any]]:
+    """The per-case correctness results of one attempt (whatever else was flagged)."""
+    query = (
+        "SELECT CAST(payload->'$.cases' AS VARCHAR) AS cases FROM events "
+        f"WHERE type = 'CorrectnessChecked' AND attempt_key = '{attempt_key}'"
+    )
+    res = cli("sql", query, "--ledger", str(ledger), "--format", "json")
+    assert res.code == 0, res.err  # type: ignore[attr-defined]
+    return [c for row in json.loads(res.out) for c in json.loads(row["cases"])]  # type: ignore[attr-defined]
 
 
 def _check_tokens_per_s(cli: Callable[..., object], ledger: Path) -> None:

@@ -36,12 +36,29 @@ def torch_silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return F.silu(gate) * up
 
 
+def torch_decode_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+    v_cache: torch.Tensor
+) -> torch.Tensor:
+    """One query per sequence against its cache plus its own new key, without a copy.
+
+    q (B, KV, G, hd) grouped by key/value head; k, v (B, KV, 1, hd); caches
+    (B, KV, CTX, hd). Returns (B, KV, G, hd).
+    """
+    ctx = k_cache.shape[2]
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = torch.cat([q @ k_cache.transpose(-1, -2), q @ k.transpose(-1, -2)], dim=-1)
+    p = torch.softmax(scores.float() * scale, dim=-1).to(q.dtype)
+    return p[..., :ctx] @ v_cache + p[..., ctx:] * v
+
+
 @dataclass(frozen=True)
 class Ops:
     """The kernels the model calls; a task replaces one with its editable kernel."""
 
     rms_norm: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = torch_rms_norm
     silu_and_mul: Callable[[torch.Tensor], torch.Tensor] = torch_silu_and_mul
+    decode_attention: Callable[..., torch.Tensor] = torch_decode_attention
 
     def with_kernels(self, **kernels: Callable[..., torch.Tensor]) -> Ops:
         """A copy with the named kernels replaced."""
@@ -113,22 +130,6 @@ def prefill(
     return ops.rms_norm(last, final_norm) @ lm_head
 
 
-def _decode_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
-    v_cache: torch.Tensor
-) -> torch.Tensor:
-    """One query per sequence against its cache plus its own new key, without a copy.
-
-    q (B, KV, G, hd) grouped by key/value head; k, v (B, KV, 1, hd); caches
-    (B, KV, CTX, hd). Returns (B, KV, G, hd).
-    """
-    ctx = k_cache.shape[2]
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = torch.cat([q @ k_cache.transpose(-1, -2), q @ k.transpose(-1, -2)], dim=-1)
-    p = torch.softmax(scores.float() * scale, dim=-1).to(q.dtype)
-    return p[..., :ctx] @ v_cache + p[..., ctx:] * v
-
-
 def decode(
     ops: Ops,
     tokens: torch.Tensor,
@@ -162,7 +163,7 @@ def decode(
         q, k, v = qkv.view(b, H + 2 * KV, 1, hd).split([H, KV, KV], dim=1)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         q = q.reshape(b, KV, H // KV, hd)
-        a = _decode_attention(q, k, v, k_cache[layer], v_cache[layer])
+        a = ops.decode_attention(q, k, v, k_cache[layer], v_cache[layer])
         x = x + a.reshape(b, H * hd) @ wo[layer]
         x = x + _mlp(ops, x, mlp_norm[layer], w_gate_up[layer], w_down[layer])
     return ops.rms_norm(x, final_norm) @ lm_head
