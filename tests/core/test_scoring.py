@@ -41,13 +41,3 @@ def test_reshaping_from_components_needs_no_measurements(speedups: list[float]) 
 def test_unknown_policy() -> None:
     with pytest.raises(ValueError, match="unknown scoring policy"):
         apply_policy("nope", {})
-
-
-def test_folder_selectors_key_tasks_by_the_tasks_root() -> None:
-    from pathlib import Path
-
-    from aka.tasks import select
-
-    root = Path(__file__).resolve().parents[2] / "tasks"
-    keys = [t.key for t in select(root, ["triton2triton/llm"])]
-    assert "triton2triton/llm/softmax" in keys and all(k.startswith("triton2triton/llm/") for k in keys)
