@@ -44,7 +44,7 @@ def test_torch2triton_template_passes_full_validation_on_cpu(tmp_path: Path, cli
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["triton2triton", "instruction2triton"])
+@pytest.mark.parametrize("kind", ["instruction2triton"])
 def test_torch_templates_pass_full_validation_on_cpu(kind: str, tmp_path: Path, cli) -> None:
     scaffold_task("silu_demo", kind, tmp_path / "tasks")
     res = cli(
