@@ -252,7 +252,7 @@ def _geo(
     """exp(mean over tasks of the task's mean log value), with an expanded bootstrap CI."""
     import numpy as np
 
-    from aka.stats._estimators import bootstrap_mean_ci
+    from aka.stats import bootstrap_mean_ci
 
     means = [sum(v) / len(v) for v in per_task.values() if v]
     if not means:

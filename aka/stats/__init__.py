@@ -16,6 +16,7 @@ from aka.stats._attempts import (
 from aka.stats._compare import Comparison, Paired, TaskDelta, Verdict, compare, verdict_rule
 from aka.stats._estimators import (
     VarianceSplit,
+    bootstrap_mean_ci,
     min_detectable_effect,
     pass_at_k,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "VarianceSplit",
     "Verdict",
     "attempt_frame",
+    "bootstrap_mean_ci",
     "compare",
     "export_rewards",
     "final_attempts",
