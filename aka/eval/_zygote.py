@@ -56,11 +56,13 @@ def _die_with_parent(zygote: int) -> None:
         os._exit(137)
 
 
-def _exec_child(head: dict[str, Any], fds: list[int], zygote: int) -> None:
+def _exec_child(head: dict[str, Any], fds: list[int], zygote: int, started: int) -> None:
     """In the forked child: isolation as for a fresh interpreter, then the module's main."""
     stdin, stderr, result = fds[0], fds[1], fds[2]
     os.setsid()
     _die_with_parent(zygote)
+    os.write(started, b"s")  # its own session now: the evaluator may kill its group
+    os.close(started)
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
@@ -83,12 +85,17 @@ def _exec_child(head: dict[str, Any], fds: list[int], zygote: int) -> None:
 
 
 def _fork(head: dict[str, Any], fds: list[int], zygote: int) -> int:
+    started_r, started_w = os.pipe()
     pid = os.fork()
     if pid:
+        os.close(started_w)
+        os.read(started_r, 1)  # empty if the child died first; either way no race
+        os.close(started_r)
         return pid
+    os.close(started_r)
     code = 1
     try:
-        _exec_child(head, fds, zygote)
+        _exec_child(head, fds, zygote, started_w)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -124,13 +131,12 @@ def serve(control: socket.socket) -> None:
     live: dict[int, socket.socket] = {}
     _send(control, {"ready": True, "pid": zygote, "missing": preload()})
     while True:
-        with contextlib.suppress(InterruptedError):
-            ready, _, _ = select.select([control, wake_r], [], [])
+        ready, _, _ = select.select([control.fileno(), wake_r], [], [])
         if wake_r in ready:
             with contextlib.suppress(BlockingIOError, InterruptedError):
                 os.read(wake_r, 4096)
         _reap(live)
-        if control not in ready:
+        if control.fileno() not in ready:
             continue
         try:
             msg, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 8)
