@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._worker",
     "aka.cli._bench_schedule",
     "aka.cli._bench_timing",
+    "aka.cli._bench_eval",
     "aka.cli._ledger",
     "aka.cli._heldout",
     "aka.cli._tasks_author",

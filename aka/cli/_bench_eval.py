@@ -1,0 +1,168 @@
+"""``aka bench eval``: evaluations per minute, warm workers against a fresh interpreter per stage.
+
+Each bundled Triton task's baseline is evaluated as a candidate through the real
+pipeline (:func:`aka.eval._pipeline.run_job`: static checks, the candidate process, the
+checker process, every detector), ``--repeat`` times per mode, first with a fresh
+interpreter per process (the naive path), then with processes forked from the warm
+zygote (:mod:`aka.eval._zygote`). Overhead per candidate is wall time minus the time
+inside measured kernel calls (median x samples of both timed arms). The core needs only
+torch, triton and PyYAML, so ``python -m aka.cli._bench_eval`` also runs on a bare device
+machine; the typer command is registered only where the CLI is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from aka.eval import _warm
+from aka.eval._pipeline import Job, run_job
+
+TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "triton2triton"
+TIMING = {"target_rel_ci": 0.005, "max_time_s": 0.2, "min_samples": 5}
+
+
+def triton_tasks(limit: int) -> list[Path]:
+    """The first ``limit`` bundled Triton tasks (sorted by path)."""
+    found = sorted(p.parent for p in TASKS_ROOT.rglob("task.yaml"))
+    return found[:limit]
+
+
+def _job(task: Path, device: str) -> Job:
+    import yaml
+
+    spec = yaml.safe_load((task / "task.yaml").read_text())
+    entry_file, entry_symbol = spec["entry"].split(":")
+    shapes = spec["shapes"]["cpu" if device == "cpu" else "tuning"]
+    return Job(reference=spec.get("reference", "reference.py"), editable=spec["editable"],
+               forbidden=spec.get("forbidden", []), entry_file=entry_file,
+               entry_symbol=entry_symbol, pass_shape=spec.get("pass_shape", False),
+               backend=spec["backend"], shapes=shapes, dtypes=spec["dtypes"],
+               tolerances=spec["tolerances"], seeds=int(spec.get("seeds", 1)), device=device,
+               time=True, timing=dict(TIMING), seed=1)  # fmt: skip
+
+
+def evaluate_baseline(task: Path, device: str) -> dict[str, Any]:
+    """Evaluate the task's own source as a candidate; wall time, kernel time, verdict."""
+    job = _job(task, device)
+    with tempfile.TemporaryDirectory(prefix="aka-bench-eval-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(task, root / "task", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("base", "cand"):
+            shutil.copytree(
+                task / "source", root / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        start = time.perf_counter()
+        verdict = run_job(job, root)
+        wall = time.perf_counter() - start
+    kernel = sum(
+        arm["median_s"] * arm["n"]
+        for item in verdict.timing
+        for arm in (item["pair"]["baseline"], item["pair"]["candidate"])
+    )
+    return {"task": str(task.relative_to(TASKS_ROOT)), "wall_s": wall, "kernel_s": kernel,
+            "overhead_s": wall - kernel, "correct": verdict.correct, "error": verdict.error}  # fmt: skip
+
+
+def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, Any]:
+    _warm.use_warm_workers(warm)
+    start = time.perf_counter()
+    try:
+        runs = [evaluate_baseline(t, device) for _ in range(repeat) for t in tasks]
+    finally:
+        _warm.use_warm_workers(None)
+    total = time.perf_counter() - start
+    over = [r["overhead_s"] for r in runs]
+    return {
+        "mode": "warm" if warm else "naive",
+        "candidates": len(runs),
+        "total_s": round(total, 3),
+        "candidates_per_min": round(60 * len(runs) / total, 2),
+        "overhead_median_s": round(statistics.median(over), 3),
+        "overhead_first_s": round(over[0], 3),
+        "all_correct": all(r["correct"] for r in runs),
+        "runs": runs,
+    }
+
+
+def run_bench(device: str = "cpu", tasks: int = 2, repeat: int = 2) -> dict[str, Any]:
+    """Both modes over the same tasks; warm includes the zygote's start in its total."""
+    chosen = triton_tasks(tasks)
+    naive = _mode(chosen, device, repeat, warm=False)
+    warm = _mode(chosen, device, repeat, warm=True)
+    _warm.shutdown()
+    return {
+        "device": device,
+        "tasks": [str(t.relative_to(TASKS_ROOT)) for t in chosen],
+        "repeat": repeat,
+        "naive": naive,
+        "warm": warm,
+        "speedup_candidates_per_min": round(
+            warm["candidates_per_min"] / naive["candidates_per_min"], 2
+        ),
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    """A short table: one line per mode."""
+    lines = [f"device {report['device']}, tasks {', '.join(report['tasks'])}"]
+    lines.append("mode   candidates  total_s  cand/min  overhead_median_s  first_s  correct")
+    for mode in ("naive", "warm"):
+        m = report[mode]
+        lines.append(f"{mode:<6} {m['candidates']:>10}  {m['total_s']:>7.1f}  "
+                     f"{m['candidates_per_min']:>8.2f}  {m['overhead_median_s']:>17.2f}  "
+                     f"{m['overhead_first_s']:>7.2f}  {m['all_correct']}")  # fmt: skip
+    lines.append(f"warm / naive candidates per minute: {report['speedup_candidates_per_min']}x")
+    return "\n".join(lines)
+
+
+try:
+    from typing import Annotated
+
+    import typer
+
+    from aka.cli._groups import bench_app
+except ImportError:  # a bare device machine: ``python -m aka.cli._bench_eval`` only
+    pass
+else:
+
+    @bench_app.command("eval")
+    def bench_eval(
+        device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
+        tasks: Annotated[int, typer.Option("--tasks", min=1, help="Bundled Triton tasks.")] = 2,
+        repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs per task.")] = 2,
+        fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    ) -> None:
+        """Candidates per minute and overhead per candidate: warm workers vs fresh interpreters.
+
+        Evaluates the baselines of the first TASKS bundled Triton tasks REPEAT times through
+        the real evaluator in each mode (naive first, then warm, in the same run).
+        """
+        if fmt not in ("table", "json"):
+            raise typer.BadParameter("use table or json", param_hint="--format")
+        report = run_bench(device=device, tasks=tasks, repeat=repeat)
+        typer.echo(json.dumps(report, indent=2) if fmt == "json" else render(report))
+
+
+def main() -> None:
+    """``python -m aka.cli._bench_eval``: the same report as JSON, without the CLI."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--tasks", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--output")
+    args = parser.parse_args()
+    text = json.dumps(run_bench(args.device, args.tasks, args.repeat), indent=2)
+    if args.output:
+        Path(args.output).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
