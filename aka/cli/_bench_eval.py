@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.eval import _warm
-from aka.eval._pipeline import Job, run_job
+from aka.eval._pipeline import Job, child_env, run_job
 
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "triton2triton"
 TIMING = {"target_rel_ci": 0.005, "max_time_s": 0.2, "min_samples": 5}
@@ -91,18 +91,24 @@ def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, 
     }
 
 
-def run_bench(device: str = "cpu", tasks: int = 2, repeat: int = 2) -> dict[str, Any]:
+def run_bench(device: str = "cpu", tasks: int = 2, repeat: int = 1) -> dict[str, Any]:
     """Both modes over the same tasks; warm includes the zygote's start in its total."""
     chosen = triton_tasks(tasks)
     naive = _mode(chosen, device, repeat, warm=False)
     warm = _mode(chosen, device, repeat, warm=True)
-    _warm.shutdown()
+    _warm.use_warm_workers(True)
+    try:  # the zygote is still up: did it stay off CUDA while its children used it?
+        zygote = _warm.zygote_status(child_env(device))
+    finally:
+        _warm.use_warm_workers(None)
+        _warm.shutdown()
     return {
         "device": device,
         "tasks": [str(t.relative_to(TASKS_ROOT)) for t in chosen],
         "repeat": repeat,
         "naive": naive,
         "warm": warm,
+        "zygote_cuda_initialized": zygote["cuda_initialized"],
         "speedup_candidates_per_min": round(
             warm["candidates_per_min"] / naive["candidates_per_min"], 2
         ),
@@ -119,6 +125,7 @@ def render(report: dict[str, Any]) -> str:
                      f"{m['candidates_per_min']:>8.2f}  {m['overhead_median_s']:>17.2f}  "
                      f"{m['overhead_first_s']:>7.2f}  {m['all_correct']}")  # fmt: skip
     lines.append(f"warm / naive candidates per minute: {report['speedup_candidates_per_min']}x")
+    lines.append(f"zygote initialized CUDA: {report['zygote_cuda_initialized']}")
     return "\n".join(lines)
 
 
@@ -136,7 +143,7 @@ else:
     def bench_eval(
         device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
         tasks: Annotated[int, typer.Option("--tasks", min=1, help="Bundled Triton tasks.")] = 2,
-        repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs per task.")] = 2,
+        repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs per task.")] = 1,
         fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     ) -> None:
         """Candidates per minute and overhead per candidate: warm workers vs fresh interpreters.
@@ -155,7 +162,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tasks", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--output")
     args = parser.parse_args()
     text = json.dumps(run_bench(args.device, args.tasks, args.repeat), indent=2)
