@@ -15,12 +15,11 @@ step() {  # step NAME SECONDS CMD...
   echo "$name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a $R/steps.txt
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
 }
-step suite 95 python3 tools/gpu_suite.py --max-time-s 0.25 --out $R/suite.json triton2triton torch2triton instruction2triton e2e
-step autotune 85 aka run configs/h200_autotune.yaml --ledger /tmp/h200
+step suite 90 python3 tools/gpu_suite.py --max-time-s 0.25 --out $R/suite.json triton2triton torch2triton instruction2triton e2e
+step autotune 80 aka run configs/h200_autotune.yaml --ledger /tmp/h200
 tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
-step redteam 80 python3 tools/redteam_gpu.py --out $R/redteam.json --only honest_vectorized honest_triton_basic g01_side_stream g04_event_patch g06_stale_memory g13_l2_persist g16_partial_write
-step timing 55 python3 -m aka.timing.bench --processes 5 --rounds 10 --budget-s 45 --output $R/timing.json
-step e2e 55 python3 tools/e2e_bench.py prefill_rmsnorm --max-time-s 0.5 --out $R/e2e.json
-[ -f aka/cli/_bench_eval.py ] && step evalbench 30 aka bench eval --device cuda --tasks 2 --format json
+step redteam 65 python3 tools/redteam_gpu.py --out $R/redteam.json --only honest_vectorized honest_triton_basic g01_side_stream g04_event_patch g06_stale_memory g13_l2_persist g16_partial_write
+[ -f aka/cli/_bench_eval.py ] && step evalbench 35 aka bench eval --device cuda --tasks 2 --format json
+step e2e 45 python3 tools/e2e_bench.py prefill_rmsnorm --max-time-s 0.5 --out $R/e2e.json
 tar czf $OUT/results.tgz -C $R . 2>/dev/null
 tail -n 4 $R/*.log | cut -c1-300
