@@ -5,9 +5,9 @@ pipeline (:func:`aka.eval._pipeline.run_job`: static checks, the candidate proce
 checker process, every detector), ``--repeat`` times per mode, first with a fresh
 interpreter per process (the naive path), then with processes forked from the warm
 zygote (:mod:`aka.eval._zygote`). Overhead per candidate is wall time minus the time
-inside measured kernel calls (median x samples of both timed arms). The core needs only
-torch, triton and PyYAML, so ``python -m aka.cli._bench_eval`` also runs on a bare device
-machine; the typer command is registered only where the CLI is installed.
+inside measured kernel calls (median x samples of both timed arms). The core needs torch,
+triton and PyYAML (``aka.cli`` itself imports typer), never the ledger, duckdb or polars,
+so ``python -m aka.cli._bench_eval`` also runs on a device machine without them.
 """
 
 from __future__ import annotations
