@@ -69,5 +69,5 @@ def test_array_workers_share_one_ledger(
     watch_slurm(job, poll_s=0.5, timeout_s=120, env=env, progress=seen.append)
     assert seen and not seen[-1]
     assert _scored(tmp_path) == Counter({f"t{i}": 1 for i in range(6)})
-    outs = sorted((tmp_path / "slurm" / "r").glob(f"{job}_*.out"))
+    outs = sorted((tmp_path / "sidecar" / "slurm" / "r").glob(f"{job}_*.out"))
     assert len(outs) == 2

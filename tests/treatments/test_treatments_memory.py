@@ -55,7 +55,7 @@ def test_memory_survives_a_kill_between_tasks(cli, tmp_path: Path, tasks_root: P
     res = cli("resume", "mem", "--ledger", str(ledger))
     assert res.code == 0, res.err
 
-    first, second = "first#mem#0", "second#mem#0"
+    first, second = "mem/first#mem#0", "mem/second#mem#0"
     led = open_ledger(ledger)
     try:
         snaps = [
