@@ -88,7 +88,7 @@ def test_warm_verdicts_match_fresh_on_red_team_candidates(tmp_path: Path) -> Non
     def both(on: bool) -> dict[str, tuple[bool, bool, list[str]]]:
         _warm.use_warm_workers(on)
         try:
-            with ThreadPoolExecutor(max_workers=2) as pool:
+            with ThreadPoolExecutor(max_workers=1) as pool:  # as the corpus test: one at a time
                 done = pool.map(lambda e: (e.name, _key(evaluate_entry(e, tmp_path / f"{on}"))),
                                 entries)  # fmt: skip
                 return dict(done)
