@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from aka.stats import ATTEMPT_COLUMNS
+
 
 @dataclass(frozen=True)
 class Model:
@@ -129,43 +131,7 @@ def _row(
     }
 
 
-SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "run_id": pl.String,
-    "arm": pl.String,
-    "agent": pl.String,
-    "task": pl.String,
-    "repeat": pl.Int64,
-    "attempt_key": pl.String,
-    "try_no": pl.Int64,
-    "compiled": pl.Boolean,
-    "correct": pl.Boolean,
-    "speedup": pl.Float64,
-    "score": pl.Float64,
-    "reward_components": pl.String,
-    "policy": pl.String,
-    "hack_flags": pl.List(pl.String),
-    "candidate": pl.String,
-    "diff": pl.String,
-    "task_digest": pl.String,
-    "harness_digest": pl.String,
-    "device": pl.String,
-    "config_digest": pl.String,
-    "arm_digest": pl.String,
-    "tokens_in": pl.Int64,
-    "tokens_out": pl.Int64,
-    "cost_usd": pl.Float64,
-    "agent_wall_s": pl.Float64,
-    "eval_wall_s": pl.Float64,
-    "prompt": pl.String,
-    "response": pl.String,
-    "baseline_time_s": pl.Float64,
-    "candidate_time_s": pl.Float64,
-    "speedup_ci_low": pl.Float64,
-    "speedup_ci_high": pl.Float64,
-    "trials": pl.Int64,
-    "turn": pl.Int64,
-    "infra_retry": pl.Boolean,
-}
+SCHEMA = ATTEMPT_COLUMNS  # the synthetic tables follow the documented attempt table
 
 
 def experiment(
