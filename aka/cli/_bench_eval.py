@@ -2,11 +2,12 @@
 
 Each bundled Triton task's baseline is evaluated as a candidate through the real
 pipeline (:func:`aka.eval._pipeline.run_job`: static checks, the candidate process, the
-checker process, every detector), ``--repeat`` times per mode, first with a fresh
-interpreter per process (the naive path), then with processes forked from the warm
-zygote (:mod:`aka.eval._zygote`). Overhead per candidate is wall time minus the time
-inside measured kernel calls (median x samples of both timed arms). The core needs torch,
-triton and PyYAML (``aka.cli`` itself imports typer), never the ledger, duckdb or polars,
+checker process, every detector), ``--repeat`` times per mode, first along the naive
+path (a fresh interpreter per stage: compile, correctness and timing each in its own
+process, then the checker), then as aka evaluates (one candidate process and the checker,
+both forked from the warm zygote, :mod:`aka.eval._zygote`). Overhead per candidate is
+wall time minus the time inside measured kernel calls (median x samples of both timed
+arms). The core needs torch, triton and PyYAML (``aka.cli`` itself imports typer), never the ledger, duckdb or polars,
 so ``python -m aka.cli._bench_eval`` also runs on a device machine without them.
 """
 
@@ -48,7 +49,7 @@ def _job(task: Path, device: str) -> Job:
                time=True, timing=dict(TIMING), seed=1)  # fmt: skip
 
 
-def evaluate_baseline(task: Path, device: str) -> dict[str, Any]:
+def evaluate_baseline(task: Path, device: str, *, naive: bool = False) -> dict[str, Any]:
     """Evaluate the task's own source as a candidate; wall time, kernel time, verdict."""
     job = _job(task, device)
     with tempfile.TemporaryDirectory(prefix="aka-bench-eval-") as tmp:
@@ -59,7 +60,7 @@ def evaluate_baseline(task: Path, device: str) -> dict[str, Any]:
                 task / "source", root / name, ignore=shutil.ignore_patterns("__pycache__")
             )
         start = time.perf_counter()
-        verdict = run_job(job, root)
+        verdict = run_job(job, root, split_stages=naive)
         wall = time.perf_counter() - start
     kernel = sum(
         arm["median_s"] * arm["n"]
@@ -74,7 +75,9 @@ def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, 
     _warm.use_warm_workers(warm)
     start = time.perf_counter()
     try:
-        runs = [evaluate_baseline(t, device) for _ in range(repeat) for t in tasks]
+        runs = [
+            evaluate_baseline(t, device, naive=not warm) for _ in range(repeat) for t in tasks
+        ]
     finally:
         _warm.use_warm_workers(None)
     total = time.perf_counter() - start

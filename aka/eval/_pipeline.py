@@ -15,11 +15,14 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,9 @@ from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
 from aka.eval._static import forbidden_uses, hack_findings
 
 CHILD_TIMEOUT_S = 1800.0
+# Candidate outputs go to a memory-backed directory when it has this much room.
+SHM_ENV = "AKA_EVAL_SHM"
+SHM_MIN_FREE = 16 << 30
 # Set to 0 in the evaluator's environment to run candidates with the network (the
 # variable itself never reaches the candidate: AKA_* is not passed on).
 ISOLATE_ENV = "AKA_EVAL_ISOLATE_NETWORK"
@@ -261,14 +267,14 @@ def static_findings(job: Job, cand: Path) -> list[dict[str, str]]:
     return out
 
 
-def candidate_request(job: Job, root: Path) -> dict[str, Any]:
+def candidate_request(job: Job, root: Path, out: Path) -> dict[str, Any]:
     """The candidate process's request (it also learns where its outputs go)."""
     return {
         "eval_root": str(root),
         "task_dir": str(root / "task"),
         "base_dir": str(root / "base"),
         "cand_dir": str(root / "cand"),
-        "out_dir": str(root / "out"),
+        "out_dir": str(out),
         "reference": job.reference,
         "entry_file": job.entry_file,
         "entry_symbol": job.entry_symbol,
@@ -286,12 +292,14 @@ def candidate_request(job: Job, root: Path) -> dict[str, Any]:
     }
 
 
-def checker_request(job: Job, root: Path, result: dict[str, Any]) -> dict[str, Any]:
+def checker_request(
+    job: Job, root: Path, out: Path, result: dict[str, Any]
+) -> dict[str, Any]:
     """The checker's request: where the reference and the recorded outputs are."""
     return {
         "task_dir": str(root / "task"),
         "reference": job.reference,
-        "out_dir": str(root / "out"),
+        "out_dir": str(out),
         "pass_shape": job.pass_shape,
         "tolerances": job.tolerances,
         "dtypes": job.dtypes,
@@ -363,32 +371,94 @@ def parent_flags(job: Job, result: dict[str, Any], work: list[Any]) -> list[dict
     return out
 
 
-def run_processes(job: Job, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+@contextlib.contextmanager
+def output_dir(root: Path) -> Iterator[Path]:
+    """Where the candidate process leaves its outputs for the checker.
+
+    At GPU sizes an evaluation hands over gigabytes (every case, rewrite and timed
+    output), so a memory-backed ``/dev/shm`` with room to spare is used when there is one
+    (removed afterwards); otherwise ``root/out``. The candidate's code may not open it
+    either way (the child denies it as it denies the evaluation root).
+    """
+    shm = Path(os.environ.get(SHM_ENV, "/dev/shm"))
+    try:
+        st = os.statvfs(shm)
+        roomy = st.f_bavail * st.f_frsize >= SHM_MIN_FREE and os.access(shm, os.W_OK)
+    except OSError:
+        roomy = False
+    if not roomy:
+        out = root / "out"
+        out.mkdir(exist_ok=True)
+        yield out
+        return
+    out = Path(tempfile.mkdtemp(prefix="aka-out-", dir=shm))
+    try:
+        yield out
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _staged(request: dict[str, Any], *, cwd: Path, device: str) -> dict[str, Any]:
+    """The naive path: one process per stage (compile; correctness; timing), merged.
+
+    Each later process imports and calls the candidate again, as a harness that runs a
+    script per stage does; its records get their own file prefix in the output folder.
+    """
+    first = run_child({**request, "stages": ["compile"]}, cwd=cwd, device=device)
+    parts = [first]
+    if (first.get("compiled") or {}).get("ok"):
+        for stage in ("correctness", "timing"):
+            part = run_child(
+                {**request, "stages": [stage], "out_prefix": f"{stage}-"}, cwd=cwd, device=device
+            )
+            parts.append(part)
+            if part.get("error") or any(r.get("error") for r in part.get("records") or []):
+                break
+    last = parts[-1]
+    return {
+        **last,
+        "compiled": first.get("compiled"),
+        "records": [r for p in parts for r in p.get("records") or []],
+        "flags": [f for p in parts for f in p.get("flags") or []],
+        "notes": [n for p in parts for n in p.get("notes") or []],
+        "error": next((p["error"] for p in parts if p.get("error")), None),
+        "network": first.get("network", "unknown"),
+    }
+
+
+def run_processes(
+    job: Job, root: Path, *, split_stages: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The candidate process, then the checker process; returns both results.
 
     The checker starts at once (importing torch overlaps the candidate's run) but gets
     its request, and computes reference outputs, only after the candidate process and
-    everything it started are gone.
+    everything it started are gone. ``split_stages`` runs a process per stage instead
+    of one (the naive path ``aka bench eval`` compares against).
     """
-    (root / "out").mkdir(exist_ok=True)
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)
     checker = _Proc("aka.eval._reference", cwd=scratch, device=job.device)
     try:
-        result = run_child(candidate_request(job, root), cwd=scratch, device=job.device)
-        checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
-        if result.get("records"):
-            checker.send(checker_request(job, root, result))
-            checked = checker.collect(CHILD_TIMEOUT_S)
+        with output_dir(root) as out:
+            request = candidate_request(job, root, out)
+            if split_stages:
+                result = _staged(request, cwd=scratch, device=job.device)
+            else:
+                result = run_child(request, cwd=scratch, device=job.device)
+            checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
+            if result.get("records"):
+                checker.send(checker_request(job, root, out, result))
+                checked = checker.collect(CHILD_TIMEOUT_S)
     finally:
         checker.kill()
     return result, checked
 
 
-def run_job(job: Job, root: Path) -> Verdict:
+def run_job(job: Job, root: Path, *, split_stages: bool = False) -> Verdict:
     """Evaluate the candidate laid out under ``root``; every detector's findings merged."""
     static = static_findings(job, root / "cand")
-    result, checked = run_processes(job, root)
+    result, checked = run_processes(job, root, split_stages=split_stages)
     compiled = result.get("compiled") or {"ok": False, "error": result.get("error"), "wall_s": 0.0}
     cases, check_flags = judge_records(result.get("records") or [], checked)
     found = static + list(result.get("flags") or []) + check_flags

@@ -6,16 +6,17 @@ EPS = 1e-6
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # Rows of very different scale (log-normal) with an offset, and a few outlier
-    # channels ten times larger, as in the residual stream of a large model.
-    scale = torch.exp(torch.randn(m, 1, generator=g) * 1.5)
-    x = (torch.randn(m, n, generator=g) + 0.3) * scale
-    outliers = torch.rand(n, generator=g) < 0.01
-    x = torch.where(outliers, x * 10.0, x)
-    weight = torch.rand(n, generator=g) * 1.8 + 0.2
-    return x.to(dtype=dtype, device=device), weight.to(dtype=dtype, device=device)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # Rows of very different scale (log-normal) with an offset, and a few outlier
+        # channels ten times larger, as in the residual stream of a large model.
+        scale = torch.exp(torch.randn(m, 1, generator=g) * 1.5)
+        x = (torch.randn(m, n, generator=g) + 0.3) * scale
+        outliers = torch.rand(n, generator=g) < 0.01
+        x = torch.where(outliers, x * 10.0, x)
+        weight = torch.rand(n, generator=g) * 1.8 + 0.2
+        return x.to(dtype=dtype, device=device), weight.to(dtype=dtype, device=device)
 
 
 def reference(x, weight):

@@ -6,17 +6,18 @@ SCALE = 0.125
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    b, s = shape["B"], shape["S"]
-    # Raw q.k scores: a per-matrix offset and spread, a recency bias near the diagonal,
-    # and huge junk above it, so a kernel that forgets the mask or the scale fails.
-    spread = torch.rand(b, 1, 1, generator=g) * 20.0 + 4.0
-    x = torch.randn(b, s, s, generator=g) * spread + torch.randn(b, 1, 1, generator=g) * 40.0
-    idx = torch.arange(s)
-    x = x + 16.0 * torch.exp(-(idx[:, None] - idx[None, :]).abs().float() / 8.0)
-    above = idx[None, :] > idx[:, None]
-    x = torch.where(above, x + 500.0, x)
-    return (x.to(dtype=dtype, device=device),)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        b, s = shape["B"], shape["S"]
+        # Raw q.k scores: a per-matrix offset and spread, a recency bias near the diagonal,
+        # and huge junk above it, so a kernel that forgets the mask or the scale fails.
+        spread = torch.rand(b, 1, 1, generator=g) * 20.0 + 4.0
+        x = torch.randn(b, s, s, generator=g) * spread + torch.randn(b, 1, 1, generator=g) * 40.0
+        idx = torch.arange(s)
+        x = x + 16.0 * torch.exp(-(idx[:, None] - idx[None, :]).abs().float() / 8.0)
+        above = idx[None, :] > idx[:, None]
+        x = torch.where(above, x + 500.0, x)
+        return (x.to(dtype=dtype, device=device),)
 
 
 def reference(x):

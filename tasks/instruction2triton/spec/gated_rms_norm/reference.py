@@ -6,15 +6,16 @@ EPS = 1e-5
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # Row scales over two orders of magnitude, an offset on x and a gate biased open
-    # with a heavy tail, so the gate matters and nothing is near zero or identity.
-    scale = torch.exp(torch.randn(m, 1, generator=g))
-    x = (torch.randn(m, n, generator=g) + 0.4) * scale
-    z = torch.randn(m, n, generator=g) * torch.exp(torch.randn(m, n, generator=g) * 0.5) + 0.8
-    weight = torch.rand(n, generator=g) * 1.5 + 0.25
-    return tuple(t.to(dtype=dtype, device=device) for t in (x, z, weight))
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # Row scales over two orders of magnitude, an offset on x and a gate biased open
+        # with a heavy tail, so the gate matters and nothing is near zero or identity.
+        scale = torch.exp(torch.randn(m, 1, generator=g))
+        x = (torch.randn(m, n, generator=g) + 0.4) * scale
+        z = torch.randn(m, n, generator=g) * torch.exp(torch.randn(m, n, generator=g) * 0.5) + 0.8
+        weight = torch.rand(n, generator=g) * 1.5 + 0.25
+        return tuple(t.to(dtype=dtype, device=device) for t in (x, z, weight))
 
 
 def reference(x, z, weight):

@@ -4,14 +4,15 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    t, e = shape["T"], shape["E"]
-    # Router logits with per-expert popularity biases and per-token sharpness; in
-    # bfloat16 many values tie, which the index rule settles.
-    bias = torch.randn(1, e, generator=g) * 1.5
-    sharp = torch.rand(t, 1, generator=g) * 3.0 + 0.5
-    logits = torch.randn(t, e, generator=g) * sharp + bias
-    return (logits.to(dtype=dtype, device=device),)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        t, e = shape["T"], shape["E"]
+        # Router logits with per-expert popularity biases and per-token sharpness; in
+        # bfloat16 many values tie, which the index rule settles.
+        bias = torch.randn(1, e, generator=g) * 1.5
+        sharp = torch.rand(t, 1, generator=g) * 3.0 + 0.5
+        logits = torch.randn(t, e, generator=g) * sharp + bias
+        return (logits.to(dtype=dtype, device=device),)
 
 
 def reference(logits, T, E, K):

@@ -6,16 +6,17 @@ EPS = 1e-5
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # A large per-row offset relative to the spread punishes E[x^2] - E[x]^2 in low
-    # precision; spreads vary over two orders of magnitude between rows.
-    offset = torch.randn(m, 1, generator=g) * 4.0
-    spread = torch.exp(torch.rand(m, 1, generator=g) * 4.0 - 2.0)
-    x = offset + torch.randn(m, n, generator=g) * spread
-    weight = torch.rand(n, generator=g) * 1.5 + 0.25
-    bias = torch.randn(n, generator=g) * 0.5 + 0.2
-    return tuple(t.to(dtype=dtype, device=device) for t in (x, weight, bias))
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # A large per-row offset relative to the spread punishes E[x^2] - E[x]^2 in low
+        # precision; spreads vary over two orders of magnitude between rows.
+        offset = torch.randn(m, 1, generator=g) * 4.0
+        spread = torch.exp(torch.rand(m, 1, generator=g) * 4.0 - 2.0)
+        x = offset + torch.randn(m, n, generator=g) * spread
+        weight = torch.rand(n, generator=g) * 1.5 + 0.25
+        bias = torch.randn(n, generator=g) * 0.5 + 0.2
+        return tuple(t.to(dtype=dtype, device=device) for t in (x, weight, bias))
 
 
 def reference(x, weight, bias):

@@ -4,15 +4,16 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    b, h, s, d = shape["B"], shape["H"], shape["S"], shape["D"]
-    # Queries and keys share a per-head direction (peaky attention, large logits) and
-    # values carry a per-head offset, so outputs are far from zero and from any input.
-    shared = torch.randn(1, h, 1, d, generator=g) * 0.6
-    q = torch.randn(b, h, s, d, generator=g) + shared
-    k = torch.randn(b, h, s, d, generator=g) + shared
-    v = torch.randn(b, h, s, d, generator=g) * 1.5 + torch.randn(1, h, 1, d, generator=g)
-    return tuple(t.to(dtype=dtype, device=device) for t in (q, k, v))
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        b, h, s, d = shape["B"], shape["H"], shape["S"], shape["D"]
+        # Queries and keys share a per-head direction (peaky attention, large logits) and
+        # values carry a per-head offset, so outputs are far from zero and from any input.
+        shared = torch.randn(1, h, 1, d, generator=g) * 0.6
+        q = torch.randn(b, h, s, d, generator=g) + shared
+        k = torch.randn(b, h, s, d, generator=g) + shared
+        v = torch.randn(b, h, s, d, generator=g) * 1.5 + torch.randn(1, h, 1, d, generator=g)
+        return tuple(t.to(dtype=dtype, device=device) for t in (q, k, v))
 
 
 def reference(q, k, v):

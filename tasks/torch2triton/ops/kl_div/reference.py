@@ -4,15 +4,16 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, v = shape["M"], shape["V"]
-    # Student logits are the teacher's plus noise of a per-row size and a different
-    # offset (offsets cancel in softmax, so only a stable kernel is right); the KL per
-    # row spans small to large values.
-    teacher = torch.randn(m, v, generator=g) * 2.5 + torch.randn(m, 1, generator=g) * 5.0
-    noise = torch.randn(m, v, generator=g) * (torch.rand(m, 1, generator=g) * 1.5 + 0.3)
-    student = teacher + noise + torch.randn(m, 1, generator=g) * 5.0
-    return teacher.to(dtype=dtype, device=device), student.to(dtype=dtype, device=device)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, v = shape["M"], shape["V"]
+        # Student logits are the teacher's plus noise of a per-row size and a different
+        # offset (offsets cancel in softmax, so only a stable kernel is right); the KL per
+        # row spans small to large values.
+        teacher = torch.randn(m, v, generator=g) * 2.5 + torch.randn(m, 1, generator=g) * 5.0
+        noise = torch.randn(m, v, generator=g) * (torch.rand(m, 1, generator=g) * 1.5 + 0.3)
+        student = teacher + noise + torch.randn(m, 1, generator=g) * 5.0
+        return teacher.to(dtype=dtype, device=device), student.to(dtype=dtype, device=device)
 
 
 def reference(teacher, student):

@@ -4,14 +4,15 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # Embeddings with a shared offset direction and row norms spread over four orders
-    # of magnitude, so neither the input nor a constant is close to the answer.
-    direction = torch.randn(1, n, generator=g) * 0.5
-    scale = torch.exp(torch.rand(m, 1, generator=g) * 9.0 - 4.0)
-    x = (torch.randn(m, n, generator=g) + direction) * scale
-    return (x.to(dtype=dtype, device=device),)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # Embeddings with a shared offset direction and row norms spread over four orders
+        # of magnitude, so neither the input nor a constant is close to the answer.
+        direction = torch.randn(1, n, generator=g) * 0.5
+        scale = torch.exp(torch.rand(m, 1, generator=g) * 9.0 - 4.0)
+        x = (torch.randn(m, n, generator=g) + direction) * scale
+        return (x.to(dtype=dtype, device=device),)
 
 
 def reference(x):

@@ -4,16 +4,17 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # Large per-row offsets (overflow without the max trick) and temperatures, plus a
-    # few dominant entries per row.
-    offset = torch.randn(m, 1, generator=g) * 30.0 + 20.0
-    temp = torch.rand(m, 1, generator=g) * 4.0 + 0.25
-    x = torch.randn(m, n, generator=g) * temp + offset
-    spikes = torch.rand(m, n, generator=g) < 0.001
-    x = torch.where(spikes, x + 15.0, x)
-    return (x.to(dtype=dtype, device=device),)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # Large per-row offsets (overflow without the max trick) and temperatures, plus a
+        # few dominant entries per row.
+        offset = torch.randn(m, 1, generator=g) * 30.0 + 20.0
+        temp = torch.rand(m, 1, generator=g) * 4.0 + 0.25
+        x = torch.randn(m, n, generator=g) * temp + offset
+        spikes = torch.rand(m, n, generator=g) < 0.001
+        x = torch.where(spikes, x + 15.0, x)
+        return (x.to(dtype=dtype, device=device),)
 
 
 def reference(x):

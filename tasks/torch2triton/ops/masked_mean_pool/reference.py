@@ -4,18 +4,19 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    b, s, d = shape["B"], shape["S"], shape["D"]
-    # Right-padded batches of random lengths (at least 1 token, often far fewer than S),
-    # with padded positions holding large junk so ignoring the mask fails; token states
-    # carry a per-channel offset so the mean is not near zero.
-    lengths = torch.randint(1, s + 1, (b,), generator=g)
-    mask = (torch.arange(s)[None, :] < lengths[:, None]).long()
-    channel = torch.randn(1, 1, d, generator=g)
-    hidden = torch.randn(b, s, d, generator=g) * 2.0 + channel
-    junk = torch.randn(b, s, d, generator=g) * 50.0 + 30.0
-    hidden = torch.where(mask[:, :, None].bool(), hidden, junk)
-    return hidden.to(dtype=dtype, device=device), mask.to(device)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        b, s, d = shape["B"], shape["S"], shape["D"]
+        # Right-padded batches of random lengths (at least 1 token, often far fewer than S),
+        # with padded positions holding large junk so ignoring the mask fails; token states
+        # carry a per-channel offset so the mean is not near zero.
+        lengths = torch.randint(1, s + 1, (b,), generator=g)
+        mask = (torch.arange(s)[None, :] < lengths[:, None]).long()
+        channel = torch.randn(1, 1, d, generator=g)
+        hidden = torch.randn(b, s, d, generator=g) * 2.0 + channel
+        junk = torch.randn(b, s, d, generator=g) * 50.0 + 30.0
+        hidden = torch.where(mask[:, :, None].bool(), hidden, junk)
+        return hidden.to(dtype=dtype, device=device), mask.to(device)
 
 
 def reference(hidden, mask):

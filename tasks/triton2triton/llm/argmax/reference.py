@@ -4,17 +4,18 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, v = shape["M"], shape["V"]
-    # Heavy-tailed logits with per-row offsets, then one planted winner per row that
-    # beats the runner-up by a margin visible in every dtype, at a column never 0.
-    x = torch.randn(m, v, generator=g) * torch.exp(torch.randn(m, v, generator=g) * 0.5)
-    x = x + torch.randn(m, 1, generator=g) * 10.0
-    x = x.to(dtype)
-    win = torch.randint(1, v, (m,), generator=g)
-    top = x.float().amax(dim=-1)
-    x[torch.arange(m), win] = (top + top.abs() * 0.05 + 1.0).to(dtype)
-    return (x.to(device),)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, v = shape["M"], shape["V"]
+        # Heavy-tailed logits with per-row offsets, then one planted winner per row that
+        # beats the runner-up by a margin visible in every dtype, at a column never 0.
+        x = torch.randn(m, v, generator=g) * torch.exp(torch.randn(m, v, generator=g) * 0.5)
+        x = x + torch.randn(m, 1, generator=g) * 10.0
+        x = x.to(dtype)
+        win = torch.randint(1, v, (m,), generator=g)
+        top = x.float().amax(dim=-1)
+        x[torch.arange(m), win] = (top + top.abs() * 0.05 + 1.0).to(dtype)
+        return (x.to(device),)
 
 
 def reference(logits):

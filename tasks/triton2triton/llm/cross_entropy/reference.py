@@ -4,17 +4,18 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, v = shape["M"], shape["V"]
-    # Logits with per-row temperature and offset, and a few confident spikes; the target
-    # is sometimes the spiked token (small loss) and otherwise random (large loss).
-    temp = torch.rand(m, 1, generator=g) * 3.0 + 0.5
-    logits = torch.randn(m, v, generator=g) * temp + torch.randn(m, 1, generator=g) * 5.0
-    target = torch.randint(0, v, (m,), generator=g)
-    confident = torch.rand(m, generator=g) < 0.5
-    rows = torch.arange(m)
-    logits[rows[confident], target[confident]] += 12.0
-    return logits.to(dtype=dtype, device=device), target.to(device)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, v = shape["M"], shape["V"]
+        # Logits with per-row temperature and offset, and a few confident spikes; the target
+        # is sometimes the spiked token (small loss) and otherwise random (large loss).
+        temp = torch.rand(m, 1, generator=g) * 3.0 + 0.5
+        logits = torch.randn(m, v, generator=g) * temp + torch.randn(m, 1, generator=g) * 5.0
+        target = torch.randint(0, v, (m,), generator=g)
+        confident = torch.rand(m, generator=g) < 0.5
+        rows = torch.arange(m)
+        logits[rows[confident], target[confident]] += 12.0
+        return logits.to(dtype=dtype, device=device), target.to(device)
 
 
 def reference(logits, target):

@@ -6,17 +6,18 @@ EPS = 1e-6
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # The residual stream is large and offset with outlier channels; the block output
-    # added to it is smaller, so dropping either term changes the answer.
-    scale = torch.exp(torch.randn(m, 1, generator=g))
-    residual = (torch.randn(m, n, generator=g) + 0.5) * scale * 4.0
-    outliers = torch.rand(n, generator=g) < 0.01
-    residual = torch.where(outliers, residual * 8.0, residual)
-    x = torch.randn(m, n, generator=g) * scale * 2.0 - 0.3
-    weight = torch.rand(n, generator=g) * 1.8 + 0.2
-    return tuple(t.to(dtype=dtype, device=device) for t in (x, residual, weight))
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # The residual stream is large and offset with outlier channels; the block output
+        # added to it is smaller, so dropping either term changes the answer.
+        scale = torch.exp(torch.randn(m, 1, generator=g))
+        residual = (torch.randn(m, n, generator=g) + 0.5) * scale * 4.0
+        outliers = torch.rand(n, generator=g) < 0.01
+        residual = torch.where(outliers, residual * 8.0, residual)
+        x = torch.randn(m, n, generator=g) * scale * 2.0 - 0.3
+        weight = torch.rand(n, generator=g) * 1.8 + 0.2
+        return tuple(t.to(dtype=dtype, device=device) for t in (x, residual, weight))
 
 
 def reference(x, residual, weight):

@@ -4,15 +4,16 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # Logits with a per-row temperature and a negative offset, plus a few large spikes
-    # per row: a kernel that skips the max subtraction or sums in low precision fails.
-    temp = torch.rand(m, 1, generator=g) * 5.0 + 0.5
-    x = torch.randn(m, n, generator=g) * temp - 8.0
-    spikes = torch.rand(m, n, generator=g) < 0.002
-    x = torch.where(spikes, x + 25.0, x)
-    return (x.to(dtype=dtype, device=device),)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # Logits with a per-row temperature and a negative offset, plus a few large spikes
+        # per row: a kernel that skips the max subtraction or sums in low precision fails.
+        temp = torch.rand(m, 1, generator=g) * 5.0 + 0.5
+        x = torch.randn(m, n, generator=g) * temp - 8.0
+        spikes = torch.rand(m, n, generator=g) < 0.002
+        x = torch.where(spikes, x + 25.0, x)
+        return (x.to(dtype=dtype, device=device),)
 
 
 def reference(x):

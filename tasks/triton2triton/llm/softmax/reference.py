@@ -4,14 +4,15 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    m, n = shape["M"], shape["N"]
-    # Logit-like values: scaled and offset so a kernel that skips the max subtraction
-    # overflows, with a heavy tail from a few large entries per row.
-    x = torch.randn(m, n, generator=g, dtype=torch.float32) * 4.0 + 20.0
-    spikes = torch.rand(m, n, generator=g) < 0.01
-    x = torch.where(spikes, x + 30.0, x)
-    return (x.to(dtype=dtype, device=device),)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        m, n = shape["M"], shape["N"]
+        # Logit-like values: scaled and offset so a kernel that skips the max subtraction
+        # overflows, with a heavy tail from a few large entries per row.
+        x = torch.randn(m, n, generator=g, dtype=torch.float32) * 4.0 + 20.0
+        spikes = torch.rand(m, n, generator=g) < 0.01
+        x = torch.where(spikes, x + 30.0, x)
+        return (x.to(dtype=dtype, device=device),)
 
 
 def reference(x):

@@ -1,0 +1,102 @@
+"""The naive path (a process per stage) and where candidate outputs are handed over.
+
+``aka bench eval`` compares aka's evaluation (one candidate process, one checker) with a
+fresh interpreter per stage; the comparison only means something if both reach the same
+verdicts. Candidate outputs go to a memory-backed folder when it has room, which candidate
+code must not read.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aka.eval import _pipeline
+from aka.eval._pipeline import Job, output_dir, run_job
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
+from redteam_corpus import CORPUS, TASKS
+
+SCALE = TASKS / "torch/ops/scale"
+TIMING = {"target_rel_ci": 0.05, "max_time_s": 0.2, "min_samples": 5}
+
+
+def _layout(tmp: Path, candidate: str) -> tuple[Job, Path]:
+    spec = yaml.safe_load((SCALE / "task.yaml").read_text())
+    root = tmp / "eval"
+    shutil.copytree(SCALE, root / "task")
+    shutil.copytree(SCALE / "source", root / "base")
+    (root / "cand").mkdir()
+    (root / "cand" / "kernel.py").write_text(candidate)
+    job = Job(reference="reference.py", editable=["kernel.py"], forbidden=[],
+              entry_file="kernel.py", entry_symbol="scale", pass_shape=False, backend="torch",
+              shapes=spec["shapes"]["cpu"], dtypes=spec["dtypes"],
+              tolerances=spec["tolerances"], seeds=spec["seeds"], device="cpu", time=True,
+              timing=dict(TIMING), seed=11, isolate_network=False)  # fmt: skip
+    return job, root
+
+
+@pytest.mark.parametrize(
+    ("name", "correct", "flag"),
+    [("honest_vectorized", True, None), ("p10_warmup_replay", False, "stale_output")],
+)
+def test_a_process_per_stage_reaches_the_same_verdict(
+    tmp_path: Path, name: str, correct: bool, flag: str | None
+) -> None:
+    text = (CORPUS / f"{name}.py").read_text()
+    one_job, one_root = _layout(tmp_path / "one", text)
+    staged_job, staged_root = _layout(tmp_path / "staged", text)
+    one = run_job(one_job, one_root)
+    staged = run_job(staged_job, staged_root, split_stages=True)
+    assert (one.correct, staged.correct) == (correct, correct), (one.error, staged.error)
+    assert [(c["seed"], c["ok"]) for c in one.cases] == [(c["seed"], c["ok"]) for c in staged.cases]
+    assert len(staged.timing) == len(one.timing) == 1
+    if flag is not None:
+        assert flag in one.flags and flag in staged.flags
+
+
+def test_outputs_go_to_a_roomy_memory_folder_and_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setenv(_pipeline.SHM_ENV, str(shm))
+    monkeypatch.setattr(_pipeline, "SHM_MIN_FREE", 1)
+    with output_dir(tmp_path / "root") as out:
+        assert out.parent == shm and out.is_dir()
+        (out / "00000.pt").write_bytes(b"x")
+    assert not out.exists()
+    monkeypatch.setattr(_pipeline, "SHM_MIN_FREE", 1 << 62)  # no folder has that much room
+    (tmp_path / "root").mkdir()
+    with output_dir(tmp_path / "root") as out:
+        assert out == tmp_path / "root" / "out" and out.is_dir()
+    monkeypatch.setenv(_pipeline.SHM_ENV, str(tmp_path / "missing"))
+    with output_dir(tmp_path / "root") as out:
+        assert out == tmp_path / "root" / "out"
+
+
+PEEK = '''import glob
+
+
+def scale(x):
+    for path in glob.glob("{pattern}"):
+        open(path, "rb").close()
+    return x * 2 + 1
+'''
+
+
+def test_candidate_code_reading_the_output_folder_is_flagged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setenv(_pipeline.SHM_ENV, str(shm))
+    monkeypatch.setattr(_pipeline, "SHM_MIN_FREE", 1)
+    job, root = _layout(tmp_path, PEEK.format(pattern=f"{shm}/aka-out-*/*.pt"))
+    verdict = run_job(job, root)
+    assert not verdict.correct
+    assert "harness_access" in verdict.flags, verdict.evidence
