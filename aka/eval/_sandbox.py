@@ -239,10 +239,35 @@ class Guards:
         where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
         if event == "open":
             self._open(args, where)
-        elif event.startswith("object.__") and not self._patches_library(args):
+        elif event.startswith("object.__") and (
+            not self._patches_library(args) or self._library_code(sys._getframe(1))
+        ):
             return
         else:
             self.flag(flag or event, f"{where}: {event} {_short(args)}")
+
+    def _library_code(self, frame: FrameType | None) -> bool:
+        """Whether a library, not the candidate, made the assignment seen in ``frame``.
+
+        Walking out from the assignment: standard-library frames (``unittest.mock``,
+        ``dataclasses``) are skipped; the first other frame decides. Candidate code: the
+        candidate patched. An installed package's code, or an import in progress (Triton
+        imports and sets up its own classes during a candidate's first launch): the
+        library at work.
+        """
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith(self.cand_dir):
+                return False
+            if name.startswith("<frozen importlib"):
+                return True
+            installed = f"{os.sep}site-packages{os.sep}" in name or (
+                f"{os.sep}dist-packages{os.sep}" in name
+            )
+            if installed or not name.startswith(_STDLIB):
+                return True
+            frame = frame.f_back
+        return True
 
     def _patches_library(self, args: tuple[Any, ...]) -> bool:
         obj = args[0] if args else None

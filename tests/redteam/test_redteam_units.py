@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import sysconfig
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -219,3 +221,32 @@ def test_guard_classifies_opens(tmp_path: Path) -> None:
         "result_channel_tamper",
         "file_access",
     ]
+
+
+def _frame_chain(files: list[str]) -> Any:
+    """The innermost frame of calls through functions "defined" in ``files`` (outer first)."""
+    src = "import sys\ndef f():\n    return NEXT() if NEXT else sys._getframe()\n"
+    nxt: Any = None
+    for name in reversed(files):
+        scope: dict[str, Any] = {"NEXT": nxt}
+        exec(compile(src, name, "exec"), scope)
+        nxt = scope["f"]
+    return nxt()
+
+
+def test_an_assignment_is_the_candidates_unless_a_library_made_it(tmp_path: Path) -> None:
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    g = Guards(cand, deny_roots=[tmp_path], allow_roots=[])
+    stdlib = sysconfig.get_paths()["stdlib"]
+    kernel, mock = str(cand / "kernel.py"), f"{stdlib}/unittest/mock.py"
+    triton = "/opt/py/lib/python3.12/site-packages/triton/runtime/interpreter.py"
+    # The candidate itself, or the standard library on its behalf: the candidate's.
+    assert not g._library_code(_frame_chain([kernel]))
+    assert not g._library_code(_frame_chain([kernel, mock]))
+    # Triton's own code, or a module being imported, while the candidate's kernel runs.
+    assert g._library_code(_frame_chain([kernel, triton]))
+    assert g._library_code(_frame_chain([kernel, triton, f"{stdlib}/dataclasses.py"]))
+    assert g._library_code(
+        _frame_chain([kernel, "<frozen importlib._bootstrap>", f"{stdlib}/dataclasses.py"])
+    )

@@ -1,6 +1,11 @@
 # ruff: noqa
 # mypy: ignore-errors
-"""Pattern 1: the work runs on a side stream the timed events do not cover."""
+"""Pattern 1: the real work runs on a side stream that the timed events do not cover.
+
+The timed window records its end event on the current stream right after the call
+returns; the work queued on the side stream (a long kernel, then the answer) is still
+running then. Only the host clock, which waits for the whole device, sees it.
+"""
 import torch
 
 _side = None
@@ -13,7 +18,7 @@ def scale(x):
     y = torch.empty_like(x)
     _side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(_side):
-        for _ in range(50):  # long enough to dwarf the (empty) timed window
-            torch.mul(x, 2, out=y)
-            y.add_(1)
+        torch.cuda._sleep(2_000_000)  # ~1 ms of device time: the expensive part
+        torch.mul(x, 2, out=y)
+        y.add_(1)
     return y

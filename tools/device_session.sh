@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# GPU sessions that gather the GPU numbers the docs quote, in two parts that each fit
+# one device call (under ten minutes):
+#   bash tools/device_session.sh a   eval throughput, red-team corpus, per-task suite
+#   bash tools/device_session.sh b   noop vs autotune (local runner), timing engine A/A
+# Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
+# call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
+set -u
+PART=${1:?usage: device_session.sh a|b}
+R=/tmp/res; mkdir -p $R
+. tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv > $R/gpu_$PART.txt 2>&1
+git log -1 --format='%h %cI' > $R/commit.txt 2>/dev/null || true
+step() {  # step NAME SECONDS CMD...
+  local name=$1 secs=$2; shift 2
+  local t0=$(date +%s)
+  timeout -k 3 "$secs" "$@" > "$R/$name.log" 2>&1; local rc=$?
+  pkill -9 -f "aka worker" 2>/dev/null; pkill -9 -f "aka.eval" 2>/dev/null
+  echo "$name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a $R/steps.txt
+  tar czf $OUT/results.tgz -C $R . 2>/dev/null
+}
+prebuild_cuda() {  # compile the CUDA tasks' extensions side by side, ahead of the suite
+  for k in tasks/cuda2cuda/ops/*/source/kernel.py tasks/torch2cuda/ops/*/source/kernel.py; do
+    MAX_JOBS=4 python3 -c "import runpy; runpy.run_path('$k')['_extension']()" \
+      > "$R/prebuild_$(basename $(dirname $(dirname $k))).log" 2>&1 &
+  done
+}
+case $PART in
+a)
+  prebuild_cuda
+  step evalbench 170 aka bench eval --device cuda --tasks 3 --format json
+  AKA_EVAL_WARM=1 step redteam 150 python3 tools/redteam_gpu.py --out $R/redteam.json
+  wait
+  step suite 200 python3 tools/gpu_suite.py --max-time-s 0.25 --out $R/suite.json \
+    triton2triton torch2triton instruction2triton cuda2cuda torch2cuda
+  ;;
+b)
+  AKA_EVAL_WARM=1 step autotune 300 aka run configs/h200_autotune.yaml --ledger /tmp/h200
+  step compare 40 sh -c "aka compare noop autotune --ledger /tmp/h200 --format json > $R/compare.json; aka compare noop autotune --ledger /tmp/h200; aka report --ledger /tmp/h200"
+  tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
+  step timing 215 python3 -m aka.timing.bench --processes 5 --rounds 10 --budget-s 190 --output $R/timing.json
+  ;;
+esac
+tar czf $OUT/results.tgz -C $R . 2>/dev/null
+tail -n 6 $R/*.log | cut -c1-300
