@@ -10,10 +10,12 @@ all collapse to one event when readers deduplicate by ``event_id``.
 from __future__ import annotations
 
 import gc
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -202,12 +204,94 @@ def decode(table: pa.Table, registry: EventRegistry, sources: Sequence[str]) -> 
     ``table`` must carry a ``_src`` column indexing ``sources`` so an undecodable row is
     reported with the file it came from.
 
+    Columns become Python values column by column (repeated values share one object),
+    and the payloads of each ``(type, version)`` are validated together; any row that
+    cannot be decoded that way sends the whole table through :func:`_decode_rows`,
+    which raises the error for the first bad row.
+
     Raises:
         SchemaError: a row's type is not registered, its version is newer than the
             code, or its payload does not validate; the message names the file.
     """
-    if table.num_rows == 0:
+    n = table.num_rows
+    if n == 0:
         return []
+    payloads = _payloads(table, registry)
+    if payloads is None:
+        return _decode_rows(table, registry, sources)
+    ids = table.column("event_id").to_pylist()
+    seqs = table.column("seq").to_pylist()
+    runs = _repeated(table.column("run_id"))
+    attempts = _repeated(table.column("attempt_key"))
+    writers = _repeated(table.column("writer_id"))
+    types = _repeated(table.column("type"))
+    versions = _repeated(table.column("version"))
+    times = _datetimes(table.column("time"))
+    digests = _digest_tuples(table.column("digests"))
+    dicts = [
+        {"event_id": i, "run_id": r, "attempt_key": a, "writer_id": w, "seq": s, "time": t,
+         "type": ty, "version": v, "payload": p, "digests": d}
+        for i, r, a, w, s, t, ty, v, p, d in zip(
+            ids, runs, attempts, writers, seqs, times, types, versions, payloads, digests,
+            strict=True,
+        )
+    ]  # fmt: skip
+    envs = list(map(_new, repeat(Envelope, n)))
+    deque(map(_set, envs, repeat("__dict__"), dicts), maxlen=0)
+    return envs
+
+
+def _payloads(table: pa.Table, registry: EventRegistry) -> list[EventModel] | None:
+    """Every row's payload model in row order, validated one ``(type, version)`` at a time.
+
+    Returns ``None`` if some row cannot be decoded (unknown type, newer version, invalid
+    payload, failing upcaster), so the caller can report the first such row.
+    """
+    keys = pc.binary_join_element_wise(
+        table.column("type"), pc.cast(table.column("version"), pa.string()), "\x1f"
+    )
+    if keys.null_count:
+        return None
+    encoded = pc.dictionary_encode(keys.combine_chunks())
+    groups = encoded.dictionary.to_pylist()
+    raw = table.column("payload")
+    if len(groups) == 1:
+        return _validate_group(groups[0], raw.to_pylist(), registry)
+    order = pc.sort_indices(encoded.indices)  # stable: rows of one group stay in order
+    sorted_raw = raw.take(order).to_pylist()
+    counts = pc.value_counts(encoded.indices)
+    flat: list[EventModel] = []
+    start = 0
+    for group, count in sorted(
+        zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
+    ):
+        models = _validate_group(groups[group], sorted_raw[start : start + count], registry)
+        if models is None:
+            return None
+        flat += models
+        start += count
+    inverse = pc.sort_indices(order).to_pylist()  # row -> position in `flat`
+    return list(map(flat.__getitem__, inverse))
+
+
+def _validate_group(key: str, raw: list[str], registry: EventRegistry) -> list[EventModel] | None:
+    tag, _, v = key.rpartition("\x1f")
+    version = int(v)
+    model = registry.types().get(tag)
+    if model is None or version > model.schema_version:
+        return None
+    try:
+        if version == model.schema_version:
+            return list(map(model.__pydantic_validator__.validate_json, raw))
+        return [registry.parse(tag, version, r) for r in raw]  # upcast, step by step
+    except Exception:  # the per-row decode reports (or raises) it for the first bad row
+        return None
+
+
+def _decode_rows(
+    table: pa.Table, registry: EventRegistry, sources: Sequence[str]
+) -> list[Envelope]:
+    """Decode row by row, raising for the first row that does not decode."""
     c = {name: table.column(name).to_pylist() for name in ("event_id", "seq", "payload")}
     for name in ("run_id", "attempt_key", "writer_id", "type", "version"):
         c[name] = _repeated(table.column(name))
@@ -238,12 +322,26 @@ def decode(table: pa.Table, registry: EventRegistry, sources: Sequence[str]) -> 
 
 
 def _repeated(column: pa.ChunkedArray) -> list[Any]:
-    """Python values of a low-cardinality column, one object per distinct value."""
-    encoded = column.combine_chunks().dictionary_encode()
+    """Python values of a low-cardinality column, one object per distinct value.
+
+    Long runs of one value (a writer's rows, a batch's time) are expanded run by run;
+    otherwise the distinct values are looked up by their dictionary index.
+    """
+    array = column.combine_chunks()
+    n = len(array)
+    runs = pc.run_end_encode(array)
+    if len(runs.values) <= n // 16:
+        out: list[Any] = []
+        start = 0
+        for value, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+            out += [value] * (end - start)
+            start = end
+        return out
+    encoded = pc.dictionary_encode(array, null_encoding="encode")
     values = encoded.dictionary.to_pylist()
-    if len(values) > len(encoded) // 4:
-        return column.to_pylist()
-    return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
+    if len(values) > n // 4:
+        return array.to_pylist()
+    return list(map(values.__getitem__, encoded.indices.to_pylist()))
 
 
 def _digest_tuples(column: pa.ChunkedArray) -> list[tuple[str, ...]]:
@@ -255,14 +353,9 @@ def _digest_tuples(column: pa.ChunkedArray) -> list[tuple[str, ...]]:
 
 def _datetimes(column: pa.ChunkedArray) -> list[datetime]:
     """Timestamps as aware datetimes; batches share a time, so convert each value once."""
-    cache: dict[int, datetime] = {}
-    out = []
-    for us in column.cast(pa.int64()).to_pylist():
-        dt = cache.get(us)
-        if dt is None:
-            dt = cache[us] = micros_to_datetime(us)
-        out.append(dt)
-    return out
+    micros = _repeated(column.cast(pa.int64()))
+    cache = {us: micros_to_datetime(us) for us in set(micros)}
+    return list(map(cache.__getitem__, micros))
 
 
 def _decode_error(
