@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aka.errors import InputError
+from aka.yamlfile import read_yaml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -280,16 +280,12 @@ def load_config(path: Path) -> RunConfig:
     Raises:
         InputError: the file is missing, malformed, or fails validation.
     """
-    if not path.is_file():
-        raise InputError(
-            "config file not found", where=str(path), fix="pass the path of a YAML config"
-        )
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise InputError(
-            f"malformed YAML: {exc}", where=str(path), fix="fix the YAML syntax"
-        ) from None
+    raw = read_yaml(
+        path,
+        missing="config file not found",
+        missing_where=path,
+        missing_fix="pass the path of a YAML config",
+    )
     return parse_config(raw, where=str(path))
 
 

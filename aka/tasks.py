@@ -24,10 +24,10 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aka.errors import InputError
+from aka.yamlfile import read_yaml_mapping
 
 TASK_FILE = "task.yaml"
 Shape = dict[str, int]
@@ -288,20 +288,13 @@ def load_task(folder: Path, *, root: Path | None = None) -> Task:
             each naming the file, the field and the fix.
     """
     spec_path = folder / TASK_FILE
-    if not spec_path.is_file():
-        raise InputError(
-            "no task.yaml", where=str(folder), fix="add a task.yaml (see `aka tasks new`)"
-        )
-    try:
-        raw = yaml.safe_load(spec_path.read_text())
-    except yaml.YAMLError as exc:
-        raise InputError(
-            f"malformed YAML: {exc}", where=str(spec_path), fix="fix the YAML syntax"
-        ) from None
-    if not isinstance(raw, dict):
-        raise InputError(
-            "expected a mapping at the top level", where=str(spec_path), fix="see docs/tasks.md"
-        )
+    raw = read_yaml_mapping(
+        spec_path,
+        missing="no task.yaml",
+        missing_where=folder,
+        missing_fix="add a task.yaml (see `aka tasks new`)",
+        docs="docs/tasks.md",
+    )
     try:
         spec = TaskSpec.model_validate(raw)
     except ValidationError as exc:
@@ -351,7 +344,9 @@ def select(root: Path, selectors: list[str], *, where: str | None = None) -> lis
                 fix=f"use a path relative to {root}; `aka tasks list` shows them",
             )
         found = (
-            [load_task(target, root=root)] if (target / TASK_FILE).is_file() else discover(root, under=target)
+            [load_task(target, root=root)]
+            if (target / TASK_FILE).is_file()
+            else discover(root, under=target)
         )
         if not found:
             raise InputError(

@@ -15,6 +15,8 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from aka.pyast import dotted_name, import_aliases, resolve
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -110,36 +112,6 @@ ENV_ALLOWED_PREFIXES = ("TRITON_", "CUDA_")
 FILE_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "open", "unlink"}
 
 
-def _aliases(tree: ast.AST) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = (
-                    a.name if a.asname else a.name.split(".")[0]
-                )
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module}.{a.name}"
-    return names
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _resolve(dotted: str, aliases: dict[str, str]) -> str:
-    head, _, rest = dotted.partition(".")
-    return aliases.get(head, head) + (f".{rest}" if rest else "")
-
-
 def forbidden_uses(path: str, source: str, forbidden: Iterable[str]) -> list[Finding]:
     """Uses of any forbidden dotted name in ``source`` (after alias resolution).
 
@@ -152,17 +124,17 @@ def forbidden_uses(path: str, source: str, forbidden: Iterable[str]) -> list[Fin
         tree = ast.parse(source)
     except SyntaxError:
         return []  # the compile stage reports syntax errors
-    aliases = _aliases(tree)
+    aliases = import_aliases(tree)
     methods = {b.rsplit(".", 1)[1] for b in banned if b.startswith("torch.Tensor.")}
     found: list[Finding] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute | ast.Name):
             continue
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is None:
             continue
         head = dotted.partition(".")[0]
-        full = _resolve(dotted, aliases)
+        full = resolve(dotted, aliases)
         if full in banned:
             found.append(Finding("forbidden_api", path, getattr(node, "lineno", 0), f"uses {full}"))
         elif isinstance(node, ast.Attribute) and node.attr in methods and head not in aliases:
@@ -225,9 +197,9 @@ class _Visitor(ast.NodeVisitor):
             self.add(flag, node, f"uses builtin {node.id}")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is not None:
-            full = _resolve(dotted, self.aliases)
+            full = resolve(dotted, self.aliases)
             flag = _name_flag(full)
             if flag:
                 self.add(flag, node, f"uses {full}")
@@ -249,8 +221,8 @@ class _Visitor(ast.NodeVisitor):
 
     def _patch_target(self, target: ast.AST) -> None:
         if isinstance(target, ast.Attribute):
-            dotted = _dotted(target)
-            full = _resolve(dotted, self.aliases) if dotted else ""
+            dotted = dotted_name(target)
+            full = resolve(dotted, self.aliases) if dotted else ""
             if (
                 full.split(".")[0] in PATCH_ROOTS
                 and dotted
@@ -277,8 +249,8 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _allowed_env_read(self, func: ast.AST, key: ast.AST | None) -> bool:
-        dotted = _dotted(func)
-        full = _resolve(dotted, self.aliases) if dotted else ""
+        dotted = dotted_name(func)
+        full = resolve(dotted, self.aliases) if dotted else ""
         return (
             full in {"os.environ.get", "os.getenv", "os.environ"}
             and isinstance(key, ast.Constant)
@@ -296,8 +268,8 @@ class _Visitor(ast.NodeVisitor):
             return
         func = node.func.id if isinstance(node.func, ast.Name) else ""
         if func in {"setattr", "delattr"} and node.args:
-            dotted = _dotted(node.args[0]) or ""
-            root = _resolve(dotted, self.aliases).split(".")[0] if dotted else ""
+            dotted = dotted_name(node.args[0]) or ""
+            root = resolve(dotted, self.aliases).split(".")[0] if dotted else ""
             if root in PATCH_ROOTS and dotted.split(".")[0] in self.aliases:
                 self.add("monkeypatch", node, f"{func}() on {dotted}")
         if func == "open" and node.args and self._names_editable(node.args[0]):
@@ -331,7 +303,7 @@ def hack_findings(path: str, source: str, editable: Sequence[str] = ()) -> list[
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    visitor = _Visitor(path, _aliases(tree), editable)
+    visitor = _Visitor(path, import_aliases(tree), editable)
     visitor.visit(tree)
     unique = {(f.flag, f.line): f for f in visitor.found}
     return sorted(unique.values(), key=lambda f: (f.line, f.flag))

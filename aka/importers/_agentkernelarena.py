@@ -16,7 +16,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aka.config import format_errors
@@ -24,6 +23,7 @@ from aka.errors import InputError
 from aka.importers._common import origin, prepare, slug, write_spec
 from aka.importers._kernelbench import ImportResult
 from aka.importers._templates import AKA_TIMING_HELPER
+from aka.yamlfile import read_yaml_mapping
 
 CONFIG = "config.yaml"
 BEGIN, END = "# >>> AKA-GENERATED", "# <<< AKA-GENERATED <<<"
@@ -85,20 +85,13 @@ def read_config(folder: Path) -> ArenaConfig:
             file that does not exist; the message names the file, the field and the fix.
     """
     path = folder / CONFIG
-    if not path.is_file():
-        raise InputError(
-            "no config.yaml", where=str(folder), fix="pass an AgentKernelArena task folder"
-        )
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise InputError(
-            f"malformed YAML: {exc}", where=str(path), fix="fix the YAML syntax"
-        ) from None
-    if not isinstance(raw, dict):
-        raise InputError(
-            "expected a mapping at the top level", where=str(path), fix="see docs/authoring.md"
-        )
+    raw = read_yaml_mapping(
+        path,
+        missing="no config.yaml",
+        missing_where=folder,
+        missing_fix="pass an AgentKernelArena task folder",
+        docs="docs/authoring.md",
+    )
     try:
         cfg = ArenaConfig.model_validate(raw)
     except ValidationError as exc:

@@ -22,6 +22,7 @@ from pathlib import Path
 from aka.errors import InputError
 from aka.importers._common import origin, prepare, slug, write_spec
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_REFERENCE
+from aka.pyast import dotted_name, import_aliases, resolve
 
 KINDS = {"torch2triton": "triton", "torch2cuda": "cuda"}
 ALLOCATORS = {
@@ -53,39 +54,14 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = (
-                    a.name if a.asname else a.name.split(".")[0]
-                )
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module}.{a.name}"
-    return names
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id, *reversed(parts)])
-    return None
-
-
 def _forward_calls(model: ast.ClassDef, aliases: dict[str, str]) -> list[str]:
     """Dotted torch functions called in ``Model.forward`` (aliases resolved)."""
     found: set[str] = set()
     for fn in model.body:
         if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
             for node in ast.walk(fn):
-                if isinstance(node, ast.Call) and (name := _dotted(node.func)):
-                    head, _, rest = name.partition(".")
-                    full = aliases.get(head, head) + (f".{rest}" if rest else "")
+                if isinstance(node, ast.Call) and (name := dotted_name(node.func)):
+                    full = resolve(name, aliases)
                     if full.startswith("torch.") and full.rsplit(".", 1)[1] not in ALLOCATORS:
                         found.add(full)
     return sorted(found)
@@ -149,7 +125,7 @@ def read_problem(path: Path) -> Problem:
         source=source,
         model_source=ast.get_source_segment(source, model) or "",
         sizes=sizes,
-        forward_calls=_forward_calls(model, _aliases(tree)),
+        forward_calls=_forward_calls(model, import_aliases(tree)),
         imports=imports,
     )
 
