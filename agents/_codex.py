@@ -28,7 +28,7 @@ from aka_agents._process import (
     first_line,
     launch,
 )
-from aka_agents._streams import CodexParser
+from aka_agents._stream_codex import CodexParser
 
 INSTALL = "npm install -g @openai/codex"
 

@@ -31,8 +31,8 @@ from typing import Any, ClassVar
 from aka.agent import AgentOutcome, AgentRequest, AgentSettings, AgentSink, register_agent
 from aka.errors import InputError
 from aka.treatments import mcp_config
+from aka_agents._parsers import PARSERS
 from aka_agents._process import AgentCheck, agent_env, extra_args, first_line, run_cli
-from aka_agents._streams import PARSERS
 
 FIELDS = (
     "prompt_file",

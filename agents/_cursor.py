@@ -31,7 +31,7 @@ from aka_agents._process import (
     first_line,
     launch,
 )
-from aka_agents._streams import CursorParser
+from aka_agents._stream_cursor import CursorParser
 
 INSTALL = "curl https://cursor.com/install -fsS | bash"
 

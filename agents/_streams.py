@@ -30,7 +30,7 @@ from typing import Any, cast
 from aka.agent import AgentItem, ItemKind
 
 TEXT_LIMIT = 8192  # characters of free text kept in one item (the transcript keeps all)
-_SYSTEM_KEYS = ("subtype", "model", "session_id", "cwd")
+SYSTEM_KEYS = ("subtype", "model", "session_id", "cwd")
 _EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}
 
 
@@ -45,11 +45,11 @@ def clip(value: Any, limit: int = TEXT_LIMIT) -> Any:
     return value
 
 
-def _str(value: Any) -> str | None:
+def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _int(value: Any) -> int:
+def as_int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
@@ -57,7 +57,7 @@ def usage_numbers(usage: Mapping[str, Any]) -> dict[str, int]:
     """Token counts from a usage mapping in snake_case or camelCase, missing ones as 0."""
 
     def get(*names: str) -> int:
-        return sum(_int(usage.get(n)) for n in names)
+        return sum(as_int(usage.get(n)) for n in names)
 
     return {
         "input_tokens": get("input_tokens", "inputTokens", "prompt_tokens"),
@@ -143,9 +143,9 @@ class ClaudeParser(StreamParser):
     def on_event(self, event: dict[str, Any]) -> list[AgentItem]:
         kind = event.get("type")
         if kind == "system":
-            self.totals.model = _str(event.get("model")) or self.totals.model
-            self.totals.session_id = _str(event.get("session_id")) or self.totals.session_id
-            keep: dict[str, Any] = {k: event[k] for k in _SYSTEM_KEYS if k in event}
+            self.totals.model = as_str(event.get("model")) or self.totals.model
+            self.totals.session_id = as_str(event.get("session_id")) or self.totals.session_id
+            keep: dict[str, Any] = {k: event[k] for k in SYSTEM_KEYS if k in event}
             return [AgentItem("log", f"system {event.get('subtype', '')}".strip(), keep)]
         if kind == "assistant":
             return self._assistant(event.get("message") or {})
@@ -162,7 +162,7 @@ class ClaudeParser(StreamParser):
         return super().on_event(event)
 
     def _assistant(self, message: Mapping[str, Any]) -> list[AgentItem]:
-        self.totals.model = self.totals.model or _str(message.get("model"))
+        self.totals.model = self.totals.model or as_str(message.get("model"))
         if isinstance(message.get("usage"), Mapping):
             self._message_usage[str(message.get("id", len(self._message_usage)))] = usage_numbers(
                 message["usage"]
@@ -246,238 +246,6 @@ class ClaudeParser(StreamParser):
         ]
 
 
-class CodexParser(StreamParser):
-    """Codex ``exec --json``; tokens come from the last ``turn.completed`` event.
-
-    A turn's ``usage`` is the thread's running total, not the turn's own share, so the
-    last one seen is the run's total (summing would count earlier turns twice).
-    ``cached_input_tokens`` is a part of ``input_tokens`` (OpenAI usage), so ``tokens_in``
-    is ``input_tokens``. Codex reports neither cost nor model in this stream.
-    """
-
-    _TOOLS = ("command_execution", "mcp_tool_call", "web_search")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._started: set[str] = set()
-
-    def on_event(self, event: dict[str, Any]) -> list[AgentItem]:
-        kind = event.get("type")
-        if kind == "thread.started":
-            self.totals.session_id = _str(event.get("thread_id"))
-            return [AgentItem("log", "thread started", {"thread_id": event.get("thread_id")})]
-        if kind == "turn.started":
-            return []
-        if kind in ("item.started", "item.updated", "item.completed"):
-            return self._item(
-                event.get("item") or {},
-                done=kind == "item.completed",
-                started=kind == "item.started",
-            )
-        if kind in ("turn.completed", "turn.failed"):
-            return self._turn_end(event, failed=kind == "turn.failed")
-        if kind == "error":
-            message = str(event.get("message", ""))
-            self.totals.error = message
-            return [AgentItem("error", clip(message))]
-        return super().on_event(event)
-
-    def _item(self, item: Mapping[str, Any], *, done: bool, started: bool) -> list[AgentItem]:
-        itype, iid = item.get("type") or item.get("item_type"), str(item.get("id", ""))
-        items: list[AgentItem] = []
-        if itype in self._TOOLS and (started or (done and iid not in self._started)):
-            self._started.add(iid)
-            items.append(self._tool_call(itype, item))
-        if not done:
-            return items
-        if itype in ("agent_message", "assistant_message"):
-            items.append(AgentItem("message", clip(str(item.get("text", "")))))
-        elif itype == "reasoning":
-            items.append(AgentItem("thinking", clip(str(item.get("text", "")))))
-        elif itype in self._TOOLS:
-            output = item.get("aggregated_output", item.get("result", item.get("output", "")))
-            data = {"id": iid, "status": item.get("status"), "exit_code": item.get("exit_code")}
-            items.append(
-                AgentItem(
-                    "tool_result",
-                    clip(output if isinstance(output, str) else json.dumps(output)),
-                    data,
-                )
-            )
-        elif itype == "file_change":
-            for change in item.get("changes") or []:
-                path = str(change.get("path", ""))
-                items.append(
-                    AgentItem(
-                        "file_edit",
-                        path,
-                        {"path": path, "change": change.get("kind"), "status": item.get("status")},
-                    )
-                )
-        elif itype == "error":
-            items.append(AgentItem("error", clip(str(item.get("message", "")))))
-        elif itype == "todo_list":
-            items.append(AgentItem("log", "todo list", {"items": clip(item.get("items") or [])}))
-        return items
-
-    @staticmethod
-    def _tool_call(itype: str, item: Mapping[str, Any]) -> AgentItem:
-        if itype == "command_execution":
-            return AgentItem(
-                "tool_call",
-                "shell",
-                {
-                    "id": item.get("id"),
-                    "name": "shell",
-                    "input": {"command": clip(item.get("command", ""))},
-                },
-            )
-        if itype == "mcp_tool_call":
-            name = f"{item.get('server', '')}.{item.get('tool', '')}"
-            return AgentItem(
-                "tool_call",
-                name,
-                {"id": item.get("id"), "name": name, "input": clip(item.get("arguments") or {})},
-            )
-        return AgentItem(
-            "tool_call",
-            "web_search",
-            {"id": item.get("id"), "name": "web_search", "input": {"query": item.get("query")}},
-        )
-
-    def _turn_end(self, event: Mapping[str, Any], *, failed: bool) -> list[AgentItem]:
-        items = []
-        if isinstance(event.get("usage"), Mapping):
-            usage = usage_numbers(event["usage"])
-            self.totals.tokens_in, self.totals.tokens_out = (
-                usage["input_tokens"],
-                usage["output_tokens"],
-            )
-            items.append(AgentItem("usage", "", {**usage, "source": "turn"}))
-        if failed:
-            error = event.get("error") or {}
-            message = str(error.get("message", error) if isinstance(error, Mapping) else error)
-            self.totals.is_error, self.totals.error = True, message
-            items.append(AgentItem("error", clip(message)))
-        return items
-
-
-class CursorParser(StreamParser):
-    """cursor-agent ``stream-json``; text deltas are joined into one item per segment.
-
-    With ``--stream-partial-output`` each ``assistant`` event with a ``timestamp_ms`` (and
-    no ``model_call_id``) carries a new piece of text, and each segment (the text before
-    a tool call or the end of the turn) is closed by a recap event, without
-    ``timestamp_ms`` or with ``model_call_id``, that repeats the whole segment. The
-    pieces are buffered; the recap, when it comes, replaces them, so a segment becomes
-    exactly one ``message`` item. ``thinking`` deltas are joined the same way until a
-    ``completed`` event. Usage is read from the ``result`` event when the CLI includes it
-    (older builds report none).
-    """
-
-    _EDITS = ("write", "edit", "delete", "strReplace", "searchReplace", "applyPatch")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._buffer: list[str] = []
-        self._buffer_kind: ItemKind = "message"
-
-    def _flush(self) -> list[AgentItem]:
-        if not self._buffer:
-            return []
-        text, self._buffer = "".join(self._buffer), []
-        return [AgentItem(self._buffer_kind, clip(text))]
-
-    def _buffered(self, kind: ItemKind, text: str) -> list[AgentItem]:
-        out = self._flush() if kind != self._buffer_kind else []
-        self._buffer_kind = kind
-        self._buffer.append(text)
-        return out
-
-    def _assistant(self, event: Mapping[str, Any]) -> list[AgentItem]:
-        content = (event.get("message") or {}).get("content") or []
-        text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
-        is_delta = "timestamp_ms" in event and "model_call_id" not in event
-        if is_delta:
-            return self._buffered("message", text)
-        out = self._flush() if self._buffer_kind != "message" else []
-        self._buffer = []  # the recap repeats the buffered deltas
-        return [*out, AgentItem("message", clip(text))] if text else out
-
-    def on_event(self, event: dict[str, Any]) -> list[AgentItem]:
-        kind = event.get("type")
-        if kind == "assistant":
-            return self._assistant(event)
-        if kind == "thinking":
-            if event.get("subtype") == "completed":
-                return self._flush()
-            text = event.get("text")
-            return self._buffered("thinking", str(text)) if text else []
-        items = self._flush()
-        if kind == "system":
-            self.totals.model = _str(event.get("model")) or self.totals.model
-            self.totals.session_id = _str(event.get("session_id")) or self.totals.session_id
-            keep: dict[str, Any] = {k: event[k] for k in _SYSTEM_KEYS if k in event}
-            items.append(AgentItem("log", f"system {event.get('subtype', '')}".strip(), keep))
-        elif kind == "user":
-            pass  # the prompt echoed back
-        elif kind == "tool_call":
-            items.extend(self._tool(event))
-        elif kind == "result":
-            items.extend(self._result(event))
-        elif kind == "error":
-            items.append(AgentItem("error", clip(str(event.get("message") or event))))
-        else:
-            items.extend(super().on_event(event))
-        return items
-
-    def _tool(self, event: Mapping[str, Any]) -> list[AgentItem]:
-        call = event.get("tool_call") or {}
-        key = next(iter(call), "tool")
-        body = call.get(key) or {}
-        name = key.removesuffix("ToolCall")
-        args = body.get("args") or {}
-        data = {"id": event.get("call_id"), "name": name, "input": clip(args)}
-        if event.get("subtype") == "started":
-            items = [AgentItem("tool_call", name, data)]
-            if name in self._EDITS and args.get("path"):
-                items.append(
-                    AgentItem("file_edit", str(args["path"]), {"path": args["path"], "tool": name})
-                )
-            return items
-        result = body.get("result", {})
-        ok = not (isinstance(result, Mapping) and "error" in result)
-        return [
-            AgentItem(
-                "tool_result",
-                clip(json.dumps(result, default=str)),
-                {"id": event.get("call_id"), "name": name, "is_error": not ok},
-            )
-        ]
-
-    def _result(self, event: Mapping[str, Any]) -> list[AgentItem]:
-        t = self.totals
-        t.final_text = event.get("result") if isinstance(event.get("result"), str) else None
-        items = []
-        if isinstance(event.get("usage"), Mapping):
-            usage = usage_numbers(event["usage"])
-            t.tokens_in = (
-                usage["input_tokens"]
-                + usage["cache_read_input_tokens"]
-                + usage["cache_creation_input_tokens"]
-            )
-            t.tokens_out = usage["output_tokens"]
-            items.append(AgentItem("usage", "", {**usage, "source": "result"}))
-        if event.get("is_error") or str(event.get("subtype", "success")) != "success":
-            t.is_error = True
-            t.error = f"{event.get('subtype', 'error')}: {t.final_text or ''}".strip(": ")
-            items.append(AgentItem("error", clip(t.error)))
-        return items
-
-    def finish(self) -> list[AgentItem]:
-        return self._flush()
-
-
 class LinesParser(StreamParser):
     """The generic format of the ``command`` agent: JSON lines, else plain log lines.
 
@@ -497,18 +265,10 @@ class LinesParser(StreamParser):
         data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         if kind == "usage":
             t = self.totals
-            t.add_tokens(_int(data.get("tokens_in")), _int(data.get("tokens_out")))
+            t.add_tokens(as_int(data.get("tokens_in")), as_int(data.get("tokens_out")))
             if isinstance(data.get("cost_usd"), int | float):
                 t.cost_usd = (t.cost_usd or 0.0) + float(data["cost_usd"])
             t.model = str(data["model"]) if data.get("model") else t.model
         if kind == "error":
             self.totals.error = str(event.get("text", ""))
         return [AgentItem(cast(ItemKind, kind), clip(str(event.get("text", ""))), clip(data))]
-
-
-PARSERS: dict[str, type[StreamParser]] = {
-    "claude": ClaudeParser,
-    "codex": CodexParser,
-    "cursor": CursorParser,
-    "lines": LinesParser,
-}

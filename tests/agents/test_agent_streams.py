@@ -8,7 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aka_agents._streams import PARSERS, ClaudeParser, CodexParser, CursorParser, LinesParser, clip
+from aka_agents._parsers import PARSERS
+from aka_agents._stream_codex import CodexParser
+from aka_agents._stream_cursor import CursorParser
+from aka_agents._streams import ClaudeParser, LinesParser, clip
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
