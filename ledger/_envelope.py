@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -103,6 +103,23 @@ def event_id(
     return blake3(key.encode()).digest(16).hex()
 
 
+def _event_ids(keys: Iterable[bytes]) -> list[str]:
+    """:func:`event_id` of each record key, with one hasher reset per key.
+
+    A new ``blake3`` object per key costs about as much as the hashing; resetting one
+    gives the same digests.
+    """
+    hasher = blake3()
+    reset, update, digest = hasher.reset, hasher.update, hasher.digest
+    out: list[str] = []
+    push = out.append
+    for key in keys:
+        reset()
+        update(key)
+        push(digest(16).hex())
+    return out
+
+
 def now_us() -> int:
     """Microseconds since the epoch, UTC (the ``time`` column's unit)."""
     return int(datetime.now(UTC).timestamp() * 1_000_000)
@@ -151,18 +168,17 @@ def encode(
     events = [it[0] for it in items]
     runs = [it[1] for it in items]
     attempts = [it[2] for it in items]
-    # The model's own serializer, without model_dump_json's keyword handling: same JSON.
-    payloads = [e.__pydantic_serializer__.to_json(e).decode() for e in events]
+    # The model's own serializer, without model_dump_json's keyword handling: same JSON,
+    # kept as UTF-8 bytes (hashed and stored as they are).
+    payloads = [e.__pydantic_serializer__.to_json(e) for e in events]
     tags = [e.type for e in events]
     versions = [type(e).schema_version for e in events]
     seqs = range(first_seq, first_seq + n)
-    digests = [e.digests() if '"b3:' in p else () for e, p in zip(events, payloads, strict=True)]
-    ids = [
-        blake3(f"{writer_id}\x1f{s}\x1f{r}\x1f{a or ''}\x1f{t}\x1f{v}\x1f{p}".encode())
-        .digest(16)
-        .hex()
+    digests = [e.digests() if b'"b3:' in p else () for e, p in zip(events, payloads, strict=True)]
+    ids = _event_ids(
+        f"{writer_id}\x1f{s}\x1f{r}\x1f{a or ''}\x1f{t}\x1f{v}\x1f".encode() + p
         for s, r, a, t, v, p in zip(seqs, runs, attempts, tags, versions, payloads, strict=True)
-    ]
+    )
     when = micros_to_datetime(time_us)
     envs = [
         _set(env := _new(Envelope), "__dict__", {
