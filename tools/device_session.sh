@@ -3,10 +3,14 @@
 # one device call (under ten minutes):
 #   bash tools/device_session.sh a   eval throughput, red-team corpus, per-task suite
 #   bash tools/device_session.sh b   noop vs autotune (local runner), timing engine A/A
+#   bash tools/device_session.sh c RUN_LEDGER RUN_ID
+#                                    resume part b's run from its carried ledger, eval
+#                                    throughput with a stage breakdown, validate one task
+#                                    of each kernel suite through the evaluator
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b}
+PART=${1:?usage: device_session.sh a|b|c}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -40,6 +44,16 @@ b)
   step compare 40 sh -c "aka compare noop autotune --ledger /tmp/h200 --format json > $R/compare.json; aka compare noop autotune --ledger /tmp/h200; aka report --ledger /tmp/h200"
   tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
   step timing 215 python3 -m aka.timing.bench --processes 5 --rounds 10 --budget-s 190 --output $R/timing.json
+  ;;
+c)
+  cp -r "$2" /tmp/h200
+  AKA_EVAL_WARM=1 step resume 280 aka resume "$3" --runner local --gpus 0 --ledger /tmp/h200
+  step compare 40 sh -c "aka compare noop autotune --ledger /tmp/h200 --format json > $R/compare.json; aka compare noop autotune --ledger /tmp/h200; aka report --ledger /tmp/h200 --format json > $R/report.json; aka report --ledger /tmp/h200"
+  tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
+  step evalbench 130 aka bench eval --device cuda --tasks 3 --repeat 2 --format json
+  AKA_EVAL_WARM=1 step validate 150 aka tasks validate --device cuda --ledger /tmp/validate --format json \
+    triton2triton/llm/softmax torch2triton/ops/cumsum instruction2triton/spec/geglu \
+    cuda2cuda/ops/softmax torch2cuda/ops/layer_norm
   ;;
 esac
 tar czf $OUT/results.tgz -C $R . 2>/dev/null

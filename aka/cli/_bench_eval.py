@@ -68,7 +68,8 @@ def evaluate_baseline(task: Path, device: str, *, naive: bool = False) -> dict[s
         for arm in (item["pair"]["baseline"], item["pair"]["candidate"])
     )
     return {"task": str(task.relative_to(TASKS_ROOT)), "wall_s": wall, "kernel_s": kernel,
-            "overhead_s": wall - kernel, "correct": verdict.correct, "error": verdict.error}  # fmt: skip
+            "overhead_s": wall - kernel, "correct": verdict.correct, "error": verdict.error,
+            "stage_s": verdict.stage_s}  # fmt: skip
 
 
 def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, Any]:
@@ -90,6 +91,10 @@ def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, 
         "overhead_median_s": round(statistics.median(over), 3),
         "overhead_first_s": round(over[0], 3),
         "all_correct": all(r["correct"] for r in runs),
+        "stage_median_s": {
+            k: round(statistics.median(r["stage_s"][k] for r in runs if k in r["stage_s"]), 3)
+            for k in dict.fromkeys(k for r in runs for k in r["stage_s"])
+        },
         "runs": runs,
     }
 
@@ -127,6 +132,9 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"{mode:<6} {m['candidates']:>10}  {m['total_s']:>7.1f}  "
                      f"{m['candidates_per_min']:>8.2f}  {m['overhead_median_s']:>17.2f}  "
                      f"{m['overhead_first_s']:>7.2f}  {m['all_correct']}")  # fmt: skip
+    for mode in ("naive", "warm"):
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in report[mode]["stage_median_s"].items())
+        lines.append(f"{mode} median s per stage: {stages}")
     lines.append(f"warm / naive candidates per minute: {report['speedup_candidates_per_min']}x")
     lines.append(f"zygote initialized CUDA: {report['zygote_cuda_initialized']}")
     return "\n".join(lines)

@@ -411,10 +411,13 @@ def run(req: dict[str, Any], channel: Channel) -> dict[str, Any]:
         result["error"] = f"harness failed to load the reference or baseline: {_short_error(exc)}"
         return result
     stages = req.get("stages") or list(STAGES)
+    channel.send({"kind": "mark", "name": "loaded"})
     result["compiled"] = harness.compile()
+    channel.send({"kind": "mark", "name": "compiled"})
     if result["compiled"]["ok"]:
         if "correctness" in stages:
             harness.correctness()
+            channel.send({"kind": "mark", "name": "checked"})
         if (
             "timing" in stages
             and req["time"]

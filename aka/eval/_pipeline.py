@@ -251,6 +251,7 @@ class Verdict:
     error: str | None
     network: str
     notes: list[str] = field(default_factory=list)
+    stage_s: dict[str, float] = field(default_factory=dict)
 
 
 def static_findings(job: Job, cand: Path) -> list[dict[str, str]]:
@@ -404,13 +405,16 @@ def _staged(request: dict[str, Any], *, cwd: Path, device: str) -> dict[str, Any
     Each later process imports and calls the candidate again, as a harness that runs a
     script per stage does; its records get their own file prefix in the output folder.
     """
+    t0 = time.perf_counter()
     first = run_child({**request, "stages": ["compile"]}, cwd=cwd, device=device)
-    parts = [first]
+    parts, walls = [first], {"compile": time.perf_counter() - t0}
     if (first.get("compiled") or {}).get("ok"):
         for stage in ("correctness", "timing"):
+            t0 = time.perf_counter()
             part = run_child(
                 {**request, "stages": [stage], "out_prefix": f"{stage}-"}, cwd=cwd, device=device
             )
+            walls[stage] = time.perf_counter() - t0
             parts.append(part)
             if part.get("error") or any(r.get("error") for r in part.get("records") or []):
                 break
@@ -423,6 +427,7 @@ def _staged(request: dict[str, Any], *, cwd: Path, device: str) -> dict[str, Any
         "notes": [n for p in parts for n in p.get("notes") or []],
         "error": next((p["error"] for p in parts if p.get("error")), None),
         "network": first.get("network", "unknown"),
+        "stage_s": walls,  # each a whole process, its start-up included
     }
 
 
@@ -442,17 +447,47 @@ def run_processes(
     try:
         with output_dir(root) as out:
             request = candidate_request(job, root, out)
+            t0 = time.perf_counter()
             if split_stages:
                 result = _staged(request, cwd=scratch, device=job.device)
             else:
                 result = run_child(request, cwd=scratch, device=job.device)
+            t1 = time.perf_counter()
             checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
             if result.get("records"):
                 checker.send(checker_request(job, root, out, result))
                 checked = checker.collect(CHILD_TIMEOUT_S)
+            result["stage_s"] = result.get("stage_s") or stage_times(
+                result.get("marks") or [], t0, t1
+            )
+            result["stage_s"]["checker"] = time.perf_counter() - t1
     finally:
         checker.kill()
     return result, checked
+
+
+def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[str, float]:
+    """Wall seconds per stage of the candidate process, from its marks' arrival times.
+
+    ``start``: until the process runs (fork or interpreter start, imports); ``load``:
+    reference, baseline and guards; ``compile``: importing and first-calling the
+    candidate (CUDA start-up falls here); ``correctness``; ``timing`` (every shape, input
+    sets included); ``finish``: timed outputs handed over, exit. A stage the process did
+    not reach is left out.
+    """
+    at: dict[str, float] = {}
+    for m in marks:
+        if m.get("t") is not None and m.get("name"):
+            at[str(m["name"])] = float(m["t"])  # the last timing_end wins
+    order = [("start", "started"), ("load", "loaded"), ("compile", "compiled"),
+             ("correctness", "checked"), ("timing", "timing_end")]  # fmt: skip
+    out: dict[str, float] = {}
+    last = start
+    for stage, name in order:
+        if name in at:
+            out[stage], last = at[name] - last, at[name]
+    out["finish"] = end - last
+    return out
 
 
 def run_job(job: Job, root: Path, *, split_stages: bool = False) -> Verdict:
@@ -487,4 +522,5 @@ def run_job(job: Job, root: Path, *, split_stages: bool = False) -> Verdict:
         error=error,
         network=str(result.get("network", "unknown")),
         notes=list(result.get("notes") or []),
+        stage_s=dict(result.get("stage_s") or {}),
     )

@@ -19,6 +19,11 @@ def test_bench_eval_reports_both_modes_with_the_same_verdicts(cli: Callable[...,
     for run in naive["runs"] + warm["runs"]:
         assert 0 <= run["kernel_s"] < run["wall_s"]
         assert abs(run["overhead_s"] - (run["wall_s"] - run["kernel_s"])) < 1e-9
+        stages = run["stage_s"]
+        assert {"compile", "correctness", "timing", "checker"} <= set(stages)
+        assert all(v >= 0 for v in stages.values())
+        assert sum(stages.values()) <= run["wall_s"] + 1e-6
+    assert set(warm["stage_median_s"]) >= {"start", "load", "compile", "timing", "checker"}
     assert report["zygote_cuda_initialized"] is False
 
 
