@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -131,6 +131,7 @@ def micros_to_datetime(us: int) -> datetime:
 
 
 _TIME = pa.timestamp("us", tz="UTC")
+_SLICE = 1 << 16  # rows of payload JSON turned into Python strings at a time
 _DIGESTS = pa.list_(pa.string())
 
 
@@ -272,16 +273,16 @@ def _payloads(table: pa.Table, registry: EventRegistry) -> list[EventModel] | No
     groups = encoded.dictionary.to_pylist()
     raw = table.column("payload")
     if len(groups) == 1:
-        return _validate_group(groups[0], raw.to_pylist(), registry)
+        return _validate_group(groups[0], raw, registry)
     order = pc.sort_indices(encoded.indices)  # stable: rows of one group stay in order
-    sorted_raw = raw.take(order).to_pylist()
+    sorted_raw = raw.take(order)
     counts = pc.value_counts(encoded.indices)
     flat: list[EventModel] = []
     start = 0
     for group, count in sorted(
         zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)
     ):
-        models = _validate_group(groups[group], sorted_raw[start : start + count], registry)
+        models = _validate_group(groups[group], sorted_raw.slice(start, count), registry)
         if models is None:
             return None
         flat += models
@@ -290,18 +291,30 @@ def _payloads(table: pa.Table, registry: EventRegistry) -> list[EventModel] | No
     return list(map(flat.__getitem__, inverse))
 
 
-def _validate_group(key: str, raw: list[str], registry: EventRegistry) -> list[EventModel] | None:
+def _validate_group(
+    key: str, raw: pa.Array | pa.ChunkedArray, registry: EventRegistry
+) -> list[EventModel] | None:
+    """Validate one group's payloads, a slice at a time.
+
+    Slicing keeps the JSON strings short-lived: each slice's strings are freed before
+    the next slice's models are allocated, so the models reuse their memory.
+    """
     tag, _, v = key.rpartition("\x1f")
     version = int(v)
     model = registry.types().get(tag)
     if model is None or version > model.schema_version:
         return None
+    out: list[EventModel] = []
     try:
-        if version == model.schema_version:
-            return list(map(model.__pydantic_validator__.validate_json, raw))
-        return [registry.parse(tag, version, r) for r in raw]  # upcast, step by step
+        for start in range(0, len(raw), _SLICE):
+            part = raw.slice(start, _SLICE).to_pylist()
+            if version == model.schema_version:
+                out += map(model.__pydantic_validator__.validate_json, part)
+            else:  # upcast, step by step
+                out += [registry.parse(tag, version, r) for r in part]
     except Exception:  # the per-row decode reports (or raises) it for the first bad row
         return None
+    return out
 
 
 def _decode_rows(
@@ -337,26 +350,36 @@ def _decode_rows(
     return out
 
 
-def _repeated(column: pa.ChunkedArray) -> list[Any]:
+def _repeated(column: pa.ChunkedArray, convert: Callable[[Any], Any] | None = None) -> list[Any]:
     """Python values of a low-cardinality column, one object per distinct value.
 
     Long runs of one value (a writer's rows, a batch's time) are expanded run by run;
-    otherwise the distinct values are looked up by their dictionary index.
+    otherwise the distinct values are looked up by their dictionary index. ``convert``
+    turns each distinct value into the object returned for it.
     """
     array = column.combine_chunks()
     n = len(array)
     runs = pc.run_end_encode(array)
     if len(runs.values) <= n // 16:
+        values = runs.values.to_pylist()
+        if convert is not None:
+            values = list(map(convert, values))
         out: list[Any] = []
         start = 0
-        for value, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+        for value, end in zip(values, runs.run_ends.to_pylist(), strict=True):
             out += [value] * (end - start)
             start = end
         return out
     encoded = pc.dictionary_encode(array, null_encoding="encode")
+    if len(encoded.dictionary) > n // 4:
+        values = array.to_pylist()
+        if convert is None:
+            return values
+        cache = {v: convert(v) for v in set(values)}
+        return list(map(cache.__getitem__, values))
     values = encoded.dictionary.to_pylist()
-    if len(values) > n // 4:
-        return array.to_pylist()
+    if convert is not None:
+        values = list(map(convert, values))
     return list(map(values.__getitem__, encoded.indices.to_pylist()))
 
 
@@ -369,9 +392,7 @@ def _digest_tuples(column: pa.ChunkedArray) -> list[tuple[str, ...]]:
 
 def _datetimes(column: pa.ChunkedArray) -> list[datetime]:
     """Timestamps as aware datetimes; batches share a time, so convert each value once."""
-    micros = _repeated(column.cast(pa.int64()))
-    cache = {us: micros_to_datetime(us) for us in set(micros)}
-    return list(map(cache.__getitem__, micros))
+    return _repeated(column.cast(pa.int64()), micros_to_datetime)
 
 
 def _decode_error(
