@@ -161,8 +161,12 @@ class _Proc:
         flags: list[dict[str, str]] = []
         try:
             os.killpg(self.proc.pid, 0)
-            flags.append({"flag": "background_process", "evidence": "a process it started "
-                          "outlived the evaluation process (killed)"})  # fmt: skip
+            # Only a process that exited by itself answers for what it left running: one
+            # killed by a signal (a crash, an operator's kill) may leave a compiler it was
+            # waiting on, and dying gives it no result to score anyway.
+            if (self.proc.returncode or 0) >= 0:
+                flags.append({"flag": "background_process", "evidence": "a process it started "
+                              "outlived the evaluation process (killed)"})  # fmt: skip
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass

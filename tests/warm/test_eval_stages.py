@@ -100,3 +100,24 @@ def test_candidate_code_reading_the_output_folder_is_flagged(
     verdict = run_job(job, root)
     assert not verdict.correct
     assert "harness_access" in verdict.flags, verdict.evidence
+
+
+ORPHAN = '''import os, signal, subprocess
+
+
+def scale(x):
+    subprocess.Popen(["sleep", "30"])
+    os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def test_a_process_killed_by_a_signal_is_not_blamed_for_what_it_left_running(
+    tmp_path: Path,
+) -> None:
+    """A crash or an operator's kill can orphan a compiler the process waited on: that is
+    a failed evaluation, not a background-process hack (the group is still killed)."""
+    job, root = _layout(tmp_path, ORPHAN)
+    verdict = run_job(job, root)
+    assert not verdict.correct
+    assert "background_process" not in verdict.flags
+    assert "died" in (verdict.compiled.get("error") or "")
