@@ -166,6 +166,30 @@ VIEWS: dict[str, str] = {
                CAST(payload->'$.eval_ids' AS VARCHAR[]) AS eval_ids, time AS validated_at
         FROM events WHERE type = 'TaskValidated'
     """,
+    "workers": """
+        WITH spans AS (
+            SELECT run_id, writer_id, min(time) AS first_event, max(time) AS last_event
+            FROM events WHERE run_id IS NOT NULL GROUP BY run_id, writer_id
+        ), tries AS (
+            SELECT run_id, writer_id, attempt_key,
+                   max(payload->>'$.worker') FILTER (WHERE type = 'AttemptStarted') AS worker,
+                   min(time) FILTER (WHERE type = 'AttemptStarted') AS started,
+                   max(time) FILTER (WHERE type = 'AttemptFinished') AS finished
+            FROM events WHERE type IN ('AttemptStarted', 'AttemptFinished')
+            GROUP BY run_id, writer_id, attempt_key
+        ), busy AS (
+            SELECT run_id, writer_id, max(worker) AS worker, count(started) AS attempts_started,
+                   count(finished) FILTER (WHERE started IS NOT NULL) AS attempts_finished,
+                   coalesce(sum(epoch(finished) - epoch(started)), 0.0) AS busy_s
+            FROM tries GROUP BY run_id, writer_id
+        )
+        SELECT b.run_id, b.writer_id, b.worker, b.attempts_started, b.attempts_finished, b.busy_s,
+               s.first_event, s.last_event,
+               epoch(s.last_event) - epoch(s.first_event) AS span_s,
+               CASE WHEN epoch(s.last_event) > epoch(s.first_event)
+                    THEN b.busy_s / (epoch(s.last_event) - epoch(s.first_event)) END AS utilization
+        FROM busy b JOIN spans s USING (run_id, writer_id)
+    """,
 }
 """View name -> SQL, in dependency order."""
 

@@ -19,6 +19,7 @@ import yaml
 from aka import orchestrator
 from aka.config import load_config
 from aka.events import REGISTRY
+from aka.views import install_views
 from aka_ledger import Ledger
 from aka_runners import (
     DockerSpec,
@@ -118,6 +119,24 @@ def test_killed_local_worker(tmp_path: Path) -> None:
     summaries = run_local(rid, ledger_dir, workers=2, lease_ttl_s=TTL)
     assert all(s is not None for s in summaries), summaries
     _assert_scored_once_and_verified(ledger_dir, rid, "local-cpu0")
+    # The workers view: the killed worker started one attempt and finished none; the
+    # finished attempts of the others account for every attempt, busy within their span.
+    ledger = Ledger.open(ledger_dir, registry=REGISTRY)
+    try:
+        con = ledger.connect()
+        install_views(con)
+        rows = con.execute(
+            "SELECT worker, attempts_started, attempts_finished, busy_s, span_s, utilization "
+            "FROM workers WHERE run_id = ? ORDER BY first_event",
+            [rid],
+        ).fetchall()
+    finally:
+        ledger.close()
+    assert rows[0][:3] == ("local-cpu0", 1, 0)
+    assert sum(r[2] for r in rows) == 1  # one attempt in this run
+    for _, _started, finished, busy, span, util in rows[1:]:
+        if finished:
+            assert 0 < busy <= span + 1e-6 and 0 < util <= 1 + 1e-9
 
 
 @pytest.mark.docker
