@@ -7,10 +7,12 @@
 #                                    resume part b's run from its carried ledger, eval
 #                                    throughput with a stage breakdown, validate one task
 #                                    of each kernel suite through the evaluator
+#   bash tools/device_session.sh r RUN_LEDGER RUN_ID SECONDS
+#                                    only resume that run (for SECONDS) and compare
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c}
+PART=${1:?usage: device_session.sh a|b|c|r}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -54,6 +56,12 @@ c)
   AKA_EVAL_WARM=1 step validate 150 aka tasks validate --device cuda --ledger /tmp/validate --format json \
     triton2triton/llm/softmax torch2triton/ops/cumsum instruction2triton/spec/geglu \
     cuda2cuda/ops/softmax torch2cuda/ops/layer_norm
+  ;;
+r)
+  cp -r "$2" /tmp/h200
+  AKA_EVAL_WARM=1 step resume "$4" aka resume "$3" --runner local --gpus 0 --ledger /tmp/h200
+  step compare 40 sh -c "aka compare noop autotune --force --ledger /tmp/h200 --format json > $R/compare.json; aka compare noop autotune --force --ledger /tmp/h200"
+  tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
   ;;
 esac
 tar czf $OUT/results.tgz -C $R . 2>/dev/null
