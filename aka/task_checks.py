@@ -16,7 +16,6 @@ import hashlib
 import importlib
 import importlib.util
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 from aka import events as ev
 from aka.eval import forbidden_uses
+from aka.eval._child import load_file_module
 from aka.tasks import Task, Tolerance
 
 Status = str  # "pass" | "fail" | "skip" | "warn"
@@ -57,14 +57,7 @@ class TaskValidation:
 def load_module(path: Path) -> ModuleType:
     """Import a file under a name unique to its path, so same-named files never clash."""
     digest = hashlib.blake2s(str(path.resolve()).encode(), digest_size=6).hexdigest()
-    name = f"_aka_validate_{path.stem}_{digest}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(path, f"_aka_validate_{path.stem}_{digest}")
 
 
 def passes(out: Any, ref: Any, tol: Tolerance) -> bool:

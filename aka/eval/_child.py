@@ -61,7 +61,7 @@ def _short_error(exc: BaseException) -> str:
     return (f"{text} (at {where})" if where else text)[:MAX_ERROR_CHARS]
 
 
-def _load_module(path: Path, name: str, *, keep: bool = True) -> ModuleType:
+def load_file_module(path: Path, name: str, *, keep: bool = True) -> ModuleType:
     """Import ``path`` as module ``name`` with its own folder importable during import."""
     folder = str(path.parent)
     sys.path.insert(0, folder)
@@ -98,12 +98,12 @@ class _Harness:
         self.device = req["device"]
         self.out_dir = Path(req["out_dir"])
         self.records: list[dict[str, Any]] = []
-        ref = _load_module(
+        ref = load_file_module(
             Path(req["task_dir"]) / req["reference"], f"_ref_{secrets.token_hex(4)}", keep=False
         )
         self.make_inputs = ref.make_inputs
         del ref  # the reference function is not kept in this process
-        base = _load_module(
+        base = load_file_module(
             Path(req["base_dir"]) / req["entry_file"], f"_base_{secrets.token_hex(4)}", keep=False
         )
         self.baseline = _entry(base, req["entry_file"], req["entry_symbol"])
@@ -186,7 +186,7 @@ class _Harness:
     def compile(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         try:
-            module = _load_module(
+            module = load_file_module(
                 Path(self.req["cand_dir"]) / self.req["entry_file"], "aka_candidate"
             )
             self.candidate = _entry(module, self.req["entry_file"], self.req["entry_symbol"])

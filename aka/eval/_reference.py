@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aka.eval._child import _load_module, _short_error
+from aka.eval._child import _short_error, load_file_module
 from aka.eval._sandbox import Channel
 
 
@@ -29,7 +29,7 @@ class _Checker:
         self.torch = torch
         self.req = req
         self.device = req["device"]
-        self.ref = _load_module(Path(req["task_dir"]) / req["reference"], "aka_reference")
+        self.ref = load_file_module(Path(req["task_dir"]) / req["reference"], "aka_reference")
         self.flags: list[dict[str, str]] = []
 
     def expected(self, shape: dict[str, int], dtype: str, seed: int) -> tuple[Any, Any]:
