@@ -141,10 +141,11 @@ import torch
 
 
 def make_inputs(shape, dtype, device, seed):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(shape["M"], shape["N"], generator=g) * 3 + 0.5
-    scale = torch.rand(shape["N"], generator=g) * 2 + 0.25
-    return x.to(device=device, dtype=dtype), scale.to(device=device, dtype=dtype)
+    g = torch.Generator(device=device).manual_seed(seed)
+    with torch.device(device):  # generated where it is used: fast at GPU sizes
+        x = torch.randn(shape["M"], shape["N"], generator=g) * 3 + 0.5
+        scale = torch.rand(shape["N"], generator=g) * 2 + 0.25
+        return x.to(dtype=dtype), scale.to(dtype=dtype)
 
 
 def reference(x, scale):
