@@ -153,6 +153,37 @@ class LedgerContract:
         assert [p.message for p in reader.verify() if "unknown" in p.message]
         reader.close()
 
+    @given(items=ITEMS, batch=st.integers(min_value=1, max_value=7), split=st.booleans())
+    @HYP
+    def test_iterating_in_batches_equals_the_full_list(
+        self, tmp_path_factory: Any, items: list, batch: int, split: bool
+    ) -> None:
+        ledger = self.make(tmp_path_factory.mktemp("l"))
+        half = len(items) // 2
+        ledger.append_many(items[:half])
+        if split:  # some events sealed, the rest only in the live log
+            ledger.seal()
+        ledger.append_many(items[half:])
+        assert list(ledger.iter_events(batch=batch)) == ledger.events()
+        assert list(ledger.iter_events(run_id="r", batch=batch)) == ledger.events(run_id="r")
+        with pytest.raises(ValueError, match="batch"):
+            next(ledger.iter_events(batch=0))
+        ledger.close()
+
+    def test_iterating_names_the_bad_row_after_the_good_batches(self, tmp_path: Path) -> None:
+        ledger = self.make(tmp_path)
+        ledger.append_many([(Counted(key=k, by=1), "r", None) for k in "abc"])
+        ledger.append(Opened(name="x"), run_id="r")
+        ledger.seal()
+        registry = EventRegistry()
+        registry.register(Counted)
+        reader = self.reopen(ledger, registry)
+        it = reader.iter_events(batch=3)
+        assert [e.payload.key for e in (next(it), next(it), next(it))] == ["a", "b", "c"]
+        with pytest.raises(SchemaError, match="unknown event type 'Opened'"):
+            next(it)
+        reader.close()
+
     def test_connect_sees_every_event_once(self, tmp_path: Path) -> None:
         ledger = self.make(tmp_path)
         ledger.append_many([(Counted(key=k, by=1), "r", None) for k in "aabbbc"])
