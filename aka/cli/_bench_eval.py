@@ -160,7 +160,8 @@ else:
         """Candidates per minute and overhead per candidate: warm workers vs fresh interpreters.
 
         Evaluates the baselines of the first TASKS bundled Triton tasks REPEAT times through
-        the real evaluator in each mode (naive first, then warm, in the same run).
+        the real evaluator in each mode (naive first: a fresh interpreter per stage; then
+        warm, in the same run), with the median wall time of each stage.
         """
         if fmt not in ("table", "json"):
             raise typer.BadParameter("use table or json", param_hint="--format")
