@@ -285,7 +285,7 @@ class Ledger:
         *,
         run_id: str | None = None,
         types: Collection[str] | None = None,
-        batch: int = 65_536,
+        batch: int = 8_192,
     ) -> Iterator[Envelope]:
         """The events of :meth:`events`, in the same order, decoded ``batch`` rows at a time.
 
