@@ -76,9 +76,7 @@ def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, 
     _warm.use_warm_workers(warm)
     start = time.perf_counter()
     try:
-        runs = [
-            evaluate_baseline(t, device, naive=not warm) for _ in range(repeat) for t in tasks
-        ]
+        runs = [evaluate_baseline(t, device, naive=not warm) for _ in range(repeat) for t in tasks]
     finally:
         _warm.use_warm_workers(None)
     total = time.perf_counter() - start

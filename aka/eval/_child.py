@@ -418,11 +418,7 @@ def run(req: dict[str, Any], channel: Channel) -> dict[str, Any]:
         if "correctness" in stages:
             harness.correctness()
             channel.send({"kind": "mark", "name": "checked"})
-        if (
-            "timing" in stages
-            and req["time"]
-            and not any(r.get("error") for r in harness.records)
-        ):
+        if "timing" in stages and req["time"] and not any(r.get("error") for r in harness.records):
             try:
                 result["timing"], result["device"] = harness.timing()
             except Exception as exc:

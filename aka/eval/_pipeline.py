@@ -297,9 +297,7 @@ def candidate_request(job: Job, root: Path, out: Path) -> dict[str, Any]:
     }
 
 
-def checker_request(
-    job: Job, root: Path, out: Path, result: dict[str, Any]
-) -> dict[str, Any]:
+def checker_request(job: Job, root: Path, out: Path, result: dict[str, Any]) -> dict[str, Any]:
     """The checker's request: where the reference and the recorded outputs are."""
     return {
         "task_dir": str(root / "task"),

@@ -106,7 +106,9 @@ def _assert_scored_once_and_verified(ledger_dir: Path, rid: str, killed_worker: 
     )
     # The runner's own files live under sidecar/, which the ledger never reports.
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    problems = [line for line in verify.stdout.splitlines() if line.strip() and not line.endswith(": ok")]
+    problems = [
+        line for line in verify.stdout.splitlines() if line.strip() and not line.endswith(": ok")
+    ]
     assert problems == [], verify.stdout + verify.stderr
 
 
