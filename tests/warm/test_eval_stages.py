@@ -79,14 +79,14 @@ def test_outputs_go_to_a_roomy_memory_folder_and_are_removed(
         assert out == tmp_path / "root" / "out"
 
 
-PEEK = '''import glob
+PEEK = """import glob
 
 
 def scale(x):
     for path in glob.glob("{pattern}"):
         open(path, "rb").close()
     return x * 2 + 1
-'''
+"""
 
 
 def test_candidate_code_reading_the_output_folder_is_flagged(
@@ -102,13 +102,13 @@ def test_candidate_code_reading_the_output_folder_is_flagged(
     assert "harness_access" in verdict.flags, verdict.evidence
 
 
-ORPHAN = '''import os, signal, subprocess
+ORPHAN = """import os, signal, subprocess
 
 
 def scale(x):
     subprocess.Popen(["sleep", "30"])
     os.kill(os.getpid(), signal.SIGKILL)
-'''
+"""
 
 
 def test_a_process_killed_by_a_signal_is_not_blamed_for_what_it_left_running(
@@ -121,3 +121,22 @@ def test_a_process_killed_by_a_signal_is_not_blamed_for_what_it_left_running(
     assert not verdict.correct
     assert "background_process" not in verdict.flags
     assert "died" in (verdict.compiled.get("error") or "")
+
+
+def test_stage_times_follow_the_marks_and_skip_stages_not_reached() -> None:
+    marks = [
+        {"name": "started", "t": 1.0},
+        {"name": "loaded", "t": 1.5},
+        {"name": "compiled", "t": 3.0},
+        {"name": "checked", "t": 4.0},
+        {"name": "timing_start", "shape": 0, "t": 4.1},
+        {"name": "timing_end", "shape": 0, "t": 4.5},
+        {"name": "timing_start", "shape": 1, "t": 4.6},
+        {"name": "timing_end", "shape": 1, "t": 5.0},
+    ]
+    stages = _pipeline.stage_times(marks, start=0.5, end=5.25)
+    expected = {"start": 0.5, "load": 0.5, "compile": 1.5, "correctness": 1.0}
+    assert stages == pytest.approx({**expected, "timing": 1.0, "finish": 0.25})
+    # A candidate that failed to compile: no correctness or timing stage.
+    failed = _pipeline.stage_times(marks[:3], start=0.5, end=3.5)
+    assert failed == pytest.approx({"start": 0.5, "load": 0.5, "compile": 1.5, "finish": 0.5})
