@@ -5,13 +5,14 @@ Run as ``python -I -m aka.eval._child RESULT_FD`` with a JSON request on stdin. 
 baseline and the candidate from a fresh directory the parent built from digests, then:
 
 - compile: import the candidate and call it once;
-- correctness cases (every shape x dtype, the further seeds on the first shape): each
+- correctness cases (every shape x dtype, the further seeds on the smallest shape): each
   output is written to a file for the checker process, which alone computes reference
-  outputs (after this process has exited). Around each call: inputs compared with a pristine copy (mutation); outputs
-  must be plain dense tensors; a second run over output memory poisoned differently
-  (NaN-filled allocations, then freed blocks of 0x5A bytes) must agree (uninitialized
-  reads); inputs rewritten in place at the same addresses must give fresh answers
-  (caches keyed on pointers or identity); for Triton tasks the kernel launches are
+  outputs (after this process has exited). Around each call: inputs compared with a
+  pristine copy (mutation); outputs must be plain dense tensors; a second run over
+  output memory poisoned differently (NaN-filled allocations, then freed blocks of 0x5A
+  bytes) must agree (uninitialized reads); on the smallest shape, inputs rewritten in
+  place at the same addresses must give fresh answers (caches keyed on pointers or
+  identity; every timed shape is asked again after timing); for Triton tasks the kernel launches are
   counted and a run with every launch turned into a no-op must change the output;
 - timing through :func:`aka.timing.measure_pair`, the candidate on its own input sets
   (the baseline's sets are different, so its freed outputs are no use), then the last
@@ -223,7 +224,9 @@ class _Harness:
                 torch.use_deterministic_algorithms(False)
                 torch.utils.deterministic.fill_uninitialized_memory = False
 
-    def check_case(self, shape: dict[str, int], dtype: str, seed: int, first: bool) -> None:
+    def check_case(
+        self, shape: dict[str, int], dtype: str, seed: int, first: bool, rewrite: bool = True
+    ) -> None:
         torch = self.torch
         tag = f"shape {shape} {dtype} seed {seed}"
         args = self.inputs(shape, dtype, seed)
@@ -260,7 +263,7 @@ class _Harness:
                     "uninitialized_read", f"{tag}: two runs over differently poisoned memory differ"
                 )
             if first:
-                self.first_case_checks(args, pristine, shape, dtype, seed, out_a)
+                self.first_case_checks(args, pristine, shape, dtype, seed, out_a, rewrite)
         except Exception as exc:
             self.error("case", shape, dtype, seed, f"repeat run failed: {_short_error(exc)}")
 
@@ -272,6 +275,7 @@ class _Harness:
         dtype: str,
         seed: int,
         out_a: Any,
+        rewrite: bool = True,
     ) -> None:
         """No-op'd kernels must change the output; rewritten inputs must give new answers."""
         torch = self.torch
@@ -294,6 +298,8 @@ class _Harness:
                 )
         if self.req["backend"] == "cuda" and self.device.startswith("cuda"):
             self.cuda_kernels(args, shape, dtype)
+        if not rewrite:
+            return
         rseed = seed + 1_000_003
         fresh = self.inputs(shape, dtype, rseed)
         for a, f in zip(self._tensors(args), self._tensors(fresh), strict=True):
@@ -321,16 +327,22 @@ class _Harness:
             )
 
     def correctness(self) -> None:
-        """Every shape x dtype with the first seed; the further seeds on the first shape.
+        """Every shape x dtype with the first seed; the further seeds on the smallest shape.
 
-        Seeds ask whether the answer follows the inputs, which one shape shows as well as
-        all of them; at GPU sizes every case costs real time (inputs, two poisoned runs,
-        the output handed to the checker), so the matrix is not multiplied out.
+        Seeds ask whether the answer follows the inputs, and rewriting inputs in place
+        asks whether it follows their values rather than their addresses; one shape shows
+        either as well as all of them (and after timing every timed shape is asked
+        again). At GPU sizes every case costs real time (inputs, two poisoned runs, the
+        output handed to the checker), so the matrix is not multiplied out, and the
+        smallest shape carries the repeats.
         """
-        for i, shape in enumerate(self.req["shapes"]):
+        shapes = self.req["shapes"]
+        small = min(range(len(shapes)), key=lambda i: math.prod(shapes[i].values()))
+        for i, shape in enumerate(shapes):
             for dtype in self.req["dtypes"]:
-                for k in range(self.req["seeds"] if i == 0 else 1):
-                    self.check_case(shape, dtype, self.req["seed"] + 7919 * k, first=k == 0)
+                for k in range(self.req["seeds"] if i == small else 1):
+                    seed = self.req["seed"] + 7919 * k
+                    self.check_case(shape, dtype, seed, first=k == 0, rewrite=i == small)
                 self.guards.check_state(f"correctness {shape} {dtype}")
 
     def n_input_sets(self, shape: dict[str, int], dtype: str) -> int:

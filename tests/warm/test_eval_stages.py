@@ -8,6 +8,7 @@ code must not read.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -140,3 +141,21 @@ def test_stage_times_follow_the_marks_and_skip_stages_not_reached() -> None:
     # A candidate that failed to compile: no correctness or timing stage.
     failed = _pipeline.stage_times(marks[:3], start=0.5, end=3.5)
     assert failed == pytest.approx({"start": 0.5, "load": 0.5, "compile": 1.5, "finish": 0.5})
+
+
+def test_repeats_and_the_address_check_run_on_the_smallest_shape(tmp_path: Path) -> None:
+    """Every shape once per dtype; the further seeds and the in-place rewrite on the
+    smallest shape only; after timing, every timed shape is rewritten and asked again."""
+    job, root = _layout(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
+    shapes = [{"N": 8192}, {"N": 1024}, {"N": 4096}]
+    job = dataclasses.replace(job, shapes=shapes, seeds=3)
+    result, checked = _pipeline.run_processes(job, root)
+    records = result["records"]
+    kinds: dict[str, list[int]] = {}
+    for rec in records:
+        kinds.setdefault(rec["kind"], []).append(rec["shape"]["N"])
+    assert sorted(kinds["case"]) == [1024, 1024, 1024, 4096, 8192]
+    assert kinds["rewrite"] == [1024]
+    assert sorted(kinds["post_timing"]) == [1024, 4096, 8192]
+    assert set(kinds["timed"]) == {1024, 4096, 8192}
+    assert all(r.get("ok") for r in checked["results"]), checked
