@@ -60,13 +60,19 @@ def test_a_process_per_stage_reaches_the_same_verdict(
         assert flag in one.flags and flag in staged.flags
 
 
-def test_outputs_go_to_a_roomy_memory_folder_and_are_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shm = tmp_path / "shm"
-    shm.mkdir()
-    monkeypatch.setenv(_pipeline.SHM_ENV, str(shm))
+@pytest.fixture
+def shm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder standing in for /dev/shm, with room enough."""
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    monkeypatch.setenv(_pipeline.SHM_ENV, str(folder))
     monkeypatch.setattr(_pipeline, "SHM_MIN_FREE", 1)
+    return folder
+
+
+def test_outputs_go_to_a_roomy_memory_folder_and_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shm: Path
+) -> None:
     with output_dir(tmp_path / "root") as out:
         assert out.parent == shm and out.is_dir()
         (out / "00000.pt").write_bytes(b"x")
@@ -90,13 +96,7 @@ def scale(x):
 """
 
 
-def test_candidate_code_reading_the_output_folder_is_flagged(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shm = tmp_path / "shm"
-    shm.mkdir()
-    monkeypatch.setenv(_pipeline.SHM_ENV, str(shm))
-    monkeypatch.setattr(_pipeline, "SHM_MIN_FREE", 1)
+def test_candidate_code_reading_the_output_folder_is_flagged(tmp_path: Path, shm: Path) -> None:
     job, root = _layout(tmp_path, PEEK.format(pattern=f"{shm}/aka-out-*/*.pt"))
     verdict = run_job(job, root)
     assert not verdict.correct
