@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from aka.agent import AgentItem, ItemKind
-from aka_agents._streams import SYSTEM_KEYS, StreamParser, as_str, clip, usage_numbers
+from aka_agents._streams import (
+    SYSTEM_KEYS,
+    StreamParser,
+    as_str,
+    clip,
+    result_error,
+    usage_numbers,
+)
 
 
 class CursorParser(StreamParser):
@@ -116,11 +123,7 @@ class CursorParser(StreamParser):
             )
             t.tokens_out = usage["output_tokens"]
             items.append(AgentItem("usage", "", {**usage, "source": "result"}))
-        if event.get("is_error") or str(event.get("subtype", "success")) != "success":
-            t.is_error = True
-            t.error = f"{event.get('subtype', 'error')}: {t.final_text or ''}".strip(": ")
-            items.append(AgentItem("error", clip(t.error)))
-        return items
+        return items + result_error(t, event)
 
     def finish(self) -> list[AgentItem]:
         return self._flush()

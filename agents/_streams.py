@@ -91,6 +91,15 @@ class StreamTotals:
         self.tokens_out = (self.tokens_out or 0) + tokens_out
 
 
+def result_error(totals: StreamTotals, event: Mapping[str, Any]) -> list[AgentItem]:
+    """The error a final ``result`` event reports (Claude Code and cursor-agent share it)."""
+    if not event.get("is_error") and str(event.get("subtype", "success")) == "success":
+        return []
+    totals.is_error = True
+    totals.error = f"{event.get('subtype', 'error')}: {totals.final_text or ''}".strip(": ")
+    return [AgentItem("error", clip(totals.error))]
+
+
 class StreamParser:
     """Base parser: JSON decoding and the survival of bad lines; subclasses map events."""
 
@@ -224,11 +233,7 @@ class ClaudeParser(StreamParser):
             "source": "result",
         }
         items = [AgentItem("usage", "", data)]
-        if event.get("is_error") or str(event.get("subtype", "success")) != "success":
-            t.is_error = True
-            t.error = f"{event.get('subtype', 'error')}: {t.final_text or ''}".strip(": ")
-            items.append(AgentItem("error", clip(t.error)))
-        return items
+        return items + result_error(t, event)
 
     def finish(self) -> list[AgentItem]:
         if self._has_result or not self._message_usage:
