@@ -9,7 +9,9 @@ code must not read.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -159,3 +161,25 @@ def test_repeats_and_the_address_check_run_on_the_smallest_shape(tmp_path: Path)
     assert sorted(kinds["post_timing"]) == [1024, 4096, 8192]
     assert set(kinds["timed"]) == {1024, 4096, 8192}
     assert all(r.get("ok") for r in checked["results"]), checked
+
+
+def test_folders_of_dead_evaluators_are_swept(tmp_path: Path, shm: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    tag = _pipeline._owner_tag()
+    assert tag is not None  # Linux: /proc/self/ns/pid
+    names = {
+        "dead": f"aka-out-{tag}-{dead.pid}-abc",
+        "alive": f"aka-out-{tag}-{os.getpid()}-abc",
+        "other namespace": f"aka-out-1-{dead.pid}-abc",
+        "not ours": "aka-out-junk",
+    }
+    for name in names.values():
+        (shm / name).mkdir()
+        (shm / name / "00000.pt").write_bytes(b"x")
+    assert _pipeline.sweep_orphans(shm, tag) == [shm / names["dead"]]
+    assert sorted(p.name for p in shm.iterdir()) == sorted(
+        n for k, n in names.items() if k != "dead"
+    )
+    with output_dir(tmp_path / "root") as out:  # an evaluation sweeps, then names its own
+        assert out.name.startswith(f"aka-out-{tag}-{os.getpid()}-")
