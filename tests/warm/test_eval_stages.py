@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aka.eval import _pipeline
-from aka.eval._pipeline import Job, output_dir, run_job
+from aka.eval import _outputs, _pipeline
+from aka.eval._outputs import output_dir
+from aka.eval._pipeline import Job, run_job
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
 from redteam_corpus import CORPUS, TASKS
@@ -67,8 +68,8 @@ def shm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder standing in for /dev/shm, with room enough."""
     folder = tmp_path / "shm"
     folder.mkdir()
-    monkeypatch.setenv(_pipeline.SHM_ENV, str(folder))
-    monkeypatch.setattr(_pipeline, "SHM_MIN_FREE", 1)
+    monkeypatch.setenv(_outputs.SHM_ENV, str(folder))
+    monkeypatch.setattr(_outputs, "SHM_MIN_FREE", 1)
     return folder
 
 
@@ -79,11 +80,11 @@ def test_outputs_go_to_a_roomy_memory_folder_and_are_removed(
         assert out.parent == shm and out.is_dir()
         (out / "00000.pt").write_bytes(b"x")
     assert not out.exists()
-    monkeypatch.setattr(_pipeline, "SHM_MIN_FREE", 1 << 62)  # no folder has that much room
+    monkeypatch.setattr(_outputs, "SHM_MIN_FREE", 1 << 62)  # no folder has that much room
     (tmp_path / "root").mkdir()
     with output_dir(tmp_path / "root") as out:
         assert out == tmp_path / "root" / "out" and out.is_dir()
-    monkeypatch.setenv(_pipeline.SHM_ENV, str(tmp_path / "missing"))
+    monkeypatch.setenv(_outputs.SHM_ENV, str(tmp_path / "missing"))
     with output_dir(tmp_path / "root") as out:
         assert out == tmp_path / "root" / "out"
 
@@ -166,7 +167,7 @@ def test_repeats_and_the_address_check_run_on_the_smallest_shape(tmp_path: Path)
 def test_folders_of_dead_evaluators_are_swept(tmp_path: Path, shm: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
-    tag = _pipeline._owner_tag()
+    tag = _outputs._owner_tag()
     assert tag is not None  # Linux: /proc/self/ns/pid
     names = {
         "dead": f"aka-out-{tag}-{dead.pid}-abc",
@@ -177,7 +178,7 @@ def test_folders_of_dead_evaluators_are_swept(tmp_path: Path, shm: Path) -> None
     for name in names.values():
         (shm / name).mkdir()
         (shm / name / "00000.pt").write_bytes(b"x")
-    assert _pipeline.sweep_orphans(shm, tag) == [shm / names["dead"]]
+    assert _outputs.sweep_orphans(shm, tag) == [shm / names["dead"]]
     assert sorted(p.name for p in shm.iterdir()) == sorted(
         n for k, n in names.items() if k != "dead"
     )
