@@ -9,10 +9,12 @@
 #                                    of each kernel suite through the evaluator
 #   bash tools/device_session.sh r RUN_LEDGER RUN_ID SECONDS
 #                                    only resume that run (for SECONDS) and compare
+#   bash tools/device_session.sh p   eval throughput (3 tasks x 3), CUDA start-up costs,
+#                                    profiles of warm evaluations (aka.eval._profiling)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r}
+PART=${1:?usage: device_session.sh a|b|c|r|p}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -62,6 +64,12 @@ r)
   AKA_EVAL_WARM=1 step resume "$4" aka resume "$3" --runner local --gpus 0 --ledger /tmp/h200
   step compare 40 sh -c "aka compare noop autotune --force --ledger /tmp/h200 --format json > $R/compare.json; aka compare noop autotune --force --ledger /tmp/h200"
   tar czf $R/h200_ledger.tgz -C /tmp h200 2>/dev/null
+  ;;
+p)
+  step cudastart 60 python3 tools/cuda_start.py --out $R/cuda_start.json
+  step evalbench 200 aka bench eval --device cuda --tasks 3 --repeat 3 --format json
+  AKA_EVAL_PROFILE=$R/prof step profile 120 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 2, warm=True), indent=1))"
+  step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 45 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 45 --sort tottime > $R/prof_tot.txt"
   ;;
 esac
 tar czf $OUT/results.tgz -C $R . 2>/dev/null

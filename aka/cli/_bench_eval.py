@@ -115,6 +115,7 @@ def run_bench(device: str = "cpu", tasks: int = 2, repeat: int = 1) -> dict[str,
         "naive": naive,
         "warm": warm,
         "zygote_cuda_initialized": zygote["cuda_initialized"],
+        "zygote_missing": zygote.get("missing", []),
         "speedup_candidates_per_min": round(
             warm["candidates_per_min"] / naive["candidates_per_min"], 2
         ),

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from aka.eval._child import _short_error, load_file_module
+from aka.eval._prepare import adopt, prepare
+from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
 
 
@@ -128,9 +130,11 @@ def main() -> None:
     import torch  # noqa: F401  (loaded while the candidate process runs)
 
     fd = int(sys.argv[1])
+    prepare(sys.argv[2:], isolate=False)
     req = json.loads(sys.stdin.read())
+    adopt(req)
     channel = Channel(fd, bytes.fromhex(req.pop("key")))
-    out = run(req)
+    out = profiled(req, "checker", run, req)
     channel.send({"kind": "result", **out})
     os.close(fd)
 

@@ -1,7 +1,7 @@
 """Warm evaluation workers: evaluation processes forked from a zygote, not started cold.
 
 With ``AKA_EVAL_WARM=1`` in the evaluator's environment (or :func:`use_warm_workers`),
-:class:`aka.eval._pipeline._Proc` asks :func:`spawn` for its process instead of starting
+:class:`aka.eval._proc.Proc` asks :func:`spawn` for its process instead of starting
 a fresh interpreter: a per-device :mod:`aka.eval._zygote` (started lazily, shut down at
 exit) forks it with the same isolation. :func:`spawn` returns a :class:`WarmProcess`,
 which quacks like the ``subprocess.Popen`` it replaces (``pid``, ``stdin``, ``stderr``,
@@ -79,6 +79,20 @@ class WarmProcess:
         self.stderr = stderr
         self._status = status
 
+    def poll(self) -> int | None:
+        """The exit status if the zygote has reported one, else ``None`` (no waiting)."""
+        if self.returncode is None:
+            self._status.setblocking(False)
+            try:
+                msg = self._status.recv(4096)
+            except BlockingIOError:
+                return None
+            finally:
+                self._status.setblocking(True)
+            self.returncode = int(json.loads(msg)["exit"]) if msg else -9
+            self._status.close()
+        return self.returncode
+
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the zygote to report the exit; ``TimeoutExpired`` as ``Popen.wait``."""
         if self.returncode is not None:
@@ -96,7 +110,7 @@ class WarmProcess:
 
 class _Zygote:
     def __init__(self, env: dict[str, str]):
-        from aka.eval._pipeline import AKA_ROOT, BOOTSTRAP
+        from aka.eval._proc import AKA_ROOT, BOOTSTRAP
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
@@ -187,7 +201,10 @@ def spawn(module: str, argv: list[str], *, cwd: Path, env: dict[str, str], resul
 
 
 def shutdown() -> None:
-    """Stop every zygote (their children are killed with them)."""
+    """Stop every zygote (their children, spares included, are killed with them)."""
+    from aka.eval import _spares
+
+    _spares.clear()
     with _lock:
         for zygote in _zygotes.values():
             zygote.close()

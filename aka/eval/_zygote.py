@@ -1,12 +1,12 @@
 """A warm parent that forks evaluation processes: torch imported once, CUDA never touched.
 
 Run as ``python -I -c BOOTSTRAP AKA_ROOT aka.eval._zygote CONTROL_FD`` with the
-children's environment (:func:`aka.eval._pipeline.child_env`). It imports torch, triton,
+children's environment (:func:`aka.eval._proc.child_env`). It imports torch, triton,
 numpy and the evaluation modules, says ``ready`` on the control socket and then serves
 fork requests, one message each (``SOCK_SEQPACKET``, file descriptors by
 ``SCM_RIGHTS``): a JSON header (module, argv, env, cwd, the result fd's number) with the
 child's stdin, stderr and result pipe ends plus a status socket. For each it forks a
-child that applies what :class:`aka.eval._pipeline._Proc` applies to a fresh
+child that applies what :class:`aka.eval._proc.Proc` applies to a fresh
 interpreter (new session, ``PR_SET_PDEATHSIG``, the allowlisted environment, the working
 directory, only its own descriptors open) and runs the module as ``__main__``; the
 module itself isolates the network and opens the signed result channel, as it does when
@@ -31,6 +31,7 @@ import traceback
 from typing import Any
 
 MAX_MESSAGE = 1 << 20
+_MISSING: list[str] = []  # what preload() could not do, for the status reply
 PRELOAD = ("torch", "numpy", "triton", "triton.language", "aka.eval._child", "aka.eval._reference")
 
 
@@ -42,6 +43,49 @@ def preload() -> list[str]:
             __import__(name)
         except Exception:  # triton may be absent where only torch tasks run
             missing.append(name)
+    return missing + _warm_triton()
+
+
+def _warm_triton() -> list[str]:
+    """Triton's per-process set-up that needs no GPU, done once here for every child.
+
+    Triton digests its own sources and its multi-megabyte shared library before its
+    first compile or cache lookup (``triton_key``, memoized per process), and on a GPU
+    machine builds and loads a small C module for its driver. A child would repeat both,
+    the driver module once per candidate (each has its own kernel cache). The module is
+    built into a private folder, so no candidate can plant what the zygote loads, and
+    the driver object is made directly, not through ``torch.cuda.is_available()``
+    (which would start CUDA here).
+    """
+    missing = []
+    try:
+        import importlib
+
+        for where in ("triton.runtime.cache", "triton.compiler.compiler"):
+            key = getattr(importlib.import_module(where), "triton_key", None)
+            if key is not None:
+                key()
+                break
+    except Exception:
+        missing.append("triton_key")
+    if os.environ.get("TRITON_INTERPRET") == "1" or "triton" not in sys.modules:
+        return missing
+    import tempfile
+
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    try:
+        from triton.backends.nvidia.driver import CudaDriver
+        from triton.runtime.driver import driver
+
+        with tempfile.TemporaryDirectory(prefix="aka-zygote-triton-") as private:
+            os.environ["TRITON_CACHE_DIR"] = private
+            driver.set_active(CudaDriver())
+    except Exception:
+        missing.append("triton cuda driver")
+    finally:
+        os.environ.pop("TRITON_CACHE_DIR", None)
+        if saved is not None:
+            os.environ["TRITON_CACHE_DIR"] = saved
     return missing
 
 
@@ -118,7 +162,8 @@ def _send(sock: socket.socket, obj: dict[str, Any]) -> None:
 def _status(head: dict[str, Any]) -> dict[str, Any]:
     torch = sys.modules.get("torch")
     cuda = bool(torch is not None and torch.cuda.is_initialized())
-    return {"pid": os.getpid(), "cuda_initialized": cuda, "modules": sorted(sys.modules)}
+    return {"pid": os.getpid(), "cuda_initialized": cuda, "modules": sorted(sys.modules),
+            "missing": _MISSING}  # fmt: skip
 
 
 def serve(control: socket.socket) -> None:
@@ -129,7 +174,8 @@ def serve(control: socket.socket) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     live: dict[int, socket.socket] = {}
-    _send(control, {"ready": True, "pid": zygote, "missing": preload()})
+    _MISSING[:] = preload()
+    _send(control, {"ready": True, "pid": zygote, "missing": _MISSING})
     while True:
         ready, _, _ = select.select([control.fileno(), wake_r], [], [])
         if wake_r in ready:

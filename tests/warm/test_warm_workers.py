@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from aka.eval import _warm
-from aka.eval._pipeline import _Proc, child_env
+from aka.eval._proc import Proc, child_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
 from redteam_corpus import ALL, FAST_TIMING, evaluate_entry
@@ -138,7 +138,7 @@ def test_zygote_holds_torch_but_never_initializes_cuda(tasks_root: Path, tmp_pat
 
 def test_killed_evaluation_leaves_no_process(tmp_path: Path, warm: None) -> None:
     (tmp_path / "scratch").mkdir()
-    proc = _Proc("aka.eval._child", cwd=tmp_path / "scratch", device="cpu")
+    proc = Proc("aka.eval._child", cwd=tmp_path / "scratch", device="cpu")
     assert isinstance(proc.proc, _warm.WarmProcess)  # waiting for its request on stdin
     assert not _gone(proc.proc.pid)
     proc.kill()
@@ -149,9 +149,9 @@ def test_killed_evaluation_leaves_no_process(tmp_path: Path, warm: None) -> None
 def test_killed_evaluator_takes_zygote_and_children_with_it(tmp_path: Path) -> None:
     script = (
         "import os, sys, time; from pathlib import Path\n"
-        "from aka.eval import _warm; from aka.eval._pipeline import _Proc, child_env\n"
+        "from aka.eval import _warm; from aka.eval._proc import Proc, child_env\n"
         "_warm.use_warm_workers(True)\n"
-        f"p = _Proc('aka.eval._child', cwd=Path({str(tmp_path)!r}), device='cpu')\n"
+        f"p = Proc('aka.eval._child', cwd=Path({str(tmp_path)!r}), device='cpu')\n"
         "print(_warm.zygote_status(child_env('cpu'))['pid'], p.proc.pid, flush=True)\n"
         "time.sleep(600)\n"
     )

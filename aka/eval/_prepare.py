@@ -1,0 +1,79 @@
+"""Prepared evaluation processes: start-up done before the evaluation that will use them.
+
+A warm worker forks the candidate and checker processes of the *next* evaluation as soon
+as the current candidate process has exited (:mod:`aka.eval._spares`). Such a process is
+started with ``--prepare DEVICE ISOLATE`` after its result-fd argument and, while it
+waits for its request on stdin, does what every evaluation process does first and what
+depends on no candidate: the candidate process enters its network namespace (while it is
+still single-threaded), then both start CUDA and run a few common operations once, so
+the lazily loaded kernels (random inputs, copies, comparisons in double, fills) are in
+place. The request then names the working directory and the variables that do depend
+on the evaluation (the candidate's kernel caches), applied by :func:`adopt` before any
+task or candidate file is read. Nothing candidate-specific happens before the request,
+so a prepared process is as fresh, for the candidate, as one forked on demand.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aka.eval._sandbox import isolate_network
+
+PREPARE = "--prepare"
+
+
+def prepare_argv(device: str, isolate: bool) -> list[str]:
+    """Arguments that make a process prepare itself for ``device``."""
+    return [PREPARE, device, "1" if isolate else "0"]
+
+
+def warm_device(device: str) -> None:
+    """Start CUDA on ``device`` and run the operations every evaluation runs, once, small."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    gen = torch.Generator(device=device)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = torch.randn(64, 64, device=device, dtype=dtype, generator=gen)
+        y = x.clone()
+        torch.equal(x, y)
+        torch.allclose(x.double(), y.double())
+        torch.isfinite(x.double()).all()
+        (x.double() - y.double()).abs().max().item()
+        y.copy_(x)
+        y.cpu()
+    torch.rand(64, device=device, generator=gen)
+    torch.randint(0, 8, (64,), device=device, generator=gen)
+    torch.full((64,), 0x5A, dtype=torch.uint8, device=device)
+    torch.cuda.synchronize(device)
+
+
+def prepare(argv: list[str], *, isolate: bool) -> str | None:
+    """In a prepared process: isolate (when asked and ``isolate``), start the device.
+
+    Returns the network status for a prepared candidate process, or ``None`` when
+    ``argv`` does not ask for preparation (the process then does all of it after its
+    request arrives, as a process forked on demand).
+    """
+    if len(argv) < 3 or argv[0] != PREPARE:
+        return None
+    network = "not isolated: checker process"
+    if isolate:
+        network = (
+            isolate_network()
+            if argv[2] == "1"
+            else "not isolated: disabled (AKA_EVAL_ISOLATE_NETWORK=0)"
+        )
+    warm_device(argv[1])
+    return network
+
+
+def adopt(req: dict[str, Any]) -> None:
+    """Take the working directory and variables the request names (a prepared process)."""
+    cwd = req.pop("cwd", None)
+    env = req.pop("env", None) or {}
+    if cwd:
+        os.chdir(cwd)
+    os.environ.update({str(k): str(v) for k, v in env.items()})

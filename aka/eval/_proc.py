@@ -1,0 +1,245 @@
+"""Evaluation processes seen from the evaluator: started, handed a request, collected.
+
+A :class:`Proc` is one candidate or checker process: a fresh interpreter (``python -I``
+with an allowlisted environment, its own session, killed with the evaluator) or, with
+warm workers on, a child forked by the zygote with the same isolation
+(:mod:`aka.eval._warm`). Results come back as HMAC-signed frames on a pipe, each stamped
+with the evaluator's clock on arrival; stderr keeps a tail for error messages. A process
+can be started *prepared* (:mod:`aka.eval._prepare`) before its evaluation exists; the
+spare pool (:mod:`aka.eval._spares`) hands such processes to :func:`start`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from aka.eval import _spares, _warm
+from aka.eval._prepare import prepare_argv
+from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
+
+CHILD_TIMEOUT_S = 1800.0
+# Children run isolated (``-I``: no cwd, no user site, no PYTHON* variables) and find
+# aka where this process found it, appended last so nothing else is shadowed; this also
+# works where aka is not installed (a bare device machine running from a checkout).
+AKA_ROOT = str(Path(__file__).resolve().parents[2])
+BOOTSTRAP = (
+    "import sys, runpy; root, module = sys.argv[1], sys.argv[2]; del sys.argv[1:3]; "
+    "sys.path.append(root); runpy.run_module(module, run_name='__main__', alter_sys=True)"
+)
+STDERR_TAIL = 4000
+ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "LD_LIBRARY_PATH",
+            "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS", "XDG_CACHE_HOME")  # fmt: skip
+ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "MKL_", "CUBLAS_")
+
+
+def child_env(device: str) -> dict[str, str]:
+    """The children's environment: an allowlist (no ``AKA_*``, no tokens or keys)."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+        # One intra-op thread: CPU timings then do not depend on OpenMP spinning on a
+        # loaded machine (CPU timing exists for tests; GPU timing is unaffected).
+        env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL when the evaluator dies, so a killed run leaves no orphan."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class _Reader(threading.Thread):
+    """Drains a pipe, stamping each complete frame with the parent's clock on arrival."""
+
+    def __init__(self, fd: int):
+        super().__init__(daemon=True)
+        self.fd = fd
+        self.data = bytearray()
+        self.arrivals: list[tuple[int, float]] = []  # (end offset of a frame, time)
+
+    def run(self) -> None:
+        with os.fdopen(self.fd, "rb", buffering=0) as f:
+            pos = 0
+            while chunk := f.read(1 << 16):
+                now = time.perf_counter()
+                self.data += chunk
+                while len(self.data) - pos >= HEADER.size + MAC_BYTES:
+                    (n,) = HEADER.unpack_from(self.data, pos)
+                    end = pos + HEADER.size + MAC_BYTES + n
+                    if end > len(self.data):
+                        break
+                    self.arrivals.append((end, now))
+                    pos = end
+
+
+def _drain_tail(stream: Any, out: list[bytes]) -> None:
+    while chunk := stream.read(1 << 16):
+        out.append(chunk)
+        while sum(len(c) for c in out) > 4 * STDERR_TAIL and len(out) > 1:
+            out.pop(0)
+
+
+def failure(error: str) -> dict[str, Any]:
+    return {"compiled": None, "records": [], "timing": [], "device": {}, "flags": [],
+            "notes": [], "error": error, "marks": []}  # fmt: skip
+
+
+class Proc:
+    """One evaluation process: started early, given its request later, then collected."""
+
+    def __init__(
+        self, module: str, *, cwd: Path, device: str, prepared: bool | None = None
+    ) -> None:
+        """Start ``module``; ``prepared`` (the isolation flag) starts it prepared, ahead.
+
+        A prepared process gets a neutral working directory and no kernel-cache
+        variables; :meth:`send` hands it the real ones with the request.
+        """
+        self.module = module
+        self.device = device
+        self.prepared = prepared
+        self.key = secrets.token_bytes(32)
+        read_fd, write_fd = os.pipe()
+        argv = [str(write_fd)]
+        if prepared is None:
+            env = child_env(device) | _warm.cache_env(module, cwd)
+        else:
+            argv += prepare_argv(device, prepared)
+            env, cwd = child_env(device), Path(tempfile.gettempdir())
+        # Warm workers (AKA_EVAL_WARM=1): forked from a zygote with the same isolation.
+        warm = _warm.spawn(module, argv, cwd=cwd, env=env, result_fd=write_fd)
+        self.proc: subprocess.Popen[bytes] | _warm.WarmProcess = warm or subprocess.Popen(
+            [sys.executable, "-I", "-c", BOOTSTRAP, AKA_ROOT, module, *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        os.close(write_fd)
+        self.reader = _Reader(read_fd)
+        self.reader.start()
+        self.tail: list[bytes] = []
+        self.err = threading.Thread(
+            target=_drain_tail, args=(self.proc.stderr, self.tail), daemon=True
+        )
+        self.err.start()
+
+    def send(self, request: dict[str, Any], cwd: Path | None = None) -> None:
+        """Hand the process its request (it reads stdin to the end).
+
+        A prepared process also gets ``cwd`` and the kernel-cache variables for it.
+        """
+        assert self.proc.stdin is not None
+        extra: dict[str, Any] = {"key": self.key.hex()}
+        if self.prepared is not None and cwd is not None:
+            extra |= {"cwd": str(cwd), "env": _warm.cache_env(self.module, cwd)}
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.write(json.dumps({**request, **extra}).encode())
+            self.proc.stdin.close()
+
+    def alive(self) -> bool:
+        """Whether the process is still running (a spare that died is not handed out)."""
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """Stop the process and everything in its group."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def collect(self, timeout: float) -> dict[str, Any]:
+        """Wait for the exit; return the result frame plus ``marks`` and parent ``flags``."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return failure(f"evaluation exceeded {timeout:.0f} s")
+        flags: list[dict[str, str]] = []
+        try:
+            os.killpg(self.proc.pid, 0)
+            # Only a process that exited by itself answers for what it left running: one
+            # killed by a signal (a crash, an operator's kill) may leave a compiler it was
+            # waiting on, and dying gives it no result to score anyway.
+            if (self.proc.returncode or 0) >= 0:
+                flags.append({"flag": "background_process", "evidence": "a process it started "
+                              "outlived the evaluation process (killed)"})  # fmt: skip
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.reader.join(timeout=30)
+        self.err.join(timeout=5)
+        return self._result(flags)
+
+    def _result(self, flags: list[dict[str, str]]) -> dict[str, Any]:
+        frames, tamper = read_frames(bytes(self.reader.data), self.key)
+        if tamper:
+            flags.append({"flag": "result_channel_tamper", "evidence": tamper})
+        times = dict(self.reader.arrivals)
+        marks: list[dict[str, Any]] = []
+        result: dict[str, Any] | None = None
+        for offset, frame in frames:
+            if frame.get("kind") != "result":
+                marks.append({**frame, "t": times.get(offset)})
+            elif result is None:
+                result = frame
+            else:
+                flags.append({"flag": "result_channel_tamper", "evidence": "two result frames"})
+        if result is None:
+            text = b"".join(self.tail).decode(errors="replace").strip().splitlines()[-5:]
+            code = self.proc.returncode
+            result = failure(f"evaluation process died (exit {code}): {' | '.join(text)}")
+        result["marks"] = marks
+        result["flags"] = list(result.get("flags") or []) + flags
+        started = [m["network"] for m in marks if m.get("name") == "started" and "network" in m]
+        result.setdefault("network", started[0] if started else "unknown")
+        return result
+
+
+def run_child(
+    request: dict[str, Any],
+    *,
+    cwd: Path,
+    device: str,
+    timeout: float = CHILD_TIMEOUT_S,
+    module: str = "aka.eval._child",
+) -> dict[str, Any]:
+    """Run one evaluation process; return its result frame, or a result describing failure.
+
+    The result carries ``marks`` (frames the child sent along the way, each with the
+    parent's arrival time) and parent-side ``flags``: a tampered result channel, or a
+    process that outlived the evaluation.
+    """
+    proc = start(module, cwd=cwd, device=device, isolate=bool(request.get("isolate_network", True)))
+    proc.send(request, cwd)
+    return proc.collect(timeout)
+
+
+def start(module: str, *, cwd: Path, device: str, isolate: bool) -> Proc:
+    """A spare prepared for this device and isolation if one is waiting, else a new one."""
+    spare = _spares.take(module, device, isolate)
+    return spare if isinstance(spare, Proc) else Proc(module, cwd=cwd, device=device)
+
+
+def prepared(module: str, device: str, isolate: bool) -> Proc:
+    """A process started prepared (the spare pool's factory)."""
+    return Proc(module, cwd=Path(tempfile.gettempdir()), device=device, prepared=isolate)
