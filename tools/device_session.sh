@@ -11,10 +11,12 @@
 #                                    only resume that run (for SECONDS) and compare
 #   bash tools/device_session.sh p   eval throughput (3 tasks x 3), CUDA start-up costs,
 #                                    profiles of warm evaluations (aka.eval._profiling)
+#   bash tools/device_session.sh w   eval throughput (5 tasks x 3), the red-team corpus
+#                                    through warm workers, profiles of warm evaluations
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -69,6 +71,12 @@ p)
   step cudastart 60 python3 tools/cuda_start.py --out $R/cuda_start.json
   step evalbench 200 aka bench eval --device cuda --tasks 3 --repeat 3 --format json
   AKA_EVAL_PROFILE=$R/prof step profile 120 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 2, warm=True), indent=1))"
+  step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 45 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 45 --sort tottime > $R/prof_tot.txt"
+  ;;
+w)
+  step evalbench 280 aka bench eval --device cuda --tasks 5 --repeat 3 --format json
+  AKA_EVAL_WARM=1 step redteam 150 python3 tools/redteam_gpu.py --out $R/redteam.json
+  AKA_EVAL_PROFILE=$R/prof step profile 90 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 2, warm=True), indent=1))"
   step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 45 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 45 --sort tottime > $R/prof_tot.txt"
   ;;
 esac

@@ -249,13 +249,14 @@ def run_processes(
             checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
             if result.get("records"):
                 checker.send(checker_request(job, root, out, result), scratch)
-                checked = checker.collect(CHILD_TIMEOUT_S)
+                checked = checker.collect_trusted(CHILD_TIMEOUT_S)
             result["stage_s"] = result.get("stage_s") or stage_times(
                 result.get("marks") or [], t0, t1
             )
             result["stage_s"]["checker"] = time.perf_counter() - t1
     finally:
-        checker.kill()
+        if not checker.released:
+            checker.kill()
     return result, checked
 
 

@@ -32,7 +32,11 @@ from typing import Any
 
 MAX_MESSAGE = 1 << 20
 _MISSING: list[str] = []  # what preload() could not do, for the status reply
-PRELOAD = ("torch", "numpy", "triton", "triton.language", "aka.eval._child", "aka.eval._reference")
+# What evaluation processes import, found with aka.eval._profiling (``*.modules.json``):
+# torch._inductor.config is imported by torch.use_deterministic_algorithms (the
+# poisoned runs), pulling in torch._dynamo and sympy, ~0.5 s per process on the H200.
+PRELOAD = ("torch", "numpy", "triton", "triton.language", "torch._inductor.config",
+           "torch.profiler", "aka.timing", "aka.eval._child", "aka.eval._reference")  # fmt: skip
 
 
 def preload() -> list[str]:

@@ -1,0 +1,166 @@
+"""Spare prepared processes, the zygote's preloads and evaluation profiles.
+
+With warm workers on, the evaluator starts the next evaluation's candidate and checker
+processes once the current candidate process has exited; the next evaluation must run in
+them, in its own working directory and with its own kernel cache, and a spare must never
+serve a second evaluation or one with other settings.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aka.eval import _profiling, _spares, _warm
+from aka.eval._pipeline import Job, child_env, run_job
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
+from redteam_corpus import CORPUS, TASKS
+
+SCALE = TASKS / "torch/ops/scale"
+TIMING = {"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5}
+WHERE = """import os
+
+raise RuntimeError(
+    f"pid={os.getpid()} cwd={os.getcwd()} cache={os.environ.get('TRITON_CACHE_DIR')}"
+)
+"""
+
+
+@pytest.fixture
+def warm() -> Iterator[None]:
+    _warm.use_warm_workers(True)
+    yield
+    _warm.use_warm_workers(None)
+    _warm.shutdown()
+
+
+def _job_in(tmp: Path, candidate: str, *, isolate: bool = False) -> tuple[Job, Path]:
+    spec = yaml.safe_load((SCALE / "task.yaml").read_text())
+    root = tmp / "eval"
+    shutil.copytree(SCALE, root / "task")
+    shutil.copytree(SCALE / "source", root / "base")
+    (root / "cand").mkdir()
+    (root / "cand" / "kernel.py").write_text(candidate)
+    job = Job(reference="reference.py", editable=["kernel.py"], forbidden=[],
+              entry_file="kernel.py", entry_symbol="scale", pass_shape=False, backend="torch",
+              shapes=spec["shapes"]["cpu"], dtypes=spec["dtypes"],
+              tolerances=spec["tolerances"], seeds=1, device="cpu", time=True,
+              timing=dict(TIMING), seed=3, isolate_network=isolate)  # fmt: skip
+    return job, root
+
+
+def _where(error: str | None) -> dict[str, str]:
+    assert error and "pid=" in error, error
+    text = error.split("pid=", 1)[1]
+    pid, rest = text.split(" cwd=", 1)
+    cwd, cache = rest.split(" cache=", 1)
+    return {"pid": pid, "cwd": cwd, "cache": cache.split(")")[0].split(" (at")[0]}
+
+
+def _gone(pid: int, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, warm: None) -> None:
+    first_job, first_root = _job_in(tmp_path / "a", WHERE)
+    first = _where(run_job(first_job, first_root).compiled.get("error"))
+    spares = _spares.waiting()
+    assert set(spares) == set(_spares.MODULES)
+    assert str(spares["aka.eval._child"]) != first["pid"]
+
+    job, root = _job_in(tmp_path / "b", WHERE + "# another tree\n")
+    cache = _warm.cache_env("aka.eval._child", root / "scratch")["TRITON_CACHE_DIR"]
+    second = _where(run_job(job, root).compiled.get("error"))
+    # The candidate ran in the spare, in this evaluation's folder, with this tree's cache.
+    assert second["pid"] == str(spares["aka.eval._child"])
+    assert second["cwd"] == str(root / "scratch")
+    assert second["cache"] == cache != first["cache"]
+    # Both spares were used up; new ones wait for the evaluation after.
+    after = _spares.waiting()
+    assert set(after) == set(_spares.MODULES)
+    assert not set(after.values()) & set(spares.values())
+
+
+def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: None) -> None:
+    _spares.refill("cpu", False)
+    pids = _spares.waiting()
+    assert _spares.take("aka.eval._child", "cpu", True) is None  # other isolation setting
+    assert _gone(pids["aka.eval._child"])  # and that spare is stopped, not leaked
+
+    _spares.refill("cpu", False)
+    pid = _spares.waiting()["aka.eval._reference"]
+    os.kill(pid, signal.SIGKILL)
+    assert _gone(pid)
+    assert _spares.take("aka.eval._reference", "cpu", False) is None  # dead: not handed out
+
+    _spares.refill("cpu", False)
+    proc = _spares.take("aka.eval._reference", "cpu", False)
+    assert proc is not None and proc.alive() and proc.prepared is False
+    proc.kill()
+
+
+def test_no_spares_without_warm_workers(tmp_path: Path) -> None:
+    _warm.use_warm_workers(False)
+    try:
+        job, root = _job_in(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
+        assert run_job(job, root).correct
+        assert _spares.waiting() == {}
+    finally:
+        _warm.use_warm_workers(None)
+
+
+def test_shutdown_stops_the_spares(tmp_path: Path, warm: None) -> None:
+    job, root = _job_in(tmp_path, (CORPUS / "honest_vectorized.py").read_text(), isolate=True)
+    verdict = run_job(job, root)
+    assert verdict.correct, verdict.error
+    pids = list(_spares.waiting().values())
+    assert len(pids) == 2
+    _warm.shutdown()
+    assert _spares.waiting() == {}
+    assert all(_gone(p) for p in pids)
+
+
+def test_the_zygote_does_the_shared_set_up_once(warm: None) -> None:
+    status = _warm.zygote_status(child_env("cpu"))
+    # Imported by torch.use_deterministic_algorithms in every poisoned run.
+    assert {"torch._inductor.config", "aka.timing", "triton.runtime.cache"} <= set(
+        status["modules"]
+    )
+    assert status["missing"] == []
+    assert status["cuda_initialized"] is False
+
+
+def test_profiles_name_what_each_process_spent_and_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm: None
+) -> None:
+    folder = tmp_path / "prof"
+    monkeypatch.setenv(_profiling.PROFILE_ENV, str(folder))
+    job, root = _job_in(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
+    verdict = run_job(job, root)
+    assert verdict.correct, verdict.error
+    names = sorted(p.name.split("-")[0] for p in folder.glob("*.prof"))
+    assert names == ["checker", "child"]
+    assert len(list(folder.glob("*.modules.json"))) == 2
+    text = _profiling.summary(folder, top=5)
+    assert "== child: 1 processes ==" in text and "== checker: 1 processes ==" in text
+    assert "_child.py" in text  # the harness's own frames are in the child's profile
+    with pytest.raises(FileNotFoundError, match=r"no \.prof files"):
+        _profiling.summary(tmp_path)
