@@ -43,9 +43,9 @@ from types import ModuleType
 from typing import Any
 
 from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
-from aka.eval._prepare import adopt, prepare
+from aka.eval._prepare import adopt, enter_network, prepare
 from aka.eval._profiling import profiled
-from aka.eval._sandbox import Channel, Guards, isolate_network
+from aka.eval._sandbox import Channel, Guards
 
 MAX_ERROR_CHARS = 4000
 # The stages one process runs (compile always: the others need the imported candidate).
@@ -452,11 +452,7 @@ def main() -> None:
     req = json.loads(sys.stdin.read())
     adopt(req)
     channel = Channel(fd, bytes.fromhex(req.pop("key")))
-    network = prepared or (
-        isolate_network()
-        if req.get("isolate_network", True)
-        else "not isolated: disabled (AKA_EVAL_ISOLATE_NETWORK=0)"
-    )
+    network = prepared or enter_network(req.get("isolate_network", True))
     warnings.filterwarnings("ignore")
     channel.send({"kind": "mark", "name": "started", "network": network, "pid": os.getpid()})
     out = profiled(req, "child", run, req, channel)

@@ -59,15 +59,14 @@ def prepare(argv: list[str], *, isolate: bool) -> str | None:
     """
     if len(argv) < 3 or argv[0] != PREPARE:
         return None
-    network = "not isolated: checker process"
-    if isolate:
-        network = (
-            isolate_network()
-            if argv[2] == "1"
-            else "not isolated: disabled (AKA_EVAL_ISOLATE_NETWORK=0)"
-        )
+    network = enter_network(argv[2] == "1") if isolate else "not isolated: checker process"
     warm_device(argv[1])
     return network
+
+
+def enter_network(isolate: bool) -> str:
+    """Isolate the network when asked (single-threaded only); say what happened."""
+    return isolate_network() if isolate else "not isolated: disabled (AKA_EVAL_ISOLATE_NETWORK=0)"
 
 
 def adopt(req: dict[str, Any]) -> None:

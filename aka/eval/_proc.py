@@ -202,12 +202,12 @@ class Proc:
         if self.reader.is_alive():
             self.kill()
             return failure(f"evaluation exceeded {timeout:.0f} s")
-        frames, _ = read_frames(bytes(self.reader.data), self.key)
-        if not any(frame.get("kind") == "result" for _, frame in frames):
+        result = self._result([])
+        if result.get("kind") != "result":  # no result frame: judge the exit as usual
             return self.collect(timeout)
         self.released = True
         threading.Thread(target=self.kill, daemon=True).start()
-        return self._result([])
+        return result
 
     def _result(self, flags: list[dict[str, str]]) -> dict[str, Any]:
         frames, tamper = read_frames(bytes(self.reader.data), self.key)

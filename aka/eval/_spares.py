@@ -53,18 +53,15 @@ def refill(device: str, isolate: bool) -> None:
     key = _key(device, isolate)
     for module in MODULES:
         with _lock:
-            old = _spares.pop(module, None)
+            old = _spares.get(module)
         if old is not None and old[0] == key and old[1].alive():
-            fresh = old[1]
-        else:
-            if old is not None:
-                old[1].kill()
-            fresh = prepared(module, device, isolate)
-        with _lock:
-            extra = _spares.pop(module, None)
+            continue
+        fresh = prepared(module, device, isolate)
+        with _lock:  # another thread may have refilled meanwhile: the newest stays
+            replaced = _spares.get(module)
             _spares[module] = (key, fresh)
-        if extra is not None:  # another thread refilled meanwhile: keep one
-            extra[1].kill()
+        if replaced is not None:
+            replaced[1].kill()
 
 
 def waiting() -> dict[str, int]:

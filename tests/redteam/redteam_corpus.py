@@ -9,13 +9,19 @@ caught by the correctness check itself). An honest entry must be correct with no
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from aka.config import TimingSettings
 from aka.eval import EvalRequest, evaluate
+from aka.eval._pipeline import Job
 from aka.events import REGISTRY, Scored
 from aka.tasks import load_task
 from aka_ledger import Ledger
@@ -125,3 +131,22 @@ def evaluate_all(entries: list[Entry], root: Path, workers: int = 2) -> dict[str
     with ThreadPoolExecutor(max_workers=workers) as pool:
         done = pool.map(lambda e: (e.name, evaluate_entry(e, root)), entries)
         return dict(done)
+
+
+def scale_job(tmp: Path, candidate: str, **changes: Any) -> tuple[Job, Path]:
+    """The fixture scale task laid out under ``tmp/eval`` with ``candidate`` as its kernel,
+    as a pipeline job on the CPU (``changes`` replace fields of the job)."""
+    task = TASKS / "torch/ops/scale"
+    spec = yaml.safe_load((task / "task.yaml").read_text())
+    root = tmp / "eval"
+    shutil.copytree(task, root / "task")
+    shutil.copytree(task / "source", root / "base")
+    (root / "cand").mkdir()
+    (root / "cand" / "kernel.py").write_text(candidate)
+    job = Job(reference="reference.py", editable=["kernel.py"], forbidden=[],
+              entry_file="kernel.py", entry_symbol="scale", pass_shape=False, backend="torch",
+              shapes=spec["shapes"]["cpu"], dtypes=spec["dtypes"],
+              tolerances=spec["tolerances"], seeds=spec["seeds"], device="cpu", time=True,
+              timing={"target_rel_ci": 0.05, "max_time_s": 0.2, "min_samples": 5}, seed=11,
+              isolate_network=False)  # fmt: skip
+    return dataclasses.replace(job, **changes), root

@@ -10,38 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from aka.eval import _outputs, _pipeline
 from aka.eval._outputs import output_dir
-from aka.eval._pipeline import Job, run_job
+from aka.eval._pipeline import run_job
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
-from redteam_corpus import CORPUS, TASKS
-
-SCALE = TASKS / "torch/ops/scale"
-TIMING = {"target_rel_ci": 0.05, "max_time_s": 0.2, "min_samples": 5}
-
-
-def _layout(tmp: Path, candidate: str) -> tuple[Job, Path]:
-    spec = yaml.safe_load((SCALE / "task.yaml").read_text())
-    root = tmp / "eval"
-    shutil.copytree(SCALE, root / "task")
-    shutil.copytree(SCALE / "source", root / "base")
-    (root / "cand").mkdir()
-    (root / "cand" / "kernel.py").write_text(candidate)
-    job = Job(reference="reference.py", editable=["kernel.py"], forbidden=[],
-              entry_file="kernel.py", entry_symbol="scale", pass_shape=False, backend="torch",
-              shapes=spec["shapes"]["cpu"], dtypes=spec["dtypes"],
-              tolerances=spec["tolerances"], seeds=spec["seeds"], device="cpu", time=True,
-              timing=dict(TIMING), seed=11, isolate_network=False)  # fmt: skip
-    return job, root
+from redteam_corpus import CORPUS, scale_job
 
 
 @pytest.mark.parametrize(
@@ -52,8 +32,8 @@ def test_a_process_per_stage_reaches_the_same_verdict(
     tmp_path: Path, name: str, correct: bool, flag: str | None
 ) -> None:
     text = (CORPUS / f"{name}.py").read_text()
-    one_job, one_root = _layout(tmp_path / "one", text)
-    staged_job, staged_root = _layout(tmp_path / "staged", text)
+    one_job, one_root = scale_job(tmp_path / "one", text)
+    staged_job, staged_root = scale_job(tmp_path / "staged", text)
     one = run_job(one_job, one_root)
     staged = run_job(staged_job, staged_root, split_stages=True)
     assert (one.correct, staged.correct) == (correct, correct), (one.error, staged.error)
@@ -100,7 +80,7 @@ def scale(x):
 
 
 def test_candidate_code_reading_the_output_folder_is_flagged(tmp_path: Path, shm: Path) -> None:
-    job, root = _layout(tmp_path, PEEK.format(pattern=f"{shm}/aka-out-*/*.pt"))
+    job, root = scale_job(tmp_path, PEEK.format(pattern=f"{shm}/aka-out-*/*.pt"))
     verdict = run_job(job, root)
     assert not verdict.correct
     assert "harness_access" in verdict.flags, verdict.evidence
@@ -120,7 +100,7 @@ def test_a_process_killed_by_a_signal_is_not_blamed_for_what_it_left_running(
 ) -> None:
     """A crash or an operator's kill can orphan a compiler the process waited on: that is
     a failed evaluation, not a background-process hack (the group is still killed)."""
-    job, root = _layout(tmp_path, ORPHAN)
+    job, root = scale_job(tmp_path, ORPHAN)
     verdict = run_job(job, root)
     assert not verdict.correct
     assert "background_process" not in verdict.flags
@@ -149,7 +129,7 @@ def test_stage_times_follow_the_marks_and_skip_stages_not_reached() -> None:
 def test_repeats_and_the_address_check_run_on_the_smallest_shape(tmp_path: Path) -> None:
     """Every shape once per dtype; the further seeds and the in-place rewrite on the
     smallest shape only; after timing, every timed shape is rewritten and asked again."""
-    job, root = _layout(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
+    job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
     shapes = [{"N": 8192}, {"N": 1024}, {"N": 4096}]
     job = dataclasses.replace(job, shapes=shapes, seeds=3)
     result, checked = _pipeline.run_processes(job, root)

@@ -9,7 +9,6 @@ serve a second evaluation or one with other settings.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
 import time
@@ -17,15 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from aka.eval import _profiling, _spares, _warm
 from aka.eval._pipeline import Job, child_env, run_job
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
-from redteam_corpus import CORPUS, TASKS
+from redteam_corpus import CORPUS, scale_job
 
-SCALE = TASKS / "torch/ops/scale"
 TIMING = {"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5}
 WHERE = """import os
 
@@ -44,18 +41,7 @@ def warm() -> Iterator[None]:
 
 
 def _job_in(tmp: Path, candidate: str, *, isolate: bool = False) -> tuple[Job, Path]:
-    spec = yaml.safe_load((SCALE / "task.yaml").read_text())
-    root = tmp / "eval"
-    shutil.copytree(SCALE, root / "task")
-    shutil.copytree(SCALE / "source", root / "base")
-    (root / "cand").mkdir()
-    (root / "cand" / "kernel.py").write_text(candidate)
-    job = Job(reference="reference.py", editable=["kernel.py"], forbidden=[],
-              entry_file="kernel.py", entry_symbol="scale", pass_shape=False, backend="torch",
-              shapes=spec["shapes"]["cpu"], dtypes=spec["dtypes"],
-              tolerances=spec["tolerances"], seeds=1, device="cpu", time=True,
-              timing=dict(TIMING), seed=3, isolate_network=isolate)  # fmt: skip
-    return job, root
+    return scale_job(tmp, candidate, seeds=1, seed=3, timing=dict(TIMING), isolate_network=isolate)
 
 
 def _where(error: str | None) -> dict[str, str]:
