@@ -84,10 +84,11 @@ def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, 
     # After the first pass: each task evaluated before in this mode (compiled kernels
     # cached in both modes, the zygote and spares up when warm). What a long RL run sees.
     later = runs[len(tasks) :]
+    later_s = sum(r["wall_s"] for r in later)
     steady = {
         "candidates": len(later),
-        "wall_s": round(sum(r["wall_s"] for r in later), 3),
-        "candidates_per_min": round(60 * len(later) / sum(r["wall_s"] for r in later), 2),
+        "wall_s": round(later_s, 3),
+        "candidates_per_min": round(60 * len(later) / later_s, 2),
         "overhead_median_s": round(statistics.median(r["overhead_s"] for r in later), 3),
     } if later else None  # fmt: skip
     return {

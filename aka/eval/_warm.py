@@ -89,8 +89,7 @@ class WarmProcess:
                 return None
             finally:
                 self._status.setblocking(True)
-            self.returncode = int(json.loads(msg)["exit"]) if msg else -9
-            self._status.close()
+            self._exited(msg)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -102,6 +101,9 @@ class WarmProcess:
             msg = self._status.recv(4096)
         except TimeoutError:
             raise subprocess.TimeoutExpired("warm evaluation process", timeout or 0) from None
+        return self._exited(msg)
+
+    def _exited(self, msg: bytes) -> int:
         # An empty message: the zygote died, and its children with it (PR_SET_PDEATHSIG).
         self.returncode = int(json.loads(msg)["exit"]) if msg else -9
         self._status.close()
