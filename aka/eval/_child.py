@@ -28,7 +28,6 @@ candidate directory is added, so a ``torch.py`` beside the kernel cannot shadow 
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import os
 import secrets
@@ -43,7 +42,7 @@ from types import ModuleType
 from typing import Any
 
 from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
-from aka.eval._prepare import adopt, enter_network, prepare
+from aka.eval._prepare import adopt, enter_network, prepare, read_request, wait_for_gate
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel, Guards
 
@@ -372,6 +371,7 @@ class _Harness:
         cand = self.candidate
         assert cand is not None
         results = []
+        wait_for_gate(self.channel.send)
         for k, shape in enumerate(self.req["shapes"]):
             n = self.n_input_sets(shape, dtype)
             cseeds = [seed + 104729 * (i + 1) for i in range(n)]
@@ -449,7 +449,7 @@ def main() -> None:
     """Read the request from stdin, write signed frames to the fd named in argv[1]."""
     fd = int(sys.argv[1])
     prepared = prepare(sys.argv[2:], isolate=True)
-    req = json.loads(sys.stdin.read())
+    req = read_request()
     adopt(req)
     channel = Channel(fd, bytes.fromhex(req.pop("key")))
     network = prepared or enter_network(req.get("isolate_network", True))

@@ -28,6 +28,7 @@ __all__ = ["CHILD_TIMEOUT_S", "Job", "Verdict", "child_env", "run_child", "run_j
 # Set to 0 in the evaluator's environment to run candidates with the network (the
 # variable itself never reaches the candidate: AKA_* is not passed on).
 ISOLATE_ENV = "AKA_EVAL_ISOLATE_NETWORK"
+CHILD, CHECKER = _spares.MODULES
 
 
 @dataclass(frozen=True)
@@ -232,9 +233,7 @@ def run_processes(
     """
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)
-    checker = start(
-        "aka.eval._reference", cwd=scratch, device=job.device, isolate=job.isolate_network
-    )
+    checker = start(CHECKER, cwd=scratch, device=job.device, isolate=job.isolate_network)
     try:
         with output_dir(root) as out:
             request = candidate_request(job, root, out)
@@ -242,9 +241,12 @@ def run_processes(
             if split_stages:
                 result = _staged(request, cwd=scratch, device=job.device)
             else:
-                result = run_child(request, cwd=scratch, device=job.device)
-                # Timing is over: the next evaluation's processes may start up now.
+                cand = start(CHILD, cwd=scratch, device=job.device, isolate=job.isolate_network)
+                # The next evaluation's processes start up while this candidate loads,
+                # compiles and checks; the gate stops them while it times.
                 _spares.refill(job.device, job.isolate_network)
+                cand.send(request, scratch)
+                result = cand.collect(CHILD_TIMEOUT_S)
             t1 = time.perf_counter()
             checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
             if result.get("records"):

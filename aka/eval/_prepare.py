@@ -15,12 +15,16 @@ so a prepared process is as fresh, for the candidate, as one forked on demand.
 
 from __future__ import annotations
 
+import json
 import os
+import select
 from typing import Any
 
 from aka.eval._sandbox import isolate_network
 
 PREPARE = "--prepare"
+GATE_MARK = "gate"  # the mark a candidate process sends before timing (aka.eval._gate)
+GATE_TIMEOUT_S = 600.0
 
 
 def prepare_argv(device: str, isolate: bool) -> list[str]:
@@ -67,6 +71,30 @@ def prepare(argv: list[str], *, isolate: bool) -> str | None:
 def enter_network(isolate: bool) -> str:
     """Isolate the network when asked (single-threaded only); say what happened."""
     return isolate_network() if isolate else "not isolated: disabled (AKA_EVAL_ISOLATE_NETWORK=0)"
+
+
+def read_request() -> dict[str, Any]:
+    """The request: one JSON line on stdin, read unbuffered (a byte may follow: the gate)."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            break
+        line += chunk
+    return dict(json.loads(line))
+
+
+def wait_for_gate(send: Any) -> None:
+    """Ask the evaluator to stop what it prepared on this device; wait for its answer.
+
+    ``send`` puts the mark on the signed result channel. The answer is one byte on
+    stdin; none within :data:`GATE_TIMEOUT_S` (stdin closed, or read by someone else)
+    is an error, so no sample is taken while others may be starting up.
+    """
+    send({"kind": "mark", "name": GATE_MARK})
+    ready, _, _ = select.select([0], [], [], GATE_TIMEOUT_S)
+    if not ready or os.read(0, 1) != b"g":
+        raise RuntimeError("the evaluator did not open the timing gate (stdin closed or read)")
 
 
 def adopt(req: dict[str, Any]) -> None:

@@ -21,14 +21,18 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _spares, _warm
-from aka.eval._prepare import prepare_argv
+from aka.eval import _gate, _spares, _warm
+from aka.eval._prepare import GATE_MARK, prepare_argv
 from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
 
 CHILD_TIMEOUT_S = 1800.0
+# The module whose process times kernels: it asks before timing (aka.eval._gate), so
+# its stdin stays open after the request for the answer.
+GATED_MODULE = "aka.eval._child"
 # Children run isolated (``-I``: no cwd, no user site, no PYTHON* variables) and find
 # aka where this process found it, appended last so nothing else is shadowed; this also
 # works where aka is not installed (a bare device machine running from a checkout).
@@ -65,11 +69,15 @@ def _die_with_parent() -> None:
 
 
 class _Reader(threading.Thread):
-    """Drains a pipe, stamping each complete frame with the parent's clock on arrival."""
+    """Drains a pipe, stamping each complete frame with the parent's clock on arrival.
 
-    def __init__(self, fd: int):
+    ``on_frame`` sees each complete frame's bytes as it arrives (the gate request).
+    """
+
+    def __init__(self, fd: int, on_frame: Callable[[bytes], None]):
         super().__init__(daemon=True)
         self.fd = fd
+        self.on_frame = on_frame
         self.data = bytearray()
         self.arrivals: list[tuple[int, float]] = []  # (end offset of a frame, time)
 
@@ -85,6 +93,7 @@ class _Reader(threading.Thread):
                     if end > len(self.data):
                         break
                     self.arrivals.append((end, now))
+                    self.on_frame(bytes(self.data[pos:end]))
                     pos = end
 
 
@@ -115,6 +124,7 @@ class Proc:
         self.device = device
         self.released = False  # handed to a background reaper (collect_trusted)
         self.prepared = prepared
+        self.gated = False  # it closed the timing gate; open again once it is gone
         self.key = secrets.token_bytes(32)
         read_fd, write_fd = os.pipe()
         argv = [str(write_fd)]
@@ -137,7 +147,9 @@ class Proc:
             preexec_fn=_die_with_parent,
         )
         os.close(write_fd)
-        self.reader = _Reader(read_fd)
+        if prepared is not None:
+            _gate.register(device, self.proc.pid)
+        self.reader = _Reader(read_fd, self._frame)
         self.reader.start()
         self.tail: list[bytes] = []
         self.err = threading.Thread(
@@ -146,17 +158,49 @@ class Proc:
         self.err.start()
 
     def send(self, request: dict[str, Any], cwd: Path | None = None) -> None:
-        """Hand the process its request (it reads stdin to the end).
+        """Hand the process its request: one JSON line on stdin.
 
-        A prepared process also gets ``cwd`` and the kernel-cache variables for it.
+        A prepared process also gets ``cwd`` and the kernel-cache variables for it, and
+        is let run if the timing gate had stopped it. Stdin is then closed, except for
+        a candidate process, which reads its answer to the gate there.
         """
         assert self.proc.stdin is not None
         extra: dict[str, Any] = {"key": self.key.hex()}
-        if self.prepared is not None and cwd is not None:
-            extra |= {"cwd": str(cwd), "env": _warm.cache_env(self.module, cwd)}
-        with contextlib.suppress(BrokenPipeError):
-            self.proc.stdin.write(json.dumps({**request, **extra}).encode())
-            self.proc.stdin.close()
+        if self.prepared is not None:
+            _gate.release(self.device, self.proc.pid)
+            if cwd is not None:
+                extra |= {"cwd": str(cwd), "env": _warm.cache_env(self.module, cwd)}
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.proc.stdin.write(json.dumps({**request, **extra}).encode() + b"\n")
+            self.proc.stdin.flush()
+            if self.module != GATED_MODULE:
+                self.proc.stdin.close()
+
+    def _frame(self, data: bytes) -> None:
+        """On the reader's thread: a signed ``gate`` mark stops the prepared processes.
+
+        The answer goes out once they are stopped; the gate opens again when this
+        process has exited (:meth:`collect`, :meth:`kill`).
+        """
+        if self.gated or self.module != GATED_MODULE:
+            return
+        frames, _ = read_frames(data, self.key)
+        if frames and frames[0][1].get("kind") == "mark" and frames[0][1].get("name") == GATE_MARK:
+            self.gated = True
+            _gate.close(self.device)
+            assert self.proc.stdin is not None
+            with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+                self.proc.stdin.write(b"g")
+                self.proc.stdin.close()
+
+    def _ungate(self) -> None:
+        """The process is gone: open the gate it closed, and close its stdin."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+                self.proc.stdin.close()
+        if self.gated:
+            self.gated = False
+            _gate.open_(self.device)
 
     def alive(self) -> bool:
         """Whether the process is still running (a spare that died is not handed out)."""
@@ -164,9 +208,12 @@ class Proc:
 
     def kill(self) -> None:
         """Stop the process and everything in its group."""
+        if self.prepared is not None:
+            _gate.release(self.device, self.proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        self._ungate()
 
     def collect(self, timeout: float) -> dict[str, Any]:
         """Wait for the exit; return the result frame plus ``marks`` and parent ``flags``."""
@@ -187,6 +234,7 @@ class Proc:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        self._ungate()
         self.reader.join(timeout=30)
         self.err.join(timeout=5)
         return self._result(flags)

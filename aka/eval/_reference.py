@@ -12,14 +12,13 @@ candidate's outputs are read as plain tensors (``torch.load(weights_only=True)``
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from aka.eval._child import _short_error, load_file_module
-from aka.eval._prepare import adopt, prepare
+from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
 
@@ -131,7 +130,7 @@ def main() -> None:
 
     fd = int(sys.argv[1])
     prepare(sys.argv[2:], isolate=False)
-    req = json.loads(sys.stdin.read())
+    req = read_request()
     adopt(req)
     channel = Channel(fd, bytes.fromhex(req.pop("key")))
     out = profiled(req, "checker", run, req)

@@ -1,14 +1,15 @@
-"""Spare evaluation processes: the next evaluation's, started while this one finishes.
+"""Spare evaluation processes: the next evaluation's, started while this one runs.
 
-With warm workers on, once an evaluation's candidate process has exited (its timing
-done, so nothing measures the GPU until the next evaluation's candidate times), the
-evaluator forks a *prepared* candidate process and a prepared checker process
+With warm workers on, as soon as an evaluation has its candidate process, the evaluator
+forks a *prepared* candidate process and a prepared checker process
 (:mod:`aka.eval._prepare`) for the next evaluation on the same device. They start CUDA
-and isolate themselves while the current checker runs; the next evaluation takes them
-instead of forking its own and pays neither start-up. A spare is used once, by one
-evaluation; it is taken only for the same device, isolation setting and environment it
-was started with, and one that has died is replaced by a process started on demand.
-Spares are stopped with the zygotes (:func:`aka.eval._warm.shutdown`).
+and isolate themselves while the current candidate loads, compiles and checks, are
+stopped while it times (:mod:`aka.eval._gate`) and go on while its checker runs; the
+next evaluation takes them instead of forking its own and pays neither start-up. A spare
+is used once, by one evaluation; it is taken only for the same device, isolation
+setting and environment it was started with, and one that has died is replaced by a
+process started on demand. Spares are stopped with the zygotes
+(:func:`aka.eval._warm.shutdown`).
 """
 
 from __future__ import annotations

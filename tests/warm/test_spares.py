@@ -1,8 +1,8 @@
 """Spare prepared processes, the zygote's preloads and evaluation profiles.
 
 With warm workers on, the evaluator starts the next evaluation's candidate and checker
-processes once the current candidate process has exited; the next evaluation must run in
-them, in its own working directory and with its own kernel cache, and a spare must never
+processes once the current candidate process has started (the timing gate stops them
+while it times: test_gate.py); the next evaluation must run in them, in its own working directory and with its own kernel cache, and a spare must never
 serve a second evaluation or one with other settings.
 """
 
