@@ -194,15 +194,14 @@ def ratio_of_medians_ci(
     rng = np.random.default_rng(seed)
     q = (1.0 - level) / 2.0
     if a.size == b.size:
-        pairs = np.stack([a, b], axis=1)
         chunk = max(1, 1_000_000 // a.size)
         ratios = np.empty(n_boot)
         for start in range(0, n_boot, chunk):
             stop = min(n_boot, start + chunk)
             idx = rng.integers(0, a.size, size=(stop - start, a.size))
-            drawn = pairs[idx]  # (boots, n, 2)
-            meds = np.median(drawn, axis=1)
-            ratios[start:stop] = meds[:, 0] / meds[:, 1]
+            # The same rows of indices for both arms (pairs), each arm's medians along
+            # its contiguous last axis.
+            ratios[start:stop] = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
     else:
         ratios = _boot_medians(a, rng, n_boot) / _boot_medians(b, rng, n_boot)
     lo, hi = float(np.quantile(ratios, q)), float(np.quantile(ratios, 1.0 - q))

@@ -98,6 +98,9 @@ class CudaTimer(Timer):
         )
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
+        # The stream the callables launch on, looked up once: finding the current stream
+        # and device again for every record and sync is host time in every window.
+        self.stream = torch.cuda.current_stream(self.dev)
         self.spin_cycles = 0
         self.arms: tuple[Fn, Fn] | None = None
         self.graphs: list[list[Any]] | None = None
@@ -112,9 +115,9 @@ class CudaTimer(Timer):
         if self.spin_cycles:
             torch.cuda._sleep(self.spin_cycles)
         h0 = time.perf_counter()
-        self.start.record()
+        self.start.record(self.stream)
         run()
-        self.end.record()
+        self.end.record(self.stream)
         torch.cuda.synchronize(self.dev)
         h1 = time.perf_counter()
         return self.start.elapsed_time(self.end) / 1e3, h1 - h0
@@ -164,9 +167,9 @@ class CudaTimer(Timer):
         probe = 200_000
         rates = []
         for _ in range(3):
-            self.start.record()
+            self.start.record(self.stream)
             torch.cuda._sleep(probe)
-            self.end.record()
+            self.end.record(self.stream)
             torch.cuda.synchronize(self.dev)
             rates.append(probe / max(self.start.elapsed_time(self.end) / 1e3, 1e-9))
         self.spin_cycles = int(statistics.median(rates) * self.cfg.pre_spin_s)
