@@ -67,9 +67,12 @@ def evaluate_baseline(task: Path, device: str, *, naive: bool = False) -> dict[s
         for item in verdict.timing
         for arm in (item["pair"]["baseline"], item["pair"]["candidate"])
     )
+    # The candidate is the baseline: every speedup should be 1 within its interval.
+    shapes = [{"speedup": round(item["pair"]["speedup"], 4), "n": item["pair"]["n_rounds"],
+               "stop": item["pair"]["stop_reason"]} for item in verdict.timing]  # fmt: skip
     return {"task": str(task.relative_to(TASKS_ROOT)), "wall_s": wall, "kernel_s": kernel,
             "overhead_s": wall - kernel, "correct": verdict.correct, "error": verdict.error,
-            "stage_s": verdict.stage_s}  # fmt: skip
+            "stage_s": verdict.stage_s, "shapes": shapes}  # fmt: skip
 
 
 def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, Any]:

@@ -15,6 +15,8 @@ candidate's warm-up comes before its first sample.
 
 Only harness code is ever stopped: a prepared process runs nothing of a candidate
 before its request arrives, and :func:`release` continues it before it gets one.
+``AKA_EVAL_GATE=0`` in the evaluator's environment answers every request at once and
+stops nothing (to measure what the gate is worth; never needed otherwise).
 """
 
 from __future__ import annotations
@@ -26,12 +28,16 @@ import threading
 
 __all__ = ["close", "closed", "open_", "register", "release", "waiting"]
 
+GATE_ENV = "AKA_EVAL_GATE"
+
 _lock = threading.Lock()
 _waiting: dict[str, set[int]] = {}  # device -> pids of prepared processes without a request
 _closed: dict[str, int] = {}  # device -> candidate processes timing now (0 or 1 in practice)
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
+    if sig == signal.SIGSTOP and os.environ.get(GATE_ENV, "1") == "0":
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
 
