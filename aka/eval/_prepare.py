@@ -1,16 +1,19 @@
 """Prepared evaluation processes: start-up done before the evaluation that will use them.
 
 A warm worker forks the candidate and checker processes of the *next* evaluation as soon
-as the current candidate process has exited (:mod:`aka.eval._spares`). Such a process is
-started with ``--prepare DEVICE ISOLATE`` after its result-fd argument and, while it
-waits for its request on stdin, does what every evaluation process does first and what
-depends on no candidate: the candidate process enters its network namespace (while it is
-still single-threaded), then both start CUDA and run a few common operations once, so
-the lazily loaded kernels (random inputs, copies, comparisons in double, fills) are in
-place. The request then names the working directory and the variables that do depend
-on the evaluation (the candidate's kernel caches), applied by :func:`adopt` before any
-task or candidate file is read. Nothing candidate-specific happens before the request,
-so a prepared process is as fresh, for the candidate, as one forked on demand.
+as the current evaluation has its candidate process (:mod:`aka.eval._spares`). Such a
+process is started with ``--prepare DEVICE ISOLATE`` after its result-fd argument and,
+while it waits for its request on stdin, does what every evaluation process does first
+and what depends on no candidate: the candidate process enters its network namespace
+(while it is still single-threaded), then both start CUDA and run a few common
+operations once, so the lazily loaded kernels (random inputs, copies, comparisons in
+double, fills) are in place; the timing gate (:mod:`aka.eval._gate`) stops it while a
+candidate times. The request then names the working directory and the variables that
+do depend on the evaluation (the candidate's kernel caches), applied by :func:`adopt`
+before any task or candidate file is read. Nothing candidate-specific happens before
+the request, so a prepared process is as fresh, for the candidate, as one forked on
+demand. The request is one JSON line (:func:`read_request`); a candidate process later
+reads the gate's answer from the same stdin (:func:`wait_for_gate`).
 """
 
 from __future__ import annotations
