@@ -11,12 +11,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from aka.eval import _gate, _spares, _warm
+from aka.eval import _gate, _spares
 from aka.eval._pipeline import run_job
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
@@ -39,14 +38,6 @@ def _settles(pid: int, stopped: bool, timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return False
-
-
-@pytest.fixture
-def warm() -> Iterator[None]:
-    _warm.use_warm_workers(True)
-    yield
-    _warm.use_warm_workers(None)
-    _warm.shutdown()
 
 
 def test_close_stops_the_waiting_processes_and_open_lets_them_go_on() -> None:

@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ raise RuntimeError(
     f"pid={os.getpid()} cwd={os.getcwd()} cache={os.environ.get('TRITON_CACHE_DIR')}"
 )
 """
-
-
-@pytest.fixture
-def warm() -> Iterator[None]:
-    _warm.use_warm_workers(True)
-    yield
-    _warm.use_warm_workers(None)
-    _warm.shutdown()
 
 
 def _job_in(tmp: Path, candidate: str, *, isolate: bool = False) -> tuple[Job, Path]:
