@@ -93,7 +93,10 @@ class _Reader(threading.Thread):
                     if end > len(self.data):
                         break
                     self.arrivals.append((end, now))
-                    self.on_frame(bytes(self.data[pos:end]))
+                    # The frame is judged later with the rest; whatever it holds must
+                    # not stop the draining.
+                    with contextlib.suppress(Exception):
+                        self.on_frame(bytes(self.data[pos:end]))
                     pos = end
 
 
@@ -185,7 +188,12 @@ class Proc:
         if self.gated or self.module != GATED_MODULE:
             return
         frames, _ = read_frames(data, self.key)
-        if frames and frames[0][1].get("kind") == "mark" and frames[0][1].get("name") == GATE_MARK:
+        frame = frames[0][1] if frames else None
+        if (
+            isinstance(frame, dict)
+            and frame.get("kind") == "mark"
+            and frame.get("name") == GATE_MARK
+        ):
             self.gated = True
             _gate.close(self.device)
             assert self.proc.stdin is not None
