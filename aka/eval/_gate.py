@@ -36,10 +36,13 @@ _closed: dict[str, int] = {}  # device -> candidate processes timing now (0 or 1
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    if sig == signal.SIGSTOP and os.environ.get(GATE_ENV, "1") == "0":
-        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)
+
+
+def _stop(pid: int) -> None:
+    if os.environ.get(GATE_ENV, "1") != "0":
+        _signal(pid, signal.SIGSTOP)
 
 
 def register(device: str, pid: int) -> None:
@@ -47,7 +50,7 @@ def register(device: str, pid: int) -> None:
     with _lock:
         _waiting.setdefault(device, set()).add(pid)
         if _closed.get(device):
-            _signal(pid, signal.SIGSTOP)
+            _stop(pid)
 
 
 def release(device: str, pid: int) -> None:
@@ -62,7 +65,7 @@ def close(device: str) -> None:
     with _lock:
         _closed[device] = _closed.get(device, 0) + 1
         for pid in _waiting.get(device, set()):
-            _signal(pid, signal.SIGSTOP)
+            _stop(pid)
 
 
 def open_(device: str) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import select
+from collections.abc import Callable
 from typing import Any
 
 from aka.eval._sandbox import isolate_network
@@ -87,7 +88,7 @@ def read_request() -> dict[str, Any]:
     return dict(json.loads(line))
 
 
-def wait_for_gate(send: Any) -> None:
+def wait_for_gate(send: Callable[[dict[str, Any]], None]) -> None:
     """Ask the evaluator to stop what it prepared on this device; wait for its answer.
 
     ``send`` puts the mark on the signed result channel. The answer is one byte on

@@ -2,8 +2,9 @@
 
 With warm workers on, the evaluator starts the next evaluation's candidate and checker
 processes once the current candidate process has started (the timing gate stops them
-while it times: test_gate.py); the next evaluation must run in them, in its own working directory and with its own kernel cache, and a spare must never
-serve a second evaluation or one with other settings.
+while it times: test_gate.py); the next evaluation must run in them, in its own working
+directory and with its own kernel cache, and a spare must never serve a second
+evaluation or one with other settings.
 """
 
 from __future__ import annotations
