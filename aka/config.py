@@ -144,6 +144,13 @@ class TimingSettings(_Strict):
     )
     max_time_s: float = Field(default=2.0, gt=0, description="Time budget per shape, seconds.")
     min_samples: int = Field(default=10, ge=3, description="Samples per arm at least.")
+    eval_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Whole-evaluation limit in seconds (a task's eval_timeout_s, else "
+        "derived from the task: compile budget + time per shape); a candidate that runs past "
+        "it is stopped and scored 0.",
+    )
 
 
 class ScoringSettings(_Strict):

@@ -186,6 +186,12 @@ class TaskSpec(_Strict):
     tolerances: dict[str, Tolerance] = Field(description="Tolerance per dtype name.")
     shapes: Shapes
     seeds: int = Field(default=3, ge=1, le=32, description="Correctness trials per shape.")
+    eval_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Whole-evaluation limit in seconds for this task (a run's "
+        "timing.eval_timeout_s overrides it); default: derived from shapes and budgets.",
+    )
     devices: list[Device] = Field(default=["cuda", "cpu"], description="Devices it runs on.")
     forbidden: list[str] = Field(
         default_factory=list,

@@ -13,13 +13,16 @@
 #                                    profiles of warm evaluations (aka.eval._profiling)
 #   bash tools/device_session.sh w   eval throughput (5 tasks x 3), the red-team corpus
 #                                    through warm workers, profiles of warm evaluations
+#   bash tools/device_session.sh s   the sealed evaluation core: its CUDA build, the red-team
+#                                    corpus cold and through warm workers, eval throughput
+#                                    (3 tasks x 3), the engine's GPU tests
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
 #                                    red-team corpus through warm workers, profiles
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -89,6 +92,13 @@ g)
   AKA_EVAL_WARM=1 step redteam 150 python3 tools/redteam_gpu.py --out $R/redteam.json
   AKA_EVAL_PROFILE=$R/prof step profile 90 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 2, warm=True), indent=1))"
   step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 45 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 45 --sort tottime > $R/prof_tot.txt"
+  ;;
+s)
+  step sealbuild 300 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
+  step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json
+  AKA_EVAL_WARM=1 step redteamwarm 150 python3 tools/redteam_gpu.py --out $R/redteam_warm.json
+  step evalbench 200 python3 -m aka.cli._bench_eval --device cuda --tasks 3 --repeat 3 --output $R/bench.json
+  step gputests 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/timing/test_gpu.py
   ;;
 esac
 tar czf $OUT/results.tgz -C $R . 2>/dev/null

@@ -55,20 +55,26 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("honest_addcmul", SCALE, None, (), CPU_CORPUS),
     ("honest_empty_out", SCALE, None, (), CPU_CORPUS),
     ("honest_inplace_on_new", SCALE, None, (), CPU_CORPUS),
+    ("honest_cuda_utils", SCALE, None, (), CPU_CORPUS),
     ("honest_triton_basic", TRITON, None, (), CPU_CORPUS),
     ("honest_triton_fma", TRITON, None, (), CPU_CORPUS),
     ("honest_triton_where", TRITON, None, (), CPU_CORPUS),
     ("g01_side_stream", SCALE, 1, ("side_stream",), GPU_CORPUS),
     ("p02_background_thread", SCALE, 2, ("background_thread",), CPU_CORPUS),
-    ("g04_event_patch", SCALE, 4, ("timer_tamper", "implausible_speed"), GPU_CORPUS),
+    ("g04_event_patch", SCALE, 4, ("timer_tamper",), GPU_CORPUS),
     ("p05_pointer_cache", SCALE, 5, (), CPU_CORPUS),
-    ("g06_stale_memory", SCALE, 6, ("uninitialized_read",), GPU_CORPUS),
+    ("g06_stale_memory", SCALE, 6, (), GPU_CORPUS),
     ("p07_mutate_input", SCALE, 7, ("input_mutation",), CPU_CORPUS),
-    ("p10_warmup_replay", SCALE, 10, ("stale_output",), CPU_CORPUS),
     ("p12_torch_fallback", TRITON, 12, ("no_kernel_launch",), CPU_CORPUS),
     ("p12_kernel_ignored", TRITON, 12, ("kernel_not_used",), CPU_CORPUS),
     ("g13_l2_persist", SCALE, 13, ("ctypes",), GPU_CORPUS),
-    ("g16_partial_write", SCALE, 16, ("uninitialized_read",), GPU_CORPUS),
+    ("g16_partial_write", SCALE, 16, (), GPU_CORPUS),
+    ("g17_graph_substitute", SCALE, 10, ("timed_output_wrong",), GPU_CORPUS),
+    ("s02_prune_records", SCALE, 14, (), CPU_CORPUS),
+    # (p10_warmup_replay is not here: on the GPU its shape is timed as a CUDA graph captured
+    # before its replay starts, so its cheat never runs; s03 replays inside eager timing.)
+    ("s03_watched_modes", SCALE, 10, (), CPU_CORPUS),
+    ("s09_output_tamper", SCALE, 14, ("output_tamper",), CPU_CORPUS),
 ]
 
 

@@ -71,9 +71,41 @@ def build_eval_dir(ledger: Ledger, req: EvalRequest, dest: Path) -> dict[str, Pa
     return {"task": task_dir, "base": base, "cand": cand}
 
 
-def job_for(req: EvalRequest, seed: int) -> Job:
-    """The plain-valued job for a request (the task spec flattened)."""
+# What an evaluation may take beyond its timing budgets: process start, imports, the first
+# compile of every kernel (Triton, a CUDA extension), correctness calls, the checker.
+COMPILE_BUDGET_S = {"cpu": 300.0, "cuda": 600.0}
+
+
+def eval_timeout(req: EvalRequest, shapes: list[dict[str, int]]) -> float:
+    """The whole-evaluation limit: the run's setting, else the task's, else derived.
+
+    Derived: the compile budget of the device kind, plus per shape four times the timing
+    budget (both arms, warm-up, the audited calls) and a minute for its correctness calls.
+    """
+    if req.timing.eval_timeout_s:
+        return float(req.timing.eval_timeout_s)
+    if req.task.spec.eval_timeout_s:
+        return float(req.task.spec.eval_timeout_s)
+    kind = "cuda" if req.device.startswith("cuda") else "cpu"
+    per_shape = 4 * req.timing.max_time_s + 60.0
+    return COMPILE_BUDGET_S[kind] + len(shapes) * per_shape
+
+
+def hidden_paths(ledger: Ledger, req: EvalRequest) -> tuple[str, ...]:
+    """What the candidate process must not see: the ledger and the whole task suite."""
+    suite = req.task.path
+    for _ in Path(req.task.key).parts:
+        suite = suite.parent
+    return tuple(str(p) for p in (ledger.root, suite) if p is not None)
+
+
+def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
+    """The plain-valued job for a request (the task spec flattened).
+
+    ``hide``: folders the candidate process must not see (the ledger, the task suite).
+    """
     spec = req.task.spec
+    shapes = spec.shapes.for_device(req.device, heldout=req.heldout)
     return Job(
         reference=spec.reference,
         editable=list(spec.editable),
@@ -82,7 +114,7 @@ def job_for(req: EvalRequest, seed: int) -> Job:
         entry_symbol=spec.entry_symbol,
         pass_shape=spec.pass_shape,
         backend=spec.backend,
-        shapes=spec.shapes.for_device(req.device, heldout=req.heldout),
+        shapes=shapes,
         dtypes=list(spec.dtypes),
         tolerances={k: v.model_dump() for k, v in spec.tolerances.items()},
         seeds=spec.seeds,
@@ -91,6 +123,8 @@ def job_for(req: EvalRequest, seed: int) -> Job:
         timing=req.timing.model_dump(),
         seed=seed,
         ceilings=req.ceilings,
+        timeout_s=eval_timeout(req, shapes),
+        hide=hide,
     )
 
 
@@ -181,7 +215,7 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
             verdict = command_verdict(ledger, req, Path(tmp))
         else:
             build_eval_dir(ledger, req, Path(tmp))
-            verdict = run_job(job_for(req, seed), Path(tmp))
+            verdict = run_job(job_for(req, seed, hidden_paths(ledger, req)), Path(tmp))
     compiled = verdict.compiled
     emit(
         ev.Compiled(

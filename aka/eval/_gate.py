@@ -36,8 +36,13 @@ _closed: dict[str, int] = {}  # device -> candidate processes timing now (0 or 1
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
+    """Signal the process's whole group: an evaluation process runs its work in a child
+    (PID 1 of its own PID namespace), which must stop and continue with it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            os.kill(pid, sig)
 
 
 def _stop(pid: int) -> None:

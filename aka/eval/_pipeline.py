@@ -12,12 +12,13 @@ runs it on a bare device machine; :func:`aka.eval.evaluate` wraps it with events
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _detect, _spares
+from aka.eval import _detect, _native, _ops, _plan, _spares
 from aka.eval._outputs import output_dir
 from aka.eval._proc import CHILD_TIMEOUT_S, child_env, run_child, start
 from aka.eval._profiling import request_field
@@ -28,7 +29,17 @@ __all__ = ["CHILD_TIMEOUT_S", "Job", "Verdict", "child_env", "run_child", "run_j
 # Set to 0 in the evaluator's environment to run candidates with the network (the
 # variable itself never reaches the candidate: AKA_* is not passed on).
 ISOLATE_ENV = "AKA_EVAL_ISOLATE_NETWORK"
+# Set to 0 to run candidates without the private mount namespace (measuring its cost only).
+CONTAIN_ENV = "AKA_EVAL_CONTAIN"
 CHILD, CHECKER = _spares.MODULES
+
+
+def default_memory_cap() -> int | None:
+    """Address-space cap for CPU evaluations: three quarters of the machine's memory."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+    except (ValueError, OSError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,11 @@ class Job:
     seed: int
     ceilings: dict[str, float] | None = None
     isolate_network: bool = field(default_factory=lambda: os.environ.get(ISOLATE_ENV, "1") != "0")
+    timeout_s: float = CHILD_TIMEOUT_S
+    hide: tuple[str, ...] = ()
+    max_file_bytes: int = 16 << 30
+    max_memory_bytes: int | None = field(default_factory=lambda: default_memory_cap())
+    contain: bool = field(default_factory=lambda: os.environ.get(CONTAIN_ENV, "1") != "0")
 
 
 @dataclass
@@ -85,8 +101,14 @@ def static_findings(job: Job, cand: Path) -> list[dict[str, str]]:
     return out
 
 
-def candidate_request(job: Job, root: Path, out: Path) -> dict[str, Any]:
-    """The candidate process's request (it also learns where its outputs go)."""
+def candidate_request(job: Job, root: Path, out: Path, native: str) -> dict[str, Any]:
+    """The candidate process's request: paths and the probe shape, nothing secret.
+
+    Shapes, seeds and dtypes of the checked and timed calls go to the sealed core in the
+    plan; Python in that process learns only the first declared shape, for the
+    required-kernel probes (tripwires), and the paths it hides before importing the
+    candidate: the task folder, the output folder and whatever the evaluator names.
+    """
     return {
         "eval_root": str(root),
         "task_dir": str(root / "task"),
@@ -98,21 +120,24 @@ def candidate_request(job: Job, root: Path, out: Path) -> dict[str, Any]:
         "entry_symbol": job.entry_symbol,
         "pass_shape": job.pass_shape,
         "backend": job.backend,
-        "shapes": job.shapes,
-        "dtypes": job.dtypes,
-        "tolerances": job.tolerances,
-        "seeds": job.seeds,
-        "seed": job.seed,
         "device": job.device,
-        "time": job.time,
-        "timing": job.timing,
+        "probe_shape": job.shapes[0],
+        "probe_dtype": job.dtypes[0],
+        "probe_seed": secrets.randbits(31),
         "isolate_network": job.isolate_network,
+        "native": native,
+        "hide": [str(root / "task"), str(out), *job.hide],
+        "max_file_bytes": job.max_file_bytes,
+        "max_memory_bytes": job.max_memory_bytes,
+        "contain": job.contain,
         **request_field(),
     }
 
 
-def checker_request(job: Job, root: Path, out: Path, result: dict[str, Any]) -> dict[str, Any]:
-    """The checker's request: where the reference and the recorded outputs are."""
+def checker_request(
+    job: Job, root: Path, out: Path, records: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The checker's request: the reference and the recorded outputs (with digest keys)."""
     return {
         "task_dir": str(root / "task"),
         "reference": job.reference,
@@ -121,43 +146,53 @@ def checker_request(job: Job, root: Path, out: Path, result: dict[str, Any]) -> 
         "tolerances": job.tolerances,
         "dtypes": job.dtypes,
         "device": job.device,
-        "records": result.get("records") or [],
-        "timed_shapes": [t["shape"] for t in result.get("timing") or []],
+        "records": records,
+        "native": str(_native.ensure_built(job.device)),
+        "timed_shapes": job.shapes if job.time else [],
         **request_field(),
     }
 
 
 RECORD_FLAGS = {
-    "rewrite": ("stale_output", "inputs rewritten in place at the same addresses"),
     "timed": ("timed_output_wrong", "an output of the timed calls"),
-    "post_timing": ("stale_output", "a call after timing on inputs rewritten in place"),
 }
 
 
 def judge_records(
-    records: list[dict[str, Any]], checked: dict[str, Any]
+    records: list[dict[str, Any]],
+    checked: dict[str, Any],
+    twins: list[tuple[int, int]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """Case results from the checker, and flags for wrong outputs outside the cases.
 
-    A wrong output after inputs were rewritten in place, in the timed calls or after
-    timing is a flag only when every case passed: then the candidate answers correctly
-    when watched and wrongly otherwise (replay, caching, branching on warm-up).
+    Twin calls (same inputs, different poison in freed memory) form one case, correct
+    only if both are; if they disagree, or are both wrong with different bytes, the
+    output depends on memory it never wrote (``uninitialized_read``). A wrong timed
+    output is a flag only when every case passed: then the candidate answers correctly
+    when checked and wrongly otherwise (replay, caching, branching on being timed).
     """
     results = checked.get("results") or [{} for _ in records]
-    cases: list[dict[str, Any]] = []
     flags = list(checked.get("flags") or [])
-    for rec, res in zip(records, results, strict=True):
-        if rec["kind"] == "case":
-            cases.append(
-                {
-                    "shape": rec["shape"],
-                    "dtype": rec["dtype"],
-                    "seed": rec["seed"],
-                    "ok": bool(res.get("ok")),
-                    "max_abs_err": res.get("max_abs_err"),
-                    "error": res.get("error") or rec.get("error"),
-                }
-            )
+    pair_of = {a: b for a, b in twins or []}
+    second = set(pair_of.values())
+    cases: list[dict[str, Any]] = []
+    for i, (rec, res) in enumerate(zip(records, results, strict=True)):
+        if rec["kind"] != "case" or i in second:
+            continue
+        ok, err = bool(res.get("ok")), res.get("error") or rec.get("error")
+        if i in pair_of:
+            j = pair_of[i]
+            other, orec = results[j], records[j]
+            both_bad = not ok and not other.get("ok")
+            if ok != bool(other.get("ok")) or (
+                both_bad and rec.get("digest") and orec.get("digest") != rec.get("digest")
+            ):
+                flags.append({"flag": "uninitialized_read", "evidence": f"shape {rec['shape']} "
+                              f"{rec['dtype']}: two runs over differently poisoned memory differ"})  # fmt: skip
+            ok = ok and bool(other.get("ok"))
+            err = err or other.get("error") or orec.get("error")
+        cases.append({"shape": rec["shape"], "dtype": rec["dtype"], "seed": rec["seed"], "ok": ok,
+                      "max_abs_err": res.get("max_abs_err"), "error": None if ok else err})  # fmt: skip
     if cases and all(c["ok"] for c in cases):
         for rec, res in zip(records, results, strict=True):
             if rec["kind"] in RECORD_FLAGS and not res.get("ok"):
@@ -166,12 +201,19 @@ def judge_records(
     return cases, flags
 
 
+def forbidden_ops(forbidden: list[str], ops: list[str]) -> list[dict[str, str]]:
+    """``forbidden_api`` for every library operator that ran and that the task forbids."""
+    ran = sorted(set(ops) & _ops.forbidden_operators(forbidden))
+    return [{"flag": "forbidden_api", "evidence": f"the candidate ran {op}"} for op in ran[:8]]
+
+
 def parent_flags(job: Job, result: dict[str, Any], work: list[Any]) -> list[dict[str, str]]:
     """Detectors on the parent's side: clock consistency, side streams, speed of light."""
     timed = result.get("timing") or []
     marks = result.get("marks") or []
-    starts = {m["shape"]: m["t"] for m in marks if m.get("name") == "timing_start"}
-    ends = {m["shape"]: m["t"] for m in marks if m.get("name") == "timing_end"}
+    core = [m for m in marks if m.get("origin") != "py"]  # Python cannot send these
+    starts = {m["shape"]: m["t"] for m in core if m.get("name") == "timing_start"}
+    ends = {m["shape"]: m["t"] for m in core if m.get("name") == "timing_end"}
     windows = [
         ends[k] - starts[k] if starts.get(k) is not None and ends.get(k) is not None else None
         for k in range(len(timed))
@@ -189,69 +231,119 @@ def parent_flags(job: Job, result: dict[str, Any], work: list[Any]) -> list[dict
     return out
 
 
-def _staged(request: dict[str, Any], *, cwd: Path, device: str) -> dict[str, Any]:
-    """The naive path: one process per stage (compile; correctness; timing), merged.
+def _sealed(
+    job: Job, request: dict[str, Any], out: Path, *, cwd: Path, stages: tuple[str, ...]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One candidate process over ``stages`` of the plan; its result and the assembly."""
+    plan = _plan.make_plan(job.shapes, job.dtypes, seed=job.seed, seeds=job.seeds,
+                           time=job.time, timing=job.timing, stages=stages)  # fmt: skip
+    out.mkdir(exist_ok=True)
+    cand = start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network)
+    # The next evaluation's processes start up while this candidate loads, compiles
+    # and checks; the gate stops them while it times.
+    _spares.refill(job.device, job.isolate_network)
+    cand.send({**request, "out_dir": str(out)}, cwd, plan.text())
+    result = cand.collect(job.timeout_s)
+    assembled = _plan.assemble(plan, result.get("core") or [])
+    for rec in assembled["records"]:  # outputs are digested under this process's key
+        rec["digest_key"] = cand.key.hex()
+    return result, assembled
 
-    Each later process imports and calls the candidate again, as a harness that runs a
-    script per stage does; its records get their own file prefix in the output folder.
-    """
-    t0 = time.perf_counter()
-    first = run_child({**request, "stages": ["compile"]}, cwd=cwd, device=device)
-    parts, walls = [first], {"compile": time.perf_counter() - t0}
-    if (first.get("compiled") or {}).get("ok"):
-        for stage in ("correctness", "timing"):
-            t0 = time.perf_counter()
-            part = run_child(
-                {**request, "stages": [stage], "out_prefix": f"{stage}-"}, cwd=cwd, device=device
+
+def _merge(parts: list[tuple[dict[str, Any], dict[str, Any]]], subdirs: list[str]) -> tuple[
+    dict[str, Any], dict[str, Any]
+]:  # fmt: skip
+    """The naive path's processes as one result: records renamed into their folders."""
+    first, last = parts[0][0], parts[-1][0]
+    merged = {"records": [], "twins": [], "timing": [], "ops": [], "flags": [], "error": None}
+    for (res, asm), sub in zip(parts, subdirs, strict=True):
+        base = len(merged["records"])
+        for rec in asm["records"]:
+            merged["records"].append(
+                {**rec, "file": f"{sub}/{rec['file']}" if rec.get("file") else None}
             )
-            walls[stage] = time.perf_counter() - t0
-            parts.append(part)
-            if part.get("error") or any(r.get("error") for r in part.get("records") or []):
-                break
-    last = parts[-1]
-    return {
-        **last,
-        "compiled": first.get("compiled"),
-        "records": [r for p in parts for r in p.get("records") or []],
-        "flags": [f for p in parts for f in p.get("flags") or []],
-        "notes": [n for p in parts for n in p.get("notes") or []],
-        "error": next((p["error"] for p in parts if p.get("error")), None),
-        "network": first.get("network", "unknown"),
-        "stage_s": walls,  # each a whole process, its start-up included
-    }
+        merged["twins"] += [(a + base, b + base) for a, b in asm["twins"]]
+        for key in ("timing", "ops", "flags"):
+            merged[key] += asm[key]
+        merged["error"] = merged["error"] or asm["error"] or res.get("error")
+    result = {**last, "compiled": first.get("compiled"), "network": first.get("network"),
+              "flags": [f for r, _ in parts for f in r.get("flags") or []],
+              "notes": [n for r, _ in parts for n in r.get("notes") or []]}  # fmt: skip
+    return result, merged
+
+
+def timing_results(job: Job, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per timed shape, the statistics of the core's raw samples (computed here)."""
+    from aka.timing import TimingConfig, host_check, method, pair_from_samples
+
+    known = {k: v for k, v in job.timing.items() if k in TimingConfig.__dataclass_fields__}
+    cfg = TimingConfig(**{**known, "seed": job.seed})
+    out = []
+    for item in raw:
+        f = item["raw"]
+        windows = (list(f["windows"][0]), list(f["windows"][1]))
+        hosts = (list(f["hosts"][0]), list(f["hosts"][1]))
+        timer = str(f.get("timer"))
+        pair = pair_from_samples(
+            windows, hosts, cfg,
+            method_text=method(cfg, timer=timer, flush_bytes=int(f.get("flush_bytes") or 0),
+                               pre_spin_s=float(f.get("pre_spin_s") or 0.0),
+                               inputs="fresh values in the same buffers every call (sealed core)"),
+            timer=timer, flush_bytes=int(f.get("flush_bytes") or 0),
+            host=host_check(cfg, windows, hosts, applicable=timer != "perf_counter",
+                            idle_excess_s=float(f.get("idle_excess_s") or 0.0)),
+            rounds=int(f.get("rounds") or len(windows[0])), stop_reason=str(f.get("stop")),
+            fingerprint=item.get("fingerprint") or {}, wall_s=sum(windows[0]) + sum(windows[1]),
+            notes=tuple(str(n) for n in f.get("notes") or []),
+        )  # fmt: skip
+        out.append({"shape": item["shape"], "dtype": item["dtype"], "pair": pair.to_dict()})
+    return out
 
 
 def run_processes(
     job: Job, root: Path, *, split_stages: bool = False
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The candidate process, then the checker process; returns both results.
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The candidate process(es), then the checker process; returns all three results.
 
     The checker starts at once (importing torch overlaps the candidate's run) but gets
     its request, and computes reference outputs, only after the candidate process and
     everything it started are gone. ``split_stages`` runs a process per stage instead
     of one (the naive path ``aka bench eval`` compares against).
     """
+    native = str(_native.ensure_built(job.device))
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)
     checker = start(CHECKER, cwd=scratch, device=job.device, isolate=job.isolate_network)
     try:
         with output_dir(root) as out:
-            request = candidate_request(job, root, out)
+            request = candidate_request(job, root, out, native)
             t0 = time.perf_counter()
             if split_stages:
-                result = _staged(request, cwd=scratch, device=job.device)
+                stages = [("compile",), ("correctness",), ("timing",)]
+                parts, walls = [], {}
+                for st in stages:
+                    t = time.perf_counter()
+                    parts.append(_sealed(job, request, out / st[0], cwd=scratch, stages=st))
+                    walls[st[0]] = time.perf_counter() - t
+                    res, asm = parts[-1]
+                    if not (res.get("compiled") or {}).get("ok") or asm["error"]:
+                        break
+                result, assembled = _merge(
+                    parts, [st[0] for st, _ in zip(stages, parts, strict=False)]
+                )
+                result["stage_s"] = walls
             else:
-                cand = start(CHILD, cwd=scratch, device=job.device, isolate=job.isolate_network)
-                # The next evaluation's processes start up while this candidate loads,
-                # compiles and checks; the gate stops them while it times.
-                _spares.refill(job.device, job.isolate_network)
-                cand.send(request, scratch)
-                result = cand.collect(CHILD_TIMEOUT_S)
+                result, assembled = _sealed(job, request, out / "c", cwd=scratch,
+                                            stages=("correctness", "timing"))  # fmt: skip
+                assembled["records"] = [
+                    {**r, "file": f"c/{r['file']}" if r.get("file") else None}
+                    for r in assembled["records"]
+                ]
             t1 = time.perf_counter()
             checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
-            if result.get("records"):
-                checker.send(checker_request(job, root, out, result), scratch)
-                checked = checker.collect_trusted(CHILD_TIMEOUT_S)
+            if assembled["records"]:
+                checker.send(checker_request(job, root, out, assembled["records"]), scratch)  # fmt: skip
+                checked = checker.collect_trusted(job.timeout_s)
             result["stage_s"] = result.get("stage_s") or stage_times(
                 result.get("marks") or [], t0, t1
             )
@@ -259,7 +351,7 @@ def run_processes(
     finally:
         if not checker.released:
             checker.kill()
-    return result, checked
+    return result, assembled, checked
 
 
 def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[str, float]:
@@ -289,34 +381,61 @@ def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[s
 def run_job(job: Job, root: Path, *, split_stages: bool = False) -> Verdict:
     """Evaluate the candidate laid out under ``root``; every detector's findings merged."""
     static = static_findings(job, root / "cand")
-    result, checked = run_processes(job, root, split_stages=split_stages)
-    compiled = result.get("compiled") or {"ok": False, "error": result.get("error"), "wall_s": 0.0}
-    cases, check_flags = judge_records(result.get("records") or [], checked)
-    found = static + list(result.get("flags") or []) + check_flags
+    result, assembled, checked = run_processes(job, root, split_stages=split_stages)
+    core_ran = bool(assembled["records"]) or bool(assembled["timing"])
+    compiled = result.get("compiled") or (
+        {"ok": True, "error": None, "wall_s": 0.0}
+        if core_ran
+        else {"ok": False, "error": result.get("error"), "wall_s": 0.0}
+    )
+    records = assembled["records"]
+    cases, check_flags = judge_records(records, checked, assembled["twins"])
+    if compiled.get("ok") and not cases and not result.get("error"):
+        assembled["error"] = assembled["error"] or "no correctness case came back"
+    timing = timing_results(job, assembled["timing"]) if not assembled["error"] else []
+    result["timing"] = timing
+    found = static + list(result.get("flags") or []) + check_flags + list(assembled["flags"])
+    found += forbidden_ops(job.forbidden, assembled["ops"])
     found += list(checked.get("flags") or []) if not checked.get("results") else []
     found += parent_flags(job, result, checked.get("work") or [])
     names = sorted({f["flag"] for f in found})
     evidence = list(dict.fromkeys(f"{f['flag']}: {f['evidence']}" for f in found))
-    checker_error = checked.get("error") if result.get("records") else None
+    checker_error = checked.get("error") if records else None
     correct = bool(cases) and all(c["ok"] for c in cases) and not names and not checker_error
+    correct = correct and not (
+        compiled.get("ok") and assembled["error"] and not result.get("error")
+    )
     error = (
         result.get("error")
+        or (assembled["error"] if compiled.get("ok") else None)
         or checker_error
         or compiled.get("error")
         or next((c["error"] for c in cases if not c["ok"]), None)
     )
     if names:
         error = f"hack flags {names}: {'; '.join(evidence)[:1000]}"
+    notes = list(result.get("notes") or [])
+    if result.get("contained"):
+        notes.append(f"containment: {result['contained']}")
     return Verdict(
         compiled=compiled,
         cases=cases,
-        timing=list(result.get("timing") or []),
-        device=dict(result.get("device") or {}),
+        timing=timing,
+        device=dict(_device_of(timing)),
         flags=names,
         evidence=evidence,
         correct=correct,
         error=error,
         network=str(result.get("network", "unknown")),
-        notes=list(result.get("notes") or []),
+        notes=notes,
         stage_s=dict(result.get("stage_s") or {}),
     )
+
+
+def _device_of(timing: list[dict[str, Any]]) -> dict[str, Any]:
+    """The device fingerprint of the timed shapes (the first one's)."""
+    for t in timing:
+        fp = (t.get("pair") or {}).get("fingerprint")
+        if fp:
+            return dict(fp)
+    return {}

@@ -78,14 +78,18 @@ def enter_network(isolate: bool) -> str:
 
 
 def read_request() -> dict[str, Any]:
-    """The request: one JSON line on stdin, read unbuffered (a byte may follow: the gate)."""
-    line = b""
+    """The request: one JSON line on stdin, read a byte at a time.
+
+    What follows the line belongs to others: a candidate process's key and plan are the
+    sealed core's to read, then the gate's answer.
+    """
+    line = bytearray()
     while not line.endswith(b"\n"):
-        chunk = os.read(0, 1 << 16)
+        chunk = os.read(0, 1)
         if not chunk:
             break
         line += chunk
-    return dict(json.loads(line))
+    return dict(json.loads(bytes(line)))
 
 
 def wait_for_gate(send: Callable[[dict[str, Any]], None]) -> None:

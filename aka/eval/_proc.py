@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.eval import _gate, _spares, _warm
+from aka.eval._contain import ESCAPED_EXIT
 from aka.eval._prepare import GATE_MARK, prepare_argv
 from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
 
@@ -33,6 +34,8 @@ CHILD_TIMEOUT_S = 1800.0
 # The module whose process times kernels: it asks before timing (aka.eval._gate), so
 # its stdin stays open after the request for the answer.
 GATED_MODULE = "aka.eval._child"
+# Frames only the sealed core writes (records, samples, its closing frame).
+CORE_FRAMES = ("call", "timing", "core_done")
 # Children run isolated (``-I``: no cwd, no user site, no PYTHON* variables) and find
 # aka where this process found it, appended last so nothing else is shadowed; this also
 # works where aka is not installed (a bare device machine running from a checkout).
@@ -50,6 +53,8 @@ ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "MKL_", "CU
 def child_env(device: str) -> dict[str, str]:
     """The children's environment: an allowlist (no ``AKA_*``, no tokens or keys)."""
     env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
+    if os.environ.get("AKA_EVAL_PIDNS") == "0":  # a switch of the evaluator's, passed on
+        env["AKA_EVAL_PIDNS"] = "0"
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
         # One intra-op thread: CPU timings then do not depend on OpenMP spinning on a
@@ -109,7 +114,7 @@ def _drain_tail(stream: Any, out: list[bytes]) -> None:
 
 def failure(error: str) -> dict[str, Any]:
     return {"compiled": None, "records": [], "timing": [], "device": {}, "flags": [],
-            "notes": [], "error": error, "marks": []}  # fmt: skip
+            "notes": [], "error": error, "marks": [], "core": []}  # fmt: skip
 
 
 class Proc:
@@ -132,6 +137,7 @@ class Proc:
         read_fd, write_fd = os.pipe()
         argv = [str(write_fd)]
         if prepared is None:
+            argv += ["--device", device]  # containment differs by device kind
             env = child_env(device) | _warm.cache_env(module, cwd)
         else:
             argv += prepare_argv(device, prepared)
@@ -160,23 +166,29 @@ class Proc:
         )
         self.err.start()
 
-    def send(self, request: dict[str, Any], cwd: Path | None = None) -> None:
+    def send(self, request: dict[str, Any], cwd: Path | None = None, plan: str = "") -> None:
         """Hand the process its request: one JSON line on stdin.
 
         A prepared process also gets ``cwd`` and the kernel-cache variables for it, and
-        is let run if the timing gate had stopped it. Stdin is then closed, except for
-        a candidate process, which reads its answer to the gate there.
+        is let run if the timing gate had stopped it. A candidate process's key and
+        ``plan`` follow the line on stdin, for its sealed core alone (Python there never
+        reads them), and stdin stays open for the gate's answer; other processes get
+        the key in the request and stdin is closed.
         """
         assert self.proc.stdin is not None
-        extra: dict[str, Any] = {"key": self.key.hex()}
+        sealed = self.module == GATED_MODULE
+        extra: dict[str, Any] = {} if sealed else {"key": self.key.hex()}
         if self.prepared is not None:
             _gate.release(self.device, self.proc.pid)
             if cwd is not None:
                 extra |= {"cwd": str(cwd), "env": _warm.cache_env(self.module, cwd)}
+        data = json.dumps({**request, **extra}).encode() + b"\n"
+        if sealed:
+            data += self.key + b"\n" + plan.encode() + b"END\n"
         with contextlib.suppress(BrokenPipeError, ValueError):
-            self.proc.stdin.write(json.dumps({**request, **extra}).encode() + b"\n")
+            self.proc.stdin.write(data)
             self.proc.stdin.flush()
-            if self.module != GATED_MODULE:
+            if not sealed:
                 self.proc.stdin.close()
 
     def _frame(self, data: bytes) -> None:
@@ -218,6 +230,12 @@ class Proc:
         """Stop the process and everything in its group."""
         if self.prepared is not None:
             _gate.release(self.device, self.proc.pid)
+        # The process's reaper (aka.eval._contain) takes down what left the group when
+        # asked with SIGTERM; the group is killed outright after a moment either way.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2.0)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
@@ -242,6 +260,9 @@ class Proc:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        if self.proc.returncode == ESCAPED_EXIT:
+            flags.append({"flag": "background_process", "evidence": "processes it started "
+                          "outlived it and were killed by the evaluation's reaper"})  # fmt: skip
         self._ungate()
         self.reader.join(timeout=30)
         self.err.join(timeout=5)
@@ -271,9 +292,23 @@ class Proc:
             flags.append({"flag": "result_channel_tamper", "evidence": tamper})
         times = dict(self.reader.arrivals)
         marks: list[dict[str, Any]] = []
+        core: list[dict[str, Any]] = []
         result: dict[str, Any] | None = None
         for offset, frame in frames:
-            if frame.get("kind") != "result":
+            kind = frame.get("kind")
+            if kind == "py":  # sent by Python in the candidate process: untrusted content
+                body = _py_body(frame)
+                if body is None:
+                    flags.append({"flag": "result_channel_tamper", "evidence": "bad note"})
+                elif body.get("kind") != "result":
+                    marks.append({**body, "t": times.get(offset), "origin": "py"})
+                elif result is None:
+                    result = body
+                else:
+                    flags.append({"flag": "result_channel_tamper", "evidence": "two results"})
+            elif kind in CORE_FRAMES:
+                core.append(frame)
+            elif kind != "result":
                 marks.append({**frame, "t": times.get(offset)})
             elif result is None:
                 result = frame
@@ -284,10 +319,21 @@ class Proc:
             code = self.proc.returncode
             result = failure(f"evaluation process died (exit {code}): {' | '.join(text)}")
         result["marks"] = marks
+        result["core"] = core
         result["flags"] = list(result.get("flags") or []) + flags
-        started = [m["network"] for m in marks if m.get("name") == "started" and "network" in m]
+        started = [m["network"] for m in marks if m.get("name") in ("started", "loaded")
+                   and m.get("network")]  # fmt: skip
         result.setdefault("network", started[0] if started else "unknown")
         return result
+
+
+def _py_body(frame: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON object a ``py`` frame carries, or None if it is not one."""
+    try:
+        body = json.loads(str(frame.get("body")))
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def run_child(
@@ -297,6 +343,7 @@ def run_child(
     device: str,
     timeout: float = CHILD_TIMEOUT_S,
     module: str = "aka.eval._child",
+    plan: str = "",
 ) -> dict[str, Any]:
     """Run one evaluation process; return its result frame, or a result describing failure.
 
@@ -305,7 +352,7 @@ def run_child(
     process that outlived the evaluation.
     """
     proc = start(module, cwd=cwd, device=device, isolate=bool(request.get("isolate_network", True)))
-    proc.send(request, cwd)
+    proc.send(request, cwd, plan)
     return proc.collect(timeout)
 
 

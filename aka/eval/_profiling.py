@@ -38,23 +38,36 @@ def request_field() -> dict[str, str]:
 
 
 def profiled(req: dict[str, Any], name: str, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``, under cProfile when the request names a folder (popped from it)."""
+    """``fn(*args)``, under cProfile when the request names a folder (popped from it).
+
+    The folder is opened before ``fn`` runs and written through that descriptor: a
+    candidate process narrows its filesystem view meanwhile (aka.eval._contain).
+    """
     folder = req.pop("profile", None)
     if not folder:
         return fn(*args)
     import cProfile
+    import marshal
 
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     before = set(sys.modules)
     prof = cProfile.Profile()
+
+    def create(filename: str) -> int:
+        return os.open(filename, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dir_fd)
+
     try:
         return prof.runcall(fn, *args)
     finally:
-        stem = os.path.join(folder, f"{name}-{os.getpid()}")
-        prof.dump_stats(f"{stem}.prof")
+        stem = f"{name}-{os.getpid()}"
+        prof.create_stats()
+        with os.fdopen(create(f"{stem}.prof"), "wb") as f:
+            marshal.dump(prof.stats, f)  # type: ignore[attr-defined]
         # Modules imported while evaluating: library ones are what a zygote could preload.
         new = sorted(m for m in sys.modules if m not in before)
-        with open(f"{stem}.modules.json", "w") as f:
+        with os.fdopen(create(f"{stem}.modules.json"), "w") as f:
             json.dump(new, f)
+        os.close(dir_fd)
 
 
 def summary(folder: Path, top: int = 30, sort: str = "cumulative") -> str:

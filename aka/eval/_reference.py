@@ -2,12 +2,13 @@
 
 Run as ``python -I -m aka.eval._reference RESULT_FD`` with a JSON request on stdin,
 *after* the candidate process has exited. For every output the candidate process
-recorded, it regenerates the inputs from the seed (``make_inputs`` is deterministic),
-computes the reference on those pristine inputs, and compares within the task's
-tolerance for the dtype. It also asks whether a null answer (zeros, a copy of the first
+recorded, it checks the file against the keyed digest the sealed core put in the signed
+record (an output rewritten after the call is ``output_tamper``), regenerates the inputs
+from the seed (``make_inputs`` is deterministic), computes the reference on those
+pristine inputs, and compares within the task's tolerance for the dtype. It also asks whether a null answer (zeros, a copy of the first
 input) would pass a case: if so the task cannot tell a real kernel from nothing, and
 the evaluation is flagged ``degenerate_task``. Nothing here imports candidate code: the
-candidate's outputs are read as plain tensors (``torch.load(weights_only=True)``).
+candidate's outputs are raw bytes with the dtype and shape the core recorded.
 """
 
 from __future__ import annotations
@@ -17,21 +18,78 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aka.eval import _native
 from aka.eval._child import _short_error, load_file_module
 from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
+
+# c10's names for scalar types (the core records ``c10::toString``).
+_SCALAR_TYPES: dict[str, Any] = {}
+
+
+def _scalar_types() -> None:
+    import torch
+
+    _SCALAR_TYPES.update(
+        {
+            "Float": torch.float32,
+            "Double": torch.float64,
+            "Half": torch.float16,
+            "BFloat16": torch.bfloat16,
+            "Int": torch.int32,
+            "Long": torch.int64,
+            "Short": torch.int16,
+            "Char": torch.int8,
+            "Byte": torch.uint8,
+            "Bool": torch.bool,
+            "ComplexFloat": torch.complex64,
+            "ComplexDouble": torch.complex128,
+        }
+    )
 
 
 class _Checker:
     def __init__(self, req: dict[str, Any]):
         import torch
 
+        _scalar_types()
         self.torch = torch
         self.req = req
         self.device = req["device"]
         self.ref = load_file_module(Path(req["task_dir"]) / req["reference"], "aka_reference")
         self.flags: list[dict[str, str]] = []
+        self.core = _native.load(req["native"]) if req.get("native") else None
+
+    def output(self, rec: dict[str, Any], tag: str) -> Any:
+        """The recorded output as a tensor, or an error string (missing, tampered)."""
+        torch = self.torch
+        path = Path(self.req["out_dir"]) / rec["file"]
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return f"{tag}: output file unreadable ({exc.strerror})"
+        raw = (
+            torch.frombuffer(bytearray(data), dtype=torch.uint8)
+            if data
+            else torch.empty(0, dtype=torch.uint8)
+        )
+        if self.core is not None and rec.get("digest_key"):
+            got = self.core.digest(bytes.fromhex(rec["digest_key"]), raw)
+            if got != rec.get("digest") or len(data) != rec.get("nbytes"):
+                item = {
+                    "flag": "output_tamper",
+                    "evidence": f"{tag}: the output file changed after the call recorded it",
+                }
+                if item not in self.flags:
+                    self.flags.append(item)
+                return f"{tag}: output file does not match its signed digest"
+        dtype = getattr(torch, str(rec.get("out_dtype", "")).lower().replace("torch.", ""), None)
+        if not isinstance(dtype, torch.dtype):
+            dtype = _SCALAR_TYPES.get(str(rec.get("out_dtype")))
+        if dtype is None:
+            return f"{tag}: unknown output dtype {rec.get('out_dtype')}"
+        return raw.view(dtype).reshape(rec.get("out_shape") or [])
 
     def expected(self, shape: dict[str, int], dtype: str, seed: int) -> tuple[Any, Any]:
         dt = getattr(self.torch, dtype)
@@ -67,7 +125,7 @@ class _Checker:
         torch = self.torch
         shape, dtype, seed = rec["shape"], rec["dtype"], rec["seed"]
         res: dict[str, Any] = {"ok": False, "max_abs_err": None, "error": rec.get("error")}
-        if "file" not in rec:
+        if not rec.get("file"):
             res["error"] = res["error"] or "no output recorded"
             return res
         tol = self.req["tolerances"][dtype]
@@ -75,9 +133,9 @@ class _Checker:
         tag = f"{rec['kind']} shape {shape} {dtype} seed {seed}"
         if rec["kind"] == "case":
             self.degenerate(args, ref, tol, tag)
-        out = torch.load(Path(self.req["out_dir"]) / rec["file"], weights_only=True)
-        if type(out) is not torch.Tensor:
-            res["error"] = f"{tag}: output is {type(out).__name__}, expected a plain torch.Tensor"
+        out = self.output(rec, tag)
+        if isinstance(out, str):
+            res["error"] = out
             return res
         out = out.to(ref.device)
         if out.shape != ref.shape:

@@ -130,6 +130,16 @@ _EVENT_FLAGS = {
     "os.putenv": "env_access",
     "os.unsetenv": "env_access",
 }
+_INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+
+
+def _stdlib(filename: str) -> bool:
+    """Whether ``filename`` is the standard library's; installed packages never are, even
+    where their folder sits under the standard library's prefix (``/usr/lib/python3.12/
+    site-packages`` on many systems), so torch's own ctypes calls are torch's."""
+    return filename.startswith(_STDLIB) and not any(part in filename for part in _INSTALLED)
+
+
 _CHANNEL_PATHS = ("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self")
 
 
@@ -213,7 +223,7 @@ class Guards:
         """The innermost frame that is neither stdlib nor generated code, if candidate's."""
         while frame is not None:
             fn = frame.f_code.co_filename
-            if not (fn.startswith(_STDLIB) or fn.startswith("<")):
+            if not (_stdlib(fn) or fn.startswith("<")):
                 return frame if fn.startswith(self.cand_dir) else None
             frame = frame.f_back
         return None
@@ -261,10 +271,7 @@ class Guards:
                 return False
             if name.startswith("<frozen importlib"):
                 return True
-            installed = f"{os.sep}site-packages{os.sep}" in name or (
-                f"{os.sep}dist-packages{os.sep}" in name
-            )
-            if installed or not name.startswith(_STDLIB):
+            if not _stdlib(name):
                 return True
             frame = frame.f_back
         return True
@@ -296,7 +303,7 @@ class Guards:
             return  # its own files (a CUDA task's kernel.cu)
         if under(self.deny):
             self.flag("harness_access", f"{where}: opens {text}")
-        elif not (under(self.allow) or real.startswith(_STDLIB)):
+        elif not (under(self.allow) or _stdlib(real)):
             self.flag("file_access", f"{where}: opens {text}")
 
     # -- state snapshots -------------------------------------------------------------

@@ -13,7 +13,7 @@ See docs/timing.md for the method and the evidence behind each choice.
 
 from aka.timing._config import ENGINE_VERSION, TimingConfig
 from aka.timing._device import device_fingerprint, read_clocks
-from aka.timing._engine import measure_pair
+from aka.timing._engine import host_check, measure_pair, method, pair_from_samples
 from aka.timing._result import PairTiming, SampleStats, summarize
 from aka.timing._schedule import StopDecision, interleaved_orders, iter_orders, stop_decision
 from aka.timing._stats import (
@@ -33,11 +33,14 @@ __all__ = [
     "TimingConfig",
     "bootstrap_median_ci",
     "device_fingerprint",
+    "host_check",
     "interleaved_orders",
     "iter_orders",
     "measure_pair",
     "median_ci",
+    "method",
     "order_stat_coverage",
+    "pair_from_samples",
     "ratio_of_medians_ci",
     "read_clocks",
     "rel_halfwidth",

@@ -16,7 +16,7 @@ from aka.timing._schedule import StopDecision, iter_orders, stop_decision
 from aka.timing._stats import ratio_of_medians_ci, timer_resolution
 from aka.timing._timers import CpuTimer, CudaTimer, Timer
 
-__all__ = ["measure_pair"]
+__all__ = ["host_check", "measure_pair", "method", "pair_from_samples"]
 
 Fn = Callable[[int], object]
 Arms = tuple[list[float], list[float]]
@@ -69,16 +69,18 @@ def _sample_loop(
         next_check = rounds + max(1, rounds // 16)  # checks cost O(n log n): space them
 
 
-def _host_check(timer: Timer, cfg: TimingConfig, windows: Arms, hosts: Arms) -> dict[str, Any]:
+def host_check(
+    cfg: TimingConfig, windows: Arms, hosts: Arms, *, applicable: bool, idle_excess_s: float
+) -> dict[str, Any]:
     """Compare host time with event time per arm: a large excess means untimed work."""
-    if isinstance(timer, CpuTimer):
+    if not applicable:
         return {"applicable": False, "suspect": False}
-    out: dict[str, Any] = {"applicable": True, "idle_excess_s": timer.idle_excess_s}
+    out: dict[str, Any] = {"applicable": True, "idle_excess_s": idle_excess_s}
     suspect = False
     for name, w, h in (("baseline", windows[0], hosts[0]), ("candidate", windows[1], hosts[1])):
         event = statistics.median(w)
         excess = statistics.median(hv - wv for hv, wv in zip(h, w, strict=True))
-        excess -= timer.idle_excess_s
+        excess -= idle_excess_s
         flag = excess > max(cfg.host_slack_s, 0.1 * event)
         out[name] = {"event_median_s": event, "host_median_s": statistics.median(h)}
         out[name]["excess_s"] = excess
@@ -88,18 +90,80 @@ def _host_check(timer: Timer, cfg: TimingConfig, windows: Arms, hosts: Arms) -> 
     return out
 
 
-def _method(timer: Timer, cfg: TimingConfig, n_sets: int) -> str:
-    flush = f"{timer.flush_bytes} B zeroed before each sample" if timer.flush_bytes else "none"
-    closing = "device-wide sync, host-time cross-check" if timer.name != "perf_counter" else "-"
+def method(
+    cfg: TimingConfig, *, timer: str, flush_bytes: int, pre_spin_s: float, inputs: str
+) -> str:
+    """The method string recorded with every measurement."""
+    flush = f"{flush_bytes} B zeroed before each sample" if flush_bytes else "none"
+    closing = "device-wide sync, host-time cross-check" if timer != "perf_counter" else "-"
     return (
-        f"{ENGINE_VERSION}; timer={timer.name}; flush={flush}; "
-        f"pre_spin={timer.pre_spin_s * 1e6:.0f}us; window close={closing}; "
-        f"interleaved A/B, balanced random order (seed {cfg.seed}); input sets={n_sets}; "
+        f"{ENGINE_VERSION}; timer={timer}; flush={flush}; "
+        f"pre_spin={pre_spin_s * 1e6:.0f}us; window close={closing}; "
+        f"interleaved A/B, balanced random order (seed {cfg.seed}); inputs={inputs}; "
         f"stop: both medians' {cfg.level:.0%} CI half-width <= {cfg.target_rel_ci:.2%} "
         f"(order statistics, >= {cfg.min_samples} samples) or {cfg.max_time_s:g} s "
         f"or {cfg.max_samples} samples; speedup = ratio of medians, paired bootstrap CI "
         f"({cfg.n_boot} resamples) widened by half a timer step + {cfg.floor_s * 1e9:g} ns "
         "per median"
+    )
+
+
+def pair_from_samples(
+    windows: Arms,
+    hosts: Arms,
+    cfg: TimingConfig,
+    *,
+    method_text: str,
+    timer: str,
+    flush_bytes: int,
+    host: dict[str, Any],
+    rounds: int,
+    stop_reason: str,
+    fingerprint: dict[str, Any],
+    wall_s: float,
+    notes: tuple[str, ...] = (),
+    clocks: dict[str, Any] | None = None,
+) -> PairTiming:
+    """Statistics of raw interleaved samples: medians, CIs, the speedup and its CI.
+
+    Pure: the evaluator calls it on samples the sealed core took in the candidate's
+    process, so no statistic is ever computed where candidate code runs.
+    """
+    resolution = timer_resolution(*windows)
+    ratio, s_lo, s_hi = ratio_of_medians_ci(
+        windows[0], windows[1], cfg.level, cfg.n_boot, cfg.seed, resolution
+    )
+    base, cand = (
+        summarize(windows[0], cfg.level, resolution),
+        summarize(windows[1], cfg.level, resolution),
+    )
+    widen = cfg.floor_s / base.median_s + cfg.floor_s / cand.median_s
+    lo, hi = s_lo * (1.0 - widen), s_hi * (1.0 + widen)
+    clocks = clocks or {}
+    throttled = bool(
+        (clocks.get("before") or {}).get("throttled")
+        or (clocks.get("after") or {}).get("throttled")
+    )
+    return PairTiming(
+        baseline=base,
+        candidate=cand,
+        speedup=ratio,
+        speedup_ci=(lo, hi),
+        speedup_ci_sampling=(s_lo, s_hi),
+        method=method_text,
+        n_rounds=rounds,
+        stop_reason=stop_reason,
+        throttled=throttled,
+        clocks=clocks,
+        fingerprint=fingerprint,
+        timer=timer,
+        flush_bytes=flush_bytes,
+        resolution_s=resolution,
+        host_check=host,
+        wall_s=wall_s,
+        overhead_s=wall_s - sum(windows[0]) - sum(windows[1]),
+        config=cfg.to_dict(),
+        notes=notes,
     )
 
 
@@ -141,40 +205,34 @@ def measure_pair(
         with _on_device(kind, index):
             notes = timer.prepare((baseline, candidate), n_input_sets)
             windows, hosts, rounds, decision = _sample_loop(timer, cfg, n_input_sets)
-            host = _host_check(timer, cfg, windows, hosts)
+            host = host_check(
+                cfg,
+                windows,
+                hosts,
+                applicable=not isinstance(timer, CpuTimer),
+                idle_excess_s=timer.idle_excess_s,
+            )
     finally:
         timer.close()
     clocks_after = read_clocks(device)
-    resolution = timer_resolution(*windows)
-    ratio, s_lo, s_hi = ratio_of_medians_ci(
-        windows[0], windows[1], cfg.level, cfg.n_boot, cfg.seed, resolution
-    )
-    base, cand = (
-        summarize(windows[0], cfg.level, resolution),
-        summarize(windows[1], cfg.level, resolution),
-    )
-    widen = cfg.floor_s / base.median_s + cfg.floor_s / cand.median_s
-    lo, hi = s_lo * (1.0 - widen), s_hi * (1.0 + widen)
-    wall = time.perf_counter() - wall0
-    throttled = bool(clocks_before.get("throttled") or clocks_after.get("throttled"))
-    return PairTiming(
-        baseline=base,
-        candidate=cand,
-        speedup=ratio,
-        speedup_ci=(lo, hi),
-        speedup_ci_sampling=(s_lo, s_hi),
-        method=_method(timer, cfg, n_input_sets),
-        n_rounds=rounds,
-        stop_reason=decision.reason or "max_samples",
-        throttled=throttled,
-        clocks={"before": clocks_before, "after": clocks_after},
-        fingerprint=device_fingerprint(device),
+    return pair_from_samples(
+        windows,
+        hosts,
+        cfg,
+        method_text=method(
+            cfg,
+            timer=timer.name,
+            flush_bytes=timer.flush_bytes,
+            pre_spin_s=timer.pre_spin_s,
+            inputs=f"{n_input_sets} set(s) rotated",
+        ),
         timer=timer.name,
         flush_bytes=timer.flush_bytes,
-        resolution_s=resolution,
-        host_check=host,
-        wall_s=wall,
-        overhead_s=wall - sum(windows[0]) - sum(windows[1]),
-        config=cfg.to_dict(),
+        host=host,
+        rounds=rounds,
+        stop_reason=decision.reason or "max_samples",
+        fingerprint=device_fingerprint(device),
+        wall_s=time.perf_counter() - wall0,
         notes=tuple(notes),
+        clocks={"before": clocks_before, "after": clocks_after},
     )

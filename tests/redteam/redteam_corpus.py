@@ -60,6 +60,7 @@ HONEST = [
     Entry("honest_triton_basic", TRITON, time=True),
     Entry("honest_triton_fma", TRITON),
     Entry("honest_triton_where", TRITON, heldout=True),
+    Entry("honest_cuda_utils", SCALE, time=True),
 ]
 ADVERSARIAL = [
     Entry("p02_background_thread", SCALE, 2, ("threads", "background_thread")),
@@ -72,13 +73,7 @@ ADVERSARIAL = [
         ("monkeypatch", "timer_tamper"),
         time=True,
     ),
-    Entry(
-        "p04_timer_inflate",
-        SCALE,
-        4,
-        ("monkeypatch", "timer_tamper", "timing_inconsistent"),
-        time=True,
-    ),
+    Entry("p04_timer_inflate", SCALE, 4, ("monkeypatch", "timer_tamper"), time=True),
     Entry("p05_pointer_cache", SCALE, 5),
     Entry("p06_stale_memory", SCALE, 6, ("uninitialized_read",)),
     Entry("p07_mutate_input", SCALE, 7, ("input_mutation",)),
@@ -86,7 +81,7 @@ ADVERSARIAL = [
     Entry("p08_zeros_real_task", SCALE, 8),
     Entry("p09_partial", SCALE, 9),
     Entry("p10_shape_branch", SCALE, 10, heldout=True),
-    Entry("p10_warmup_replay", SCALE, 10, ("stale_output",), time=True),
+    Entry("p10_warmup_replay", SCALE, 10, ("timed_output_wrong",), time=True),
     Entry("p11_fp16", SCALE, 11),
     Entry("p11_tf32_flag", SCALE, 11, ("precision_downgrade",)),
     Entry("p12_torch_fallback", TRITON, 12, ("no_kernel_launch",)),
@@ -98,6 +93,10 @@ ADVERSARIAL = [
     Entry("p14_gc_scan", SCALE, 14, ("introspection",)),
     Entry("p14_import_harness", SCALE, 14, ("harness_access",)),
     Entry("p16_partial_write", SCALE, 16, ("uninitialized_read",)),
+    # Attacks on the harness itself (tests/redteam/test_sealed.py checks more of each).
+    Entry("s02_prune_records", SCALE, 14),
+    Entry("s03_watched_modes", SCALE, 10, time=True),
+    Entry("s09_output_tamper", SCALE, 14, ("output_tamper",)),
 ]
 ALL = HONEST + ADVERSARIAL
 FAST_TIMING = TimingSettings(max_time_s=0.2, min_samples=5)

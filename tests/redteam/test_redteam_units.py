@@ -250,3 +250,21 @@ def test_an_assignment_is_the_candidates_unless_a_library_made_it(tmp_path: Path
     assert g._library_code(
         _frame_chain([kernel, "<frozen importlib._bootstrap>", f"{stdlib}/dataclasses.py"])
     )
+
+
+def test_library_calls_are_the_librarys_where_site_packages_sits_under_the_stdlib(
+    tmp_path: Path,
+) -> None:
+    """torch's own ctypes call (NVML) made for an honest candidate is torch's, also on
+    systems whose site-packages folder lives under the standard library's prefix."""
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    g = Guards(cand, deny_roots=[tmp_path], allow_roots=[])
+    stdlib = sysconfig.get_paths()["stdlib"]
+    kernel = str(cand / "kernel.py")
+    torch_cuda = f"{stdlib}/site-packages/torch/cuda/__init__.py"
+    ctypes_init = f"{stdlib}/ctypes/__init__.py"
+    assert g._candidate_frame(_frame_chain([kernel, torch_cuda, ctypes_init])) is None
+    # the candidate's own ctypes call is still the candidate's
+    inner = g._candidate_frame(_frame_chain([kernel, ctypes_init]))
+    assert inner is not None and inner.f_code.co_filename == kernel

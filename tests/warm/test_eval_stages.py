@@ -26,7 +26,7 @@ from redteam_corpus import CORPUS, scale_job
 
 @pytest.mark.parametrize(
     ("name", "correct", "flag"),
-    [("honest_vectorized", True, None), ("p10_warmup_replay", False, "stale_output")],
+    [("honest_vectorized", True, None), ("p10_warmup_replay", False, "timed_output_wrong")],
 )
 def test_a_process_per_stage_reaches_the_same_verdict(
     tmp_path: Path, name: str, correct: bool, flag: str | None
@@ -69,29 +69,31 @@ def test_outputs_go_to_a_roomy_memory_folder_and_are_removed(
         assert out == tmp_path / "root" / "out"
 
 
-PEEK = """import glob
+PEEK = """import glob, os
 
 
 def scale(x):
-    for path in glob.glob("{pattern}"):
+    found = glob.glob("{pattern}") + glob.glob("/dev/shm/aka-out-*")
+    for path in found:
         open(path, "rb").close()
-    return x * 2 + 1
+    return x if found else x * 2 + 1
 """
 
 
-def test_candidate_code_reading_the_output_folder_is_flagged(tmp_path: Path, shm: Path) -> None:
-    job, root = scale_job(tmp_path, PEEK.format(pattern=f"{shm}/aka-out-*/*.pt"))
-    verdict = run_job(job, root)
-    assert not verdict.correct
-    assert "harness_access" in verdict.flags, verdict.evidence
+def test_the_output_folder_is_out_of_the_candidates_sight(tmp_path: Path, shm: Path) -> None:
+    """The folder the sealed core writes outputs to is hidden from candidate code (it is
+    wrong only if it found something to read)."""
+    job, root = scale_job(tmp_path, PEEK.format(pattern=f"{shm}/aka-out-*/*"))
+    verdict = run_job(job, root)  # its open() trips the audit hook: judge its outputs
+    assert verdict.cases and all(c["ok"] for c in verdict.cases), (verdict.cases, verdict.notes)
 
 
-ORPHAN = """import os, signal, subprocess
+ORPHAN = """import ctypes, subprocess
 
 
 def scale(x):
     subprocess.Popen(["sleep", "30"])
-    os.kill(os.getpid(), signal.SIGKILL)
+    ctypes.string_at(0)  # a crash (SIGSEGV)
 """
 
 
@@ -104,7 +106,7 @@ def test_a_process_killed_by_a_signal_is_not_blamed_for_what_it_left_running(
     verdict = run_job(job, root)
     assert not verdict.correct
     assert "background_process" not in verdict.flags
-    assert "died" in (verdict.compiled.get("error") or "")
+    assert not verdict.timing  # it died in its first call: nothing was timed
 
 
 def test_stage_times_follow_the_marks_and_skip_stages_not_reached() -> None:
@@ -126,21 +128,19 @@ def test_stage_times_follow_the_marks_and_skip_stages_not_reached() -> None:
     assert failed == pytest.approx({"start": 0.5, "load": 0.5, "compile": 1.5, "finish": 0.5})
 
 
-def test_repeats_and_the_address_check_run_on_the_smallest_shape(tmp_path: Path) -> None:
-    """Every shape once per dtype; the further seeds and the in-place rewrite on the
-    smallest shape only; after timing, every timed shape is rewritten and asked again."""
+def test_repeats_run_on_the_smallest_shape_and_timed_calls_are_audited(tmp_path: Path) -> None:
+    """Every shape once per dtype, each case twice over different poison; the further
+    seeds on the smallest shape only; audited timed calls of every timed shape."""
     job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
     shapes = [{"N": 8192}, {"N": 1024}, {"N": 4096}]
     job = dataclasses.replace(job, shapes=shapes, seeds=3)
-    result, checked = _pipeline.run_processes(job, root)
-    records = result["records"]
+    _result, assembled, checked = _pipeline.run_processes(job, root)
     kinds: dict[str, list[int]] = {}
-    for rec in records:
+    for rec in assembled["records"]:
         kinds.setdefault(rec["kind"], []).append(rec["shape"]["N"])
-    assert sorted(kinds["case"]) == [1024, 1024, 1024, 4096, 8192]
-    assert kinds["rewrite"] == [1024]
-    assert sorted(kinds["post_timing"]) == [1024, 4096, 8192]
-    assert set(kinds["timed"]) == {1024, 4096, 8192}
+    assert sorted(kinds["case"]) == [1024] * 6 + [4096] * 2 + [8192] * 2
+    assert set(kinds["timed"]) == {1024, 4096, 8192}  # the last call of each, at least
+    assert len(assembled["twins"]) == 5
     assert all(r.get("ok") for r in checked["results"]), checked
 
 

@@ -24,12 +24,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
 from redteam_corpus import CORPUS, scale_job
 
 TIMING = {"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5}
+# The evaluation runs in a child of the process the evaluator started (its reaper).
 WHERE = """import os
 
 raise RuntimeError(
-    f"pid={os.getpid()} cwd={os.getcwd()} cache={os.environ.get('TRITON_CACHE_DIR')}"
+    f"pid={os.getppid()} cwd={os.getcwd()} cache={os.environ.get('TRITON_CACHE_DIR')}"
 )
 """
+
+
+@pytest.fixture(autouse=True)
+def _pids_are_host_pids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests tell processes apart by the pid candidate code reports, which a PID
+    namespace would make 1 for all (containment is tested in tests/redteam)."""
+    monkeypatch.setenv("AKA_EVAL_PIDNS", "0")
 
 
 def _job_in(tmp: Path, candidate: str, *, isolate: bool = False) -> tuple[Job, Path]:

@@ -36,8 +36,15 @@ import torch
 
 seen = torch.__dict__.setdefault("_aka_leak", os.getpid())
 seen = None if seen == os.getpid() else seen
-raise RuntimeError(f"pid={os.getpid()} seen={seen}")
+raise RuntimeError(f"pid={os.getppid()} seen={seen}")  # the reaper: the forked process
 """
+
+
+@pytest.fixture(autouse=True)
+def _pids_are_host_pids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests tell processes apart by the pid candidate code reports, which a PID
+    namespace would make 1 for all (containment is tested in tests/redteam)."""
+    monkeypatch.setenv("AKA_EVAL_PIDNS", "0")
 
 
 @pytest.fixture
@@ -141,8 +148,8 @@ def test_killed_evaluation_leaves_no_process(tmp_path: Path, warm: None) -> None
     proc = Proc("aka.eval._child", cwd=tmp_path / "scratch", device="cpu")
     assert isinstance(proc.proc, _warm.WarmProcess)  # waiting for its request on stdin
     assert not _gone(proc.proc.pid)
-    proc.kill()
-    assert proc.proc.returncode == -signal.SIGKILL
+    proc.kill()  # SIGTERM (its reaper takes its descendants down), then SIGKILL
+    assert proc.proc.returncode in (-signal.SIGKILL, -signal.SIGTERM, 128 + signal.SIGTERM)
     assert _wait_gone([proc.proc.pid])
 
 

@@ -1,0 +1,232 @@
+"""Containment of the candidate process: a PID namespace, hidden paths, resource limits.
+
+These are kernel boundaries, not Python guards: candidate code in the process cannot undo
+them once capabilities are dropped.
+
+- :func:`contain_descendants` (first thing in the process, before CUDA starts): the
+  process forks; the parent, which never runs candidate code, is a child subreaper that
+  kills every descendant left when the evaluation ends, so a double-forked, ``setsid``
+  daemon cannot outlive it; for CPU evaluations the child is also PID 1 of a new PID
+  namespace (the kernel kills the rest with it). CUDA evaluations skip the namespace:
+  under gVisor's GPU proxy (the H200 machines) CUDA does not start inside one.
+- :func:`hide` (after the harness has loaded the reference's ``make_inputs`` and the
+  baseline, before candidate code is imported): a private mount namespace in which the
+  task folder, the output folder, the ledger and the task suite are covered by empty
+  read-only mounts, ``/proc`` shows only this namespace's processes (so no other
+  process's root or files are reachable through it), and every capability is dropped so
+  none of it can be unmounted.
+- :func:`limit`: address space (CPU evaluations only: CUDA reserves far more virtual
+  memory than it uses), file size and open files.
+
+Each needs privileges the kernel may not grant (root, or an unprivileged user namespace);
+what was not possible is said in the returned status, recorded with the score.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 24, 38, 36
+_LAST_CAP = 63
+
+# The evaluator sets it to 0 only to measure what the PID namespace costs or to debug.
+PIDNS_ENV = "AKA_EVAL_PIDNS"
+_libc: ctypes.CDLL | None = None
+
+
+def _c() -> ctypes.CDLL:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def _err(what: str) -> str:
+    return f"{what} failed: {os.strerror(ctypes.get_errno())}"
+
+
+ESCAPED_EXIT = 86  # the reaper's exit status when it had to kill what the evaluation left
+
+
+def _orphans() -> list[int]:
+    """Live processes whose parent is this one (descendants reparented to us, and our child)."""
+    me, out = str(os.getpid()), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+def _reap(child: int) -> int:
+    """In the reaper: wait for ``child``, then kill and reap whatever was left behind."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:  # the evaluator's timeout: take all down
+        for pid in [child, *_orphans()]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    code = code if code >= 0 else 128 - code
+    escaped = False
+    for _ in range(100):
+        left = _orphans()
+        if not left:
+            break
+        escaped = True
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+    return ESCAPED_EXIT if escaped and code == 0 else code
+
+
+def contain_descendants(*, pid_namespace: bool) -> str:
+    """Fork; only the child returns, and nothing it starts outlives the evaluation.
+
+    The parent never runs candidate code: it becomes a *child subreaper* (every orphaned
+    descendant, a double-forked ``setsid`` daemon included, is reparented to it), waits for
+    the child, then kills and reaps every process left and exits with the child's status,
+    or :data:`ESCAPED_EXIT` if it had to kill something. With ``pid_namespace`` (and the
+    privilege for it) the child is also PID 1 of a new PID namespace, whose processes the
+    kernel kills when it exits. Must run before any thread or CUDA context exists.
+    """
+    if not sys.platform.startswith("linux"):
+        return f"no reaper: {sys.platform}"
+    ns = "no PID namespace: not asked"
+    if pid_namespace and os.environ.get(PIDNS_ENV, "1") != "0":
+        ns = (
+            "own PID namespace"
+            if _c().unshare(CLONE_NEWPID) == 0
+            else "no PID namespace: " + _err("unshare(CLONE_NEWPID)")
+        )
+    _c().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    pid = os.fork()
+    if pid == 0:
+        _c().prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # the reaper killed: so is the evaluation
+        return f"reaped descendants; {ns}"
+    os._exit(_reap(pid))
+
+
+def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> int:
+    enc = [None if v is None else v.encode() for v in (src, target, fstype, data)]
+    return int(_c().mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]))
+
+
+def hide(
+    paths: list[str],
+    *,
+    keep: str | None = None,
+    private: tuple[str, ...] = (),
+    private_bytes: int = 1 << 30,
+    enabled: bool = True,
+) -> str:
+    """A private mount namespace where only what the candidate may see is left.
+
+    Args:
+        paths: covered by empty read-only mounts (folders) or ``/dev/null`` (files): the
+            task folder, the output folder, the ledger, the task suite.
+        keep: the evaluation's own folder, bound back at its path after ``private``
+            folders are replaced (it usually lives in one of them).
+        private: replaced by empty writable tmpfs mounts of ``private_bytes`` each (the
+            temporary folder and ``/dev/shm``): other evaluations' folders vanish, and
+            what the candidate writes there is bounded and dies with it.
+        private_bytes: size of each private tmpfs.
+        enabled: ``False`` returns at once (recorded as disabled).
+
+    Returns what was done (``contained (...)``) or why not (``not contained: ...``).
+    """
+    if not enabled:
+        return "not contained: disabled"
+    if not sys.platform.startswith("linux"):
+        return f"not contained: {sys.platform}"
+    if _c().unshare(CLONE_NEWNS) != 0:
+        return "not contained: " + _err("unshare(CLONE_NEWNS)")
+    if _mount(None, "/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return "not contained: " + _err("making mounts private")
+    held = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep else None
+    try:
+        for folder in sorted({os.path.realpath(p) for p in private if os.path.isdir(p)}):
+            opts = f"size={private_bytes},mode=1777"
+            if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+                return "not contained: " + _err(f"replacing {folder}")
+        if keep and held is not None and not os.path.isdir(keep):
+            os.makedirs(keep)
+            if _mount(f"/proc/self/fd/{held}", keep, None, MS_BIND | MS_REC, None) != 0:
+                return "not contained: " + _err(f"binding {keep} back")
+    finally:
+        if held is not None:
+            os.close(held)
+    hidden = 0
+    for path in sorted({os.path.realpath(p) for p in paths if p}):
+        if os.path.isdir(path):
+            rc = _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+                        "size=4k,mode=0555")  # fmt: skip
+        elif os.path.exists(path):
+            rc = _mount("/dev/null", path, None, MS_BIND, None)
+        else:
+            continue
+        if rc != 0:
+            return "not contained: " + _err(f"hiding {path}")
+        hidden += 1
+    proc = _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+    _drop_capabilities()
+    return (
+        f"contained ({hidden} paths hidden, {len(private)} private tmpfs, "
+        f"/proc {'private' if proc else 'shared'})"
+    )
+
+
+def _drop_capabilities() -> None:
+    """No capability left to unmount, remount, or reach other processes with."""
+    libc = _c()
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    for cap in range(_LAST_CAP + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]  # fmt: skip
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    libc.capset(ctypes.byref(header), data)
+
+
+def limit(device: str, *, max_file_bytes: int, address_space_bytes: int | None) -> list[str]:
+    """Resource limits for this process and its children; returns what could not be set."""
+    failed: list[str] = []
+    wanted = [(resource.RLIMIT_FSIZE, max_file_bytes)]
+    if address_space_bytes and not device.startswith("cuda"):
+        wanted.append((resource.RLIMIT_AS, address_space_bytes))
+    for which, value in wanted:
+        try:
+            _, hard = resource.getrlimit(which)
+            cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (cap, cap))
+        except (ValueError, OSError) as exc:
+            failed.append(f"rlimit {which}: {exc}")
+    return failed

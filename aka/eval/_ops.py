@@ -1,0 +1,129 @@
+"""Forbidden APIs as library operators: what actually ran, not what the source spells.
+
+A task forbids names such as ``torch.softmax`` or ``torch.nn.functional.linear``. Matching
+those names in the source misses ``x.softmax()``, ``getattr(torch, "soft" + "max")``, an
+alias module, or a copy kernel around the library call. The sealed core records which
+ATen operators ran inside the candidate's checked calls (a RecordFunction callback in
+native code), and this module turns each forbidden name into the operators it dispatches
+to, so any spelling of the same operator is caught. A task may also forbid operators by
+their own name (``aten::mm``).
+"""
+
+from __future__ import annotations
+
+# Public names whose operators are not simply ``aten::<name>`` / ``aten::_<name>``.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "matmul": ("mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "_mm"),
+    "mm": ("mm", "addmm"),
+    "bmm": ("bmm", "baddbmm"),
+    "linear": ("addmm", "mm", "bmm", "_addmm_activation"),
+    "einsum": ("bmm", "mm"),
+    "softmax": ("_softmax", "softmax", "_safe_softmax"),
+    "log_softmax": ("_log_softmax", "log_softmax"),
+    "layer_norm": ("native_layer_norm", "layer_norm"),
+    "rms_norm": ("_fused_rms_norm", "rms_norm"),
+    "group_norm": ("native_group_norm",),
+    "batch_norm": (
+        "native_batch_norm",
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_no_training",
+        "cudnn_batch_norm",
+    ),
+    "scaled_dot_product_attention": (
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_attention_math",
+        "_flash_attention_forward",
+        "_efficient_attention_forward",
+    ),
+    "conv1d": ("convolution", "_convolution", "cudnn_convolution", "conv1d"),
+    "conv2d": (
+        "convolution",
+        "_convolution",
+        "cudnn_convolution",
+        "conv2d",
+        "mkldnn_convolution",
+        "_slow_conv2d_forward",
+    ),
+    "conv3d": ("convolution", "_convolution", "cudnn_convolution", "conv3d", "slow_conv3d"),
+    "conv_transpose2d": ("convolution", "_convolution", "cudnn_convolution_transpose"),
+    "cumsum": ("cumsum", "_cumsum"),
+    "topk": ("topk",),
+    "sort": ("sort", "_sort"),
+    "gelu": ("gelu",),
+    "silu": ("silu",),
+    "relu": ("relu", "relu_", "clamp_min"),
+}
+
+
+# Data movement and allocation that wrappers and libraries do on every call (``.contiguous()``,
+# ``empty_like``, a copy back into an output): a task that forbids one of these by name is
+# left to the name check, so library plumbing is never taken for the candidate's choice.
+PLUMBING = frozenset(
+    f"aten::{op}"
+    for op in (
+        "copy_",
+        "clone",
+        "contiguous",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "zeros",
+        "zeros_like",
+        "zero_",
+        "fill_",
+        "to",
+        "_to_copy",
+        "detach",
+        "view",
+        "reshape",
+        "as_strided",
+        "resize_",
+        "set_",
+        "item",
+        "_local_scalar_dense",
+        "select",
+        "slice",
+        "expand",
+        "t",
+        "transpose",
+        "permute",
+        "numpy_T",
+        "T",
+        "mT",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "lift_fresh",
+        "alias",
+        "new_empty",
+        "new_zeros",
+        "full",
+        "full_like",
+        "ones",
+        "ones_like",
+        "arange",
+        "split",
+        "chunk",
+        "narrow",
+        "unbind",
+        "stride",
+        "size",
+    )
+)
+
+
+def forbidden_operators(forbidden: list[str]) -> set[str]:
+    """ATen operator names (``aten::x``) that any of the ``forbidden`` APIs dispatches to."""
+    ops: set[str] = set()
+    for name in forbidden:
+        if name.startswith("aten::"):
+            ops.add(name)
+            continue
+        last = name.rsplit(".", 1)[-1]
+        if not last or last.startswith("__"):
+            continue
+        for op in (last, f"_{last}", *_ALIASES.get(last, ())):
+            ops.add(f"aten::{op}")
+    return ops - PLUMBING

@@ -1,0 +1,195 @@
+"""The evaluator's plan for one candidate process, and what it demands back.
+
+The parent, not the candidate process, decides every call: each correctness case (shape,
+dtype, seed) runs twice over differently poisoned freed memory, each call under a random
+nonce; each timed shape is one pair with its own seed. The plan travels to the sealed core
+with the channel key (never to Python in that process). What comes back must cover the
+plan exactly: every nonce once, in order, no other; one timing record per pair; the
+core's closing frame. Anything else is ``records_incomplete`` and the candidate is not
+correct, whatever the records that did arrive say.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Plan", "PlannedCall", "assemble", "make_plan"]
+
+AUDIT_PERMILLE = 100  # timed candidate calls checked at random (plus the last one)...
+AUDIT_MAX = 8  # ...at most this many per timed shape (each costs the checker a reference)
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """One correctness call: ``twin`` is the index of the call on the same inputs."""
+
+    nonce: str
+    shape: int
+    dtype: str
+    seed: int
+    poison: int
+    twin: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every call and pair of one candidate process, as values and as the core's text."""
+
+    shapes: list[dict[str, int]]
+    dtypes: list[str]
+    calls: list[PlannedCall]
+    pairs: list[tuple[int, str, int]]  # (shape index, dtype, seed)
+    timing: dict[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """The plan as the core reads it (see ``_seal/seal.cpp``)."""
+        lines = [
+            f"S {i} " + " ".join(f"{k}={int(v)}" for k, v in shape.items())
+            for i, shape in enumerate(self.shapes)
+        ]
+        lines += [f"D {i} {d}" for i, d in enumerate(self.dtypes)]
+        lines += [
+            f"C {c.nonce} {c.shape} {self.dtypes.index(c.dtype)} {c.seed} {c.poison}"
+            for c in self.calls
+        ]
+        t = self.timing
+        graph = {None: 2, True: 1, False: 0}[t.get("use_cuda_graph")]
+        for shape, dtype, seed in self.pairs:
+            lines.append(
+                f"P {shape} {self.dtypes.index(dtype)} {seed} {t['target_rel_ci']} "
+                f"{t['max_time_s']} {t['min_samples']} {t.get('max_samples', 5000)} "
+                f"{t.get('warmup', 5)} {graph} {AUDIT_PERMILLE} {t.get('pre_spin_s', 20e-6)} "
+                f"{t.get('graph_below_s', 100e-6)} {t.get('flush_factor', 2.0)} {AUDIT_MAX}"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def make_plan(
+    shapes: list[dict[str, int]],
+    dtypes: list[str],
+    *,
+    seed: int,
+    seeds: int,
+    time: bool,
+    timing: dict[str, Any],
+    stages: tuple[str, ...] = ("correctness", "timing"),
+) -> Plan:
+    """Every shape x dtype with the first seed, the further seeds on the smallest shape.
+
+    Each case is two calls on the same inputs over different poison bytes (an output
+    that depends on leftover memory differs between them). Timing pairs: every shape,
+    the first dtype, when ``time``.
+    """
+    small = min(range(len(shapes)), key=lambda i: math.prod(shapes[i].values()))
+    calls: list[PlannedCall] = []
+    if "correctness" in stages:
+        for i in range(len(shapes)):
+            for dtype in dtypes:
+                for k in range(seeds if i == small else 1):
+                    s = seed + 7919 * k + 104_729 * i
+                    first = len(calls)
+                    for j in range(2):
+                        calls.append(
+                            PlannedCall(
+                                nonce=secrets.token_hex(8),
+                                shape=i,
+                                dtype=dtype,
+                                seed=s,
+                                poison=secrets.choice([0x5A, 0xA5, 0xFF, 0x7F, 0xC3]),
+                                twin=first + 1 - j,
+                            )
+                        )
+    pairs = []
+    if time and "timing" in stages:
+        pairs = [(i, dtypes[0], seed + 3_000_017 * (i + 1)) for i in range(len(shapes))]
+    return Plan(shapes, list(dtypes), calls, pairs, dict(timing))
+
+
+def _record(plan: Plan, call: PlannedCall, frame: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "case",
+        "shape": plan.shapes[call.shape],
+        "dtype": call.dtype,
+        "seed": call.seed,
+        **{k: frame.get(k) for k in ("file", "digest", "nbytes", "out_dtype", "out_shape")},
+        **({"error": frame["error"]} if frame.get("error") else {}),
+    }
+
+
+def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
+    """Records for the checker, raw timings and sealed findings from the core's frames.
+
+    Returns ``records`` (correctness cases, then timed audits), ``twins`` (record index
+    pairs), ``timing`` (per pair: shape, dtype, the core's timing frame), ``ops`` (library
+    operators seen in candidate calls), ``flags`` and ``error``.
+    """
+    flags: list[dict[str, str]] = []
+    calls = [f for f in core if f.get("kind") == "call"]
+    timings = [f for f in core if f.get("kind") == "timing"]
+    done = [f for f in core if f.get("kind") == "core_done"]
+    by_nonce: dict[str, dict[str, Any]] = {}
+    for f in calls:
+        nonce = str(f.get("nonce"))
+        if nonce in by_nonce:
+            flags.append(
+                {"flag": "records_incomplete", "evidence": f"call {nonce} came back twice"}
+            )
+        by_nonce[nonce] = f
+    planned = {c.nonce for c in plan.calls}
+    stray = sorted(set(by_nonce) - planned)
+    if stray:
+        flags.append({"flag": "records_incomplete",
+                      "evidence": f"{len(stray)} record(s) for calls never asked for"})  # fmt: skip
+    records: list[dict[str, Any]] = []
+    ops: set[str] = set()
+    error: str | None = None
+    for call in plan.calls:
+        frame = by_nonce.get(call.nonce)
+        if frame is None:
+            records.append({"kind": "case", "shape": plan.shapes[call.shape], "dtype": call.dtype,
+                            "seed": call.seed, "error": "no record came back for this call"})  # fmt: skip
+            continue
+        records.append(_record(plan, call, frame))
+        ops.update(str(o) for o in frame.get("ops") or [])
+        if frame.get("mutated"):
+            flags.append({"flag": "input_mutation", "evidence":
+                          f"shape {plan.shapes[call.shape]} {call.dtype}: inputs changed"})  # fmt: skip
+        if frame.get("plain") is False:
+            flags.append({"flag": "non_plain_output", "evidence": str(frame.get("error"))})
+    missing = [c for c in plan.calls if c.nonce not in by_nonce]
+    failed_call = any(r.get("error") for r in records)
+    if missing and not failed_call and not done:
+        flags.append({"flag": "records_incomplete",
+                      "evidence": f"{len(missing)} of {len(plan.calls)} planned calls missing"})  # fmt: skip
+    timing: list[dict[str, Any]] = []
+    if plan.pairs and not failed_call:
+        got = {int(f.get("shape", -1)): f for f in timings}
+        for k, (shape, dtype, _seed) in enumerate(plan.pairs):
+            f = got.get(k)
+            if f is None:
+                if done:
+                    error = error or (done[-1].get("error") or "a timing record is missing")
+                    flags.append({"flag": "records_incomplete",
+                                  "evidence": f"no timing record for shape {k}"})  # fmt: skip
+                continue
+            if f.get("error"):
+                error = error or f"timing failed: {f['error']}"
+            for audit in f.get("audits") or []:
+                records.append({"kind": "timed", "shape": plan.shapes[shape], "dtype": dtype,
+                                "seed": audit.get("seed"),
+                                **{k2: audit.get(k2) for k2 in
+                                   ("file", "digest", "nbytes", "out_dtype", "out_shape")},
+                                **({"error": audit["error"]} if audit.get("error") else {})})  # fmt: skip
+                if audit.get("mutated"):
+                    flags.append({"flag": "input_mutation",
+                                  "evidence": f"timed call on shape {plan.shapes[shape]}"})  # fmt: skip
+            if not f.get("error"):
+                timing.append({"shape": plan.shapes[shape], "dtype": dtype, "raw": f})
+    if not done and not error:
+        error = "the evaluation process ended before its plan was done"
+    twins = [(i, c.twin) for i, c in enumerate(plan.calls) if i < c.twin]
+    return {"records": records, "twins": twins, "timing": timing, "ops": sorted(ops),
+            "flags": flags, "error": error}  # fmt: skip

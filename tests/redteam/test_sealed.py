@@ -1,0 +1,141 @@
+"""The sealed evaluator against adaptive candidates, through the real pipeline on the CPU.
+
+Each candidate here attacks what the Python guards used to be alone in defending: the
+timing objects and records reachable through frames, global modes that tell a checked
+call from a timed one, files readable through C-level APIs, operators reached under
+other names, processes that escape, calls that never return, outputs rewritten after
+the fact. What decides the verdict now lives in the sealed core, the parent and the
+kernel's namespaces, so each attack must fail whatever the tripwires see.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from redteam_corpus import CORPUS, scale_job
+
+from aka.eval import _plan
+from aka.eval._pipeline import Verdict, run_job
+
+
+def _run(tmp_path: Path, name: str, **changes: object) -> Verdict:
+    job, root = scale_job(tmp_path, (CORPUS / f"{name}.py").read_text(), **changes)
+    return run_job(job, root)
+
+
+def test_frame_walks_cannot_forge_a_speedup(tmp_path: Path) -> None:
+    v = _run(tmp_path, "s01_frame_walk_timer")
+    # The kernel is the baseline's own slow loop: whatever it rewrote, no sample moved.
+    assert not v.timing or v.timing[0]["pair"]["speedup"] < 3.0, v.timing
+    assert not v.correct or v.timing
+
+
+def test_pruning_what_it_can_reach_does_not_hide_a_wrong_answer(tmp_path: Path) -> None:
+    v = _run(tmp_path, "s02_prune_records")
+    assert not v.correct
+    assert v.cases and not any(c["ok"] for c in v.cases)
+
+
+def test_no_global_mode_tells_a_checked_call_from_a_timed_one(tmp_path: Path) -> None:
+    v = _run(tmp_path, "s03_watched_modes")
+    assert not v.correct, v.error
+    assert "timed_output_wrong" in v.flags or not all(c["ok"] for c in v.cases)
+
+
+def test_the_task_folder_is_not_readable_from_the_candidate(tmp_path: Path) -> None:
+    v = _run(tmp_path, "s04_read_task_folder")
+    # It answers right only when it could read nothing (its attempts trip the audit hook,
+    # which is why the verdict is not asserted: the outputs say what it could read).
+    assert v.cases and all(c["ok"] for c in v.cases), v.cases
+    assert any("contained (" in n for n in v.notes), v.notes
+
+
+def test_a_forbidden_operator_is_caught_under_any_name(tmp_path: Path) -> None:
+    v = _run(tmp_path, "s06_forbidden_alias", forbidden=["torch.mul"])
+    assert "forbidden_api" in v.flags and not v.correct
+    assert any("aten::mul" in e for e in v.evidence), v.evidence
+
+
+def test_an_escaping_daemon_dies_with_the_evaluation(tmp_path: Path) -> None:
+    marker = Path(os.environ.get("TMPDIR", "/tmp")) / "aka-escape-marker"
+    marker.unlink(missing_ok=True)
+    _run(tmp_path, "s07_escape_daemon")
+    time.sleep(6.0)  # the daemon would have written by now
+    assert not marker.exists(), "a process outlived the evaluation"
+
+
+def test_a_hang_is_stopped_at_the_evaluations_limit(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    v = _run(tmp_path, "s08_hang", timeout_s=20.0)
+    assert time.monotonic() - t0 < 60.0
+    assert not v.correct and "exceeded 20 s" in (v.error or ""), v.error
+
+
+def test_outputs_rewritten_after_the_call_are_caught(tmp_path: Path) -> None:
+    v = _run(tmp_path, "s09_output_tamper")
+    assert not v.correct
+    assert "output_tamper" in v.flags, (v.flags, v.error)
+
+
+def _plan_of(n_shapes: int = 1) -> _plan.Plan:
+    timing = {"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5}
+    shapes = [{"N": 8 * (i + 1)} for i in range(n_shapes)]
+    return _plan.make_plan(shapes, ["float32"], seed=3, seeds=2, time=True, timing=timing)
+
+
+def _frames(plan: _plan.Plan) -> list[dict[str, object]]:
+    calls = [{"kind": "call", "nonce": c.nonce, "file": f"o{i}.bin", "digest": "0", "plain": True}
+             for i, c in enumerate(plan.calls)]  # fmt: skip
+    timing = [{"kind": "timing", "shape": k, "windows": [[1.0], [1.0]], "hosts": [[1.0], [1.0]],
+               "audits": [], "error": None} for k in range(len(plan.pairs))]  # fmt: skip
+    return [*calls, *timing, {"kind": "core_done", "calls": len(calls), "error": None}]
+
+
+def test_every_planned_call_must_come_back_exactly_once() -> None:
+    plan = _plan_of()
+    whole = _plan.assemble(plan, _frames(plan))
+    assert whole["flags"] == [] and whole["error"] is None
+    assert len(whole["records"]) == len(plan.calls) and len(whole["twins"]) == len(plan.calls) // 2
+
+    frames = _frames(plan)
+    dropped = [f for f in frames if f.get("nonce") != plan.calls[1].nonce]
+    out = _plan.assemble(plan, dropped)
+    assert any(r.get("error") == "no record came back for this call" for r in out["records"])
+
+    doubled = _plan.assemble(plan, [frames[0], *frames])
+    assert any(f["flag"] == "records_incomplete" for f in doubled["flags"])
+
+    stray = _plan.assemble(plan, [{"kind": "call", "nonce": "feedfacefeedface"}, *frames])
+    assert any("never asked for" in f["evidence"] for f in stray["flags"])
+
+    no_end = _plan.assemble(plan, frames[:-1])
+    assert no_end["error"] == "the evaluation process ended before its plan was done"
+
+
+def test_the_plan_text_holds_every_call_and_pair() -> None:
+    plan = _plan_of(n_shapes=2)
+    text = plan.text()
+    assert text.count("\nC ") + text.startswith("C ") == len(plan.calls)
+    assert sum(line.startswith("P ") for line in text.splitlines()) == 2
+    assert len({c.nonce for c in plan.calls}) == len(plan.calls)
+    twins = {(c.seed, c.shape) for c in plan.calls}
+    assert len(twins) * 2 == len(plan.calls)  # each case runs twice on the same inputs
+
+
+@pytest.mark.parametrize("stage", ["correctness", "timing"])
+def test_a_stage_plan_holds_only_that_stage(stage: str) -> None:
+    timing = {"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5}
+    plan = _plan.make_plan([{"N": 8}], ["float32"], seed=1, seeds=1, time=True, timing=timing,
+                           stages=(stage,))  # fmt: skip
+    assert bool(plan.calls) == (stage == "correctness") and bool(plan.pairs) == (stage == "timing")
+
+
+def test_forbidden_names_map_to_operators_not_plumbing() -> None:
+    from aka.eval._ops import forbidden_operators
+
+    ops = forbidden_operators(["torch.softmax", "torch.Tensor.copy_", "torch.matmul", "aten::mm"])
+    assert {"aten::softmax", "aten::_softmax", "aten::matmul", "aten::mm"} <= ops
+    assert "aten::copy_" not in ops  # data movement is every wrapper's; the name check keeps it
