@@ -1,0 +1,78 @@
+"""Feedback text: what a multi-turn policy is told about its last candidate.
+
+The same facts a coding agent gets from ``aka eval``: whether it compiled (and the first
+error lines if not), the first failing correctness case, the hack checks that fired, and
+the speedup per timed shape. Built from the evaluation's own events in the ledger, so the
+feedback a policy saw can be rebuilt from the ledger alone.
+"""
+
+from __future__ import annotations
+
+from aka import events as ev
+from aka_ledger import Ledger
+
+__all__ = ["feedback_text", "rejection_text"]
+
+ERROR_LINES = 12
+"""Lines of a compile or runtime error passed on (the tail holds the cause)."""
+
+
+def _shape(shape: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items())
+
+
+def _tail(text: str) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[-ERROR_LINES:])
+
+
+def rejection_text(error: str) -> str:
+    """Feedback for a response that could not be read as a candidate."""
+    return f"Your response could not be read as a candidate, so nothing was run.\n{error}"
+
+
+def _events(ledger: Ledger, run_id: str, eval_id: str) -> list[ev.EventModel]:
+    kinds = ["Compiled", "CorrectnessChecked", "KernelTimed", "Scored"]
+    found = []
+    for env in ledger.events(run_id=run_id, types=kinds):
+        if getattr(env.payload, "eval_id", None) == eval_id:
+            found.append(env.payload)
+    return found
+
+
+def feedback_text(ledger: Ledger, run_id: str, eval_id: str) -> str:
+    """The feedback for evaluation ``eval_id`` of run ``run_id``, from its events."""
+    lines: list[str] = []
+    for p in _events(ledger, run_id, eval_id):
+        if isinstance(p, ev.Compiled):
+            lines.append("compiled: yes" if p.ok else "compiled: no")
+            if not p.ok and p.error:
+                lines.append(_tail(p.error))
+        elif isinstance(p, ev.CorrectnessChecked):
+            failed = [c for c in p.cases if not c.ok]
+            lines.append(
+                f"correct: {'yes' if p.ok else 'no'} ({len(p.cases) - len(failed)}/{len(p.cases)} cases passed)"
+            )
+            if failed:
+                c = failed[0]
+                why = c.error or (
+                    f"max abs error {c.max_abs_err:.3g}"
+                    if c.max_abs_err is not None
+                    else "outside tolerance"
+                )
+                lines.append(f"first failing case: {_shape(c.shape)} {c.dtype}: {_tail(why)}")
+            if p.hack_flags:
+                lines.append("reward-hack checks that fired: " + ", ".join(p.hack_flags))
+        elif isinstance(p, ev.KernelTimed):
+            lines.append("speedup per shape (baseline / candidate median):")
+            for t in p.shapes:
+                lines.append(
+                    f"- {_shape(t.shape)} {t.dtype}: {t.speedup:.3f}x "
+                    f"(baseline {t.baseline_s * 1e6:.1f} us, candidate {t.candidate_s * 1e6:.1f} us)"
+                )
+        elif isinstance(p, ev.Scored):
+            if p.error and not any(p.error.strip() in line for line in lines):
+                lines.append(f"error: {_tail(p.error)}")
+            speed = f"; speedup {p.speedup:.3f}x" if p.speedup is not None else ""
+            lines.append(f"score: {p.score:g} ({p.policy}){speed}")
+    return "\n".join(lines)
