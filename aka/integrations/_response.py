@@ -159,14 +159,12 @@ def _apply_hunks(path: str, source: str, hunks: list[tuple[int, list[str]]]) -> 
         old = [ln[1:] for ln in body if ln[:1] in (" ", "-")]
         new = [ln[1:] for ln in body if ln[:1] in (" ", "+")]
         want = max(start - 1, 0)
-        found = None
-        for delta in sorted(range(-len(lines), len(lines) + 1), key=abs):
-            at = want + delta
-            if pos <= at <= len(lines) - len(old) and [
-                s.rstrip() for s in lines[at : at + len(old)]
-            ] == [s.rstrip() for s in old]:
-                found = at
-                break
+        wanted = [s.rstrip() for s in old]
+        spots = sorted(range(pos, len(lines) - len(old) + 1), key=lambda at: abs(at - want))
+        found = next(
+            (at for at in spots if [s.rstrip() for s in lines[at : at + len(old)]] == wanted),
+            None,
+        )
         if found is None:
             raise _fail(
                 f"hunk {number} of the diff for {path} does not match the starting source "
