@@ -84,7 +84,7 @@ def recorded(ledger_dir: Path) -> tuple[pl.DataFrame, list[dict]]:
 
 
 def test_verl_compute_score_reads_the_solution(
-    tasks_root: Path, ledger_dir: Path, good: str
+    tasks_root: Path, ledger_dir: Path, good: str, cli
 ) -> None:
     from aka.integrations.verl import compute_score, compute_score_batch
 
@@ -113,6 +113,20 @@ def test_verl_compute_score_reads_the_solution(
     assert [s["index"] for s in samples] == sorted(s["index"] for s in samples)
     assert {s["row"] for s in samples} == {0}
     assert "the response is empty" in samples[-1]["error"]
+    best = table.sort("score")[-1].to_dicts()[0]
+    audited = cli(
+        "audit", best["attempt_key"], "--run", best["run_id"], "--ledger", str(ledger_dir)
+    )
+    assert audited.code == 0 and "kernel.py" in audited.out
+    errors = cli(
+        "sql",
+        "SELECT payload->>'$.error' AS error FROM events WHERE type = 'AttemptFinished'",
+        "--ledger",
+        str(ledger_dir),
+        "--format",
+        "json",
+    )
+    assert errors.code == 0 and "the response is empty" in errors.out
 
 
 def test_a_changed_task_folder_is_refused(tasks_root: Path, ledger_dir: Path, good: str) -> None:
@@ -170,6 +184,8 @@ def test_trl_reward_plain_and_conversational(tasks_root: Path, ledger_dir: Path,
     assert samples[1]["text"] == PROSE
     # The prompt and the candidate's diff come back in the reward export's columns.
     assert set(table["prompt"].to_list()) == {"p1", "p2", "make it fast"}
+    wrote = dict(zip(table["prompt"].to_list(), table["response"].to_list(), strict=True))
+    assert "+++ b/kernel.py" in wrote["p2"]  # the prose became kernel.py: its diff is the response
 
 
 def test_skyrl_episode_gets_aka_feedback_each_turn(
