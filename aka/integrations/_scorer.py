@@ -125,7 +125,7 @@ def score_response(
     Raises:
         InputError: unknown task, or a task folder that changed since the prompt.
     """
-    from aka.integrations._feedback import feedback_text, rejection_text
+    from aka.feedback import feedback_text, rejection_text
     from aka.integrations._response import ResponseError, parse_response
 
     spec = evaluator.task(task)

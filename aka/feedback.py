@@ -8,10 +8,15 @@ feedback a policy saw can be rebuilt from the ledger alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from aka import events as ev
 from aka_ledger import Ledger
 
-__all__ = ["feedback_text", "rejection_text"]
+__all__ = ["FEEDBACK_EVENTS", "feedback_text", "rejection_text", "render_feedback"]
+
+FEEDBACK_EVENTS = ("Compiled", "CorrectnessChecked", "KernelTimed", "Scored")
+"""The event types feedback is made from (all carry ``eval_id``)."""
 
 ERROR_LINES = 12
 """Lines of a compile or runtime error passed on (the tail holds the cause)."""
@@ -31,19 +36,20 @@ def rejection_text(error: str) -> str:
     return f"Your response could not be read as a candidate, so nothing was run.\n{error}"
 
 
-def _events(ledger: Ledger, run_id: str, eval_id: str) -> list[ev.EventModel]:
-    kinds = ["Compiled", "CorrectnessChecked", "KernelTimed", "Scored"]
-    found = []
-    for env in ledger.events(run_id=run_id, types=kinds):
-        if getattr(env.payload, "eval_id", None) == eval_id:
-            found.append(env.payload)
-    return found
-
-
 def feedback_text(ledger: Ledger, run_id: str, eval_id: str) -> str:
     """The feedback for evaluation ``eval_id`` of run ``run_id``, from its events."""
+    found = [
+        env.payload
+        for env in ledger.events(run_id=run_id, types=FEEDBACK_EVENTS)
+        if getattr(env.payload, "eval_id", None) == eval_id
+    ]
+    return render_feedback(found)
+
+
+def render_feedback(payloads: Iterable[ev.EventModel]) -> str:
+    """The feedback from one evaluation's events, in their order (pure)."""
     lines: list[str] = []
-    for p in _events(ledger, run_id, eval_id):
+    for p in payloads:
         if isinstance(p, ev.Compiled):
             lines.append("compiled: yes" if p.ok else "compiled: no")
             if not p.ok and p.error:
