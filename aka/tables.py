@@ -78,7 +78,9 @@ def attempt_table(
         evals = pl.from_arrow(con.sql(FINAL_EVALS_SQL, params=[run_ids]).to_arrow_table())
         assert isinstance(evals, pl.DataFrame)
         frames = [finals.join(evals, on=["run_id", "attempt_key", "try_no"], how="left")]
-        frames.append(pl.from_arrow(con.sql(TURNS_SQL, params=[run_ids]).to_arrow_table()))
+        turn_rows = pl.from_arrow(con.sql(TURNS_SQL, params=[run_ids]).to_arrow_table())
+        assert isinstance(turn_rows, pl.DataFrame)
+        frames.append(turn_rows)
     out: list[pl.DataFrame] = []
     for frame in frames:
         assert isinstance(frame, pl.DataFrame)

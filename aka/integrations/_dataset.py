@@ -15,7 +15,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -113,7 +113,7 @@ def prompt_frame(
         )
     if repeat < 1:
         raise InputError(f"repeat must be at least 1, got {repeat}", fix="use --repeat 1")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for task in tasks:
         text = trainer_prompt(task, device=device)
         truth = json.dumps({"task": task.key, "task_digest": digests[task.key]}, sort_keys=True)

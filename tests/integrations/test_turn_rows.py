@@ -88,7 +88,10 @@ def test_self_evaluation_turns_export_diff_message_and_feedback(
     assert [r["turn"] for r in rows] == [1, 2, 0]
     first, second, final = rows
     assert first["response"].startswith("--- a/kernel.py\n+++ b/kernel.py\n@@")
-    assert "-    return x * 2 + 1\n" in first["response"] and "+    return x * 3\n" in first["response"]
+    assert (
+        "-    return x * 2 + 1\n" in first["response"]
+        and "+    return x * 3\n" in first["response"]
+    )
     assert (
         "+    return torch.addcmul(" in second["response"]
         and second["response"] == final["response"]
