@@ -40,10 +40,7 @@ MAX_RESPONSE_CHARS = 256 * 1024
 
 Form = Literal["fenced", "diff", "bare"]
 
-_FENCE = re.compile(
-    r"^(?P<indent>[ \t]{0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
-    re.DOTALL | re.MULTILINE,
-)
+_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^`]*)$")
 _THINK = re.compile(r"<think>.*?(</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _PATH_KEY = re.compile(r"\b(?:path|file|filename)\s*[=:]\s*[\"']?([^\s\"']+)")
 _FILE_LINE = re.compile(r"^\s*(?:#|//|--)\s*(?:file|path|filename)\s*:\s*(\S+)\s*$", re.IGNORECASE)
@@ -114,13 +111,41 @@ def _is_diff(text: str) -> bool:
     )
 
 
+def _blocks(text: str) -> list[tuple[str, str, str]]:
+    """Fenced blocks as (info string, body, last non-blank line before the fence).
+
+    One pass over the lines (linear in the text, whatever fences it holds); a block left
+    open (a sample cut off at the generation limit) runs to the end of the text.
+    """
+    lines = text.split("\n")
+    blocks: list[tuple[str, str, str]] = []
+    before = ""
+    i = 0
+    while i < len(lines):
+        opened = _OPEN.match(lines[i])
+        if not opened:
+            if lines[i].strip():
+                before = lines[i]
+            i += 1
+            continue
+        fence = opened.group(1)
+        close = re.compile(rf"^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        j = i + 1
+        while j < len(lines) and not close.match(lines[j]):
+            j += 1
+        body = "\n".join(lines[i + 1 : j])
+        blocks.append((opened.group(2).strip(), body + "\n" if body else "", before))
+        before = ""
+        i = j + 1
+    return blocks
+
+
 def _fenced(text: str, editable: Sequence[str]) -> tuple[dict[str, str], list[str], list[str]]:
     """Blocks with a path (path -> body), bare blocks, and diff blocks, in order."""
     named: dict[str, str] = {}
     bare: list[str] = []
     diffs: list[str] = []
-    for m in _FENCE.finditer(text):
-        info, body = m.group("info").strip(), m.group("body")
+    for info, body, before in _blocks(text):
         lang = info.split()[0].lower() if info else ""
         if lang in _DIFF_LANGS or _is_diff(body):
             diffs.append(body)
@@ -131,7 +156,6 @@ def _fenced(text: str, editable: Sequence[str]) -> tuple[dict[str, str], list[st
         if path is None and first:
             path, body = first.group(1), lines[1] if len(lines) > 1 else ""
         if path is None:
-            before = text[: m.start()].rstrip().rsplit("\n", 1)[-1]
             heading = _HEADING.match(before)
             if heading:
                 path = heading.group(1)
@@ -232,17 +256,6 @@ def _parse_diff(text: str, editable: Sequence[str], sources: Mapping[str, str]) 
     return {path: _apply_hunks(path, sources[path], hunks) for path, hunks in files.items()}
 
 
-def _close_fences(text: str) -> str:
-    """Close a last fence left open (a sample cut off at the generation limit)."""
-    opened: str | None = None
-    for m in re.finditer(r"^[ \t]{0,3}(`{3,}|~{3,})", text, re.MULTILINE):
-        if opened is None:
-            opened = m.group(1)
-        elif m.group(1)[0] == opened[0] and len(m.group(1)) >= len(opened):
-            opened = None
-    return text if opened is None else text.rstrip("\n") + "\n" + opened + "\n"
-
-
 def _strip(body: str) -> str:
     text = body.strip("\n")
     return text + "\n" if text else ""
@@ -275,7 +288,7 @@ def parse_response(
     body = _THINK.sub("", text)
     if not body.strip():
         raise _fail("the response is empty", f"answer with the new {list(editable)}")
-    named, bare, diffs = _fenced(_close_fences(body), editable)
+    named, bare, diffs = _fenced(body, editable)
     if named:
         files, form = {p: _strip(s) for p, s in named.items()}, "fenced"
     elif diffs or (not bare and _is_diff(body)):

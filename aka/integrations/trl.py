@@ -84,7 +84,10 @@ class AkaReward:
         self._seen[step] += len(completions)
         self.last = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-            key, digest = row_task(tasks[i] or self.task, infos[i], None, where="trl dataset row")
+            if tasks[i]:  # the row's own task column wins, then extra_info, then task=
+                key, digest = tasks[i], digests[i]
+            else:
+                key, digest = row_task(self.task, infos[i], None, where="trl dataset row")
             sample = Sample(
                 trainer="trl",
                 trainer_run=self.run_name,
@@ -93,9 +96,7 @@ class AkaReward:
                 prompt=chat_text(prompt),
                 message=message_text(completion),
             )
-            self.last.append(
-                self.scorer.score(key, sample.message, sample, task_digest=digests[i] or digest)
-            )
+            self.last.append(self.scorer.score(key, sample.message, sample, task_digest=digest))
         log_extra = kwargs.get("log_extra")
         if callable(log_extra):
             log_extra("aka_attempt", [r.attempt_key for r in self.last])

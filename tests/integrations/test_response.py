@@ -96,6 +96,10 @@ def test_messy_model_output() -> None:
     assert parse("```python path=kernel.py\nBLOCK = 3\ndef f(") == {
         "kernel.py": "BLOCK = 3\ndef f(\n"
     }
+    # A longer fence holds a shorter one; an opener that is never closed runs to the end.
+    inner = '````python path=kernel.py\ndoc = """\n```\nexample\n```\n"""\n````'
+    assert parse(inner) == {"kernel.py": 'doc = """\n```\nexample\n```\n"""\n'}
+    assert parse("````x\n" * 5000)["kernel.py"].count("````x") == 4999
     # Named blocks win over bare ones, and a path given twice keeps the last block.
     text = "```python\nignored\n```\n```python path=./kernel.py\nA\n```\n```python path=kernel.py\nB\n```"
     assert parse_response(text, editable=ONE, sources=SOURCES).files == {"kernel.py": "B\n"}
