@@ -108,6 +108,8 @@ def test_grpo_step_logs_the_rewards_aka_recorded(
     trainer.train()
     reward.close()
     assert trainer.state.global_step == 1
+    logs = trainer.state.log_history[0]
+    assert {"rewards/aka_reward/mean", "aka/parsed", "aka/compiled", "aka/correct"} <= set(logs)
 
     logged = list(trainer._logs["rewards"]["aka_reward"])
     keys = list(trainer._logs["extra"]["aka_attempt"])
