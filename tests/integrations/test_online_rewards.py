@@ -251,7 +251,7 @@ def test_correct_feedback_lists_each_shape(tasks_root: Path, ledger_dir: Path, g
     ],
 )
 def test_bad_input_gets_zero_and_touches_nothing(
-    tmp_path: Path, tasks_root: Path, ledger_dir: Path, response: str, says: str
+    cli, tmp_path: Path, tasks_root: Path, ledger_dir: Path, response: str, says: str
 ) -> None:
     from aka.integrations.trl import AkaReward
 
@@ -274,6 +274,8 @@ def test_bad_input_gets_zero_and_touches_nothing(
     table, samples = recorded(ledger_dir)
     assert table.height == 0  # nothing was evaluated
     assert says in samples[0]["error"]
+    audited = cli("audit", samples[0]["attempt_key"], "--ledger", str(ledger_dir))
+    assert audited.code == 2 and "was never evaluated" in audited.err and says in audited.err
 
 
 def test_rewards_through_aka_serve(tasks_root: Path, ledger_dir: Path, good: str) -> None:
