@@ -23,6 +23,7 @@ row (``extra_info.index``).
 from __future__ import annotations
 
 import itertools
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,7 +72,7 @@ def compute_score(
         trainer="verl",
         trainer_run=kwargs.get("run_name"),
         index=next(_counter),
-        row=row if isinstance(row, int) and row >= 0 else None,
+        row=int(row) if isinstance(row, numbers.Integral) and row >= 0 else None,
         message=solution_str,
     )
     reward = scorer.score(task, solution_str, sample, task_digest=digest)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -94,6 +95,8 @@ def test_verl_compute_score_reads_the_solution(
     kw = {"tasks_root": str(tasks_root), "ledger": str(ledger_dir), "device": "cpu"}
     right = compute_score(row["data_source"], good, truth, info, **kw)
     assert right["score"] > 120 and right["correct"] == 1.0 and right["parsed"] == 1.0
+    # verl hands rows over as numpy values (object arrays of parquet rows)
+    info = {**info, "index": np.int64(info["index"])}
     batch = compute_score_batch(
         data_sources=["aka", "aka"],
         solution_strs=[PROSE, ""],
