@@ -20,7 +20,7 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,7 @@ from aka.core import attempt_key
 from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
+from aka.feedback import render_feedback
 from aka.orchestrator import (
     ITEM_TEXT_CAP,
     environment,
@@ -89,10 +90,31 @@ class EvalResult:
     components: dict[str, float]
     hack_flags: list[str]
     error: str | None
+    feedback: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         return asdict(self)
+
+
+class _Recording:
+    """The ledger as :func:`aka.eval.evaluate` uses it, keeping what the evaluation appends.
+
+    The feedback a trainer gets is made from the evaluation's own events; reading them back
+    from the ledger would cost a read of the whole run for every sample.
+    """
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+        self.cas = ledger.cas
+        self.events: list[ev.EventModel] = []
+
+    def append(self, event: ev.EventModel, **kwargs: Any) -> Any:
+        self.events.append(event)
+        return self.ledger.append(event, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, name)
 
 
 class Evaluator:
@@ -222,7 +244,8 @@ class Evaluator:
                 timing=self.timing,
                 try_no=1,
             )
-            scored = evaluate(self.ledger, self.run_id, key, req)
+            seen = _Recording(self.ledger)
+            scored = evaluate(cast(Ledger, seen), self.run_id, key, req)
             self._append(key, ev.AttemptFinished(try_no=1, status="scored"))
         return EvalResult(
             run_id=self.run_id,
@@ -236,6 +259,7 @@ class Evaluator:
             components=scored.components,
             hack_flags=scored.hack_flags,
             error=scored.error,
+            feedback=render_feedback(seen.events),
         )
 
     def reject(self, task_key: str, error: str, *, sample: Sample | None = None) -> EvalResult:

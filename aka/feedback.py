@@ -2,8 +2,8 @@
 
 The same facts a coding agent gets from ``aka eval``: whether it compiled (and the first
 error lines if not), the first failing correctness case, the hack checks that fired, and
-the speedup per timed shape. Built from the evaluation's own events in the ledger, so the
-feedback a policy saw can be rebuilt from the ledger alone.
+the speedup per timed shape. Built from the evaluation's own events (as it appends them, or
+read back from the ledger), so the feedback a policy saw can be rebuilt from the ledger.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from aka import events as ev
-from aka_ledger import Ledger
 
-__all__ = ["FEEDBACK_EVENTS", "feedback_text", "rejection_text", "render_feedback"]
+__all__ = ["FEEDBACK_EVENTS", "rejection_text", "render_feedback"]
 
 FEEDBACK_EVENTS = ("Compiled", "CorrectnessChecked", "KernelTimed", "Scored")
 """The event types feedback is made from (all carry ``eval_id``)."""
@@ -34,16 +33,6 @@ def _tail(text: str) -> str:
 def rejection_text(error: str) -> str:
     """Feedback for a response that could not be read as a candidate."""
     return f"Your response could not be read as a candidate, so nothing was run.\n{error}"
-
-
-def feedback_text(ledger: Ledger, run_id: str, eval_id: str) -> str:
-    """The feedback for evaluation ``eval_id`` of run ``run_id``, from its events."""
-    found = [
-        env.payload
-        for env in ledger.events(run_id=run_id, types=FEEDBACK_EVENTS)
-        if getattr(env.payload, "eval_id", None) == eval_id
-    ]
-    return render_feedback(found)
 
 
 def render_feedback(payloads: Iterable[ev.EventModel]) -> str:

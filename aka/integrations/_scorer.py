@@ -125,7 +125,7 @@ def score_response(
     Raises:
         InputError: unknown task, or a task folder that changed since the prompt.
     """
-    from aka.feedback import feedback_text, rejection_text
+    from aka.feedback import rejection_text
     from aka.integrations._response import ResponseError, parse_response
 
     spec = evaluator.task(task)
@@ -162,7 +162,7 @@ def score_response(
         correct=r.correct,
         speedup=r.speedup,
         error=r.error,
-        feedback=feedback_text(evaluator.ledger, r.run_id, r.eval_id),
+        feedback=r.feedback,
         form=cand.form,
         run_id=r.run_id,
         attempt_key=r.attempt_key,

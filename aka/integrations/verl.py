@@ -72,7 +72,7 @@ def compute_score(
         trainer="verl",
         trainer_run=kwargs.get("run_name"),
         index=next(_counter),
-        row=int(row) if isinstance(row, numbers.Integral) and row >= 0 else None,
+        row=int(row) if isinstance(row, numbers.Integral) and int(row) >= 0 else None,
         message=solution_str,
     )
     reward = scorer.score(task, solution_str, sample, task_digest=digest)

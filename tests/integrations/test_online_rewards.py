@@ -238,6 +238,19 @@ def test_correct_feedback_lists_each_shape(tasks_root: Path, ledger_dir: Path, g
     assert r.correct and r.form == "fenced"
     assert "correct: yes (2/2 cases passed)" in r.feedback
     assert "- N=4096 float32: " in r.feedback and "x (baseline " in r.feedback
+    # The feedback made while evaluating is what the ledger's events for it give later.
+    from aka.feedback import FEEDBACK_EVENTS, render_feedback
+
+    led = Ledger.open(ledger_dir, registry=REGISTRY)
+    try:
+        stored = [
+            e.payload
+            for e in led.events(types=FEEDBACK_EVENTS)
+            if getattr(e.payload, "eval_id", None) == r.eval_id
+        ]
+    finally:
+        led.close()
+    assert len(stored) == 4 and render_feedback(stored) == r.feedback
 
 
 @pytest.mark.parametrize(
