@@ -132,6 +132,26 @@ def test_verl_compute_score_reads_the_solution(
     assert errors.code == 0 and "the response is empty" in errors.out
 
 
+def test_verl_loads_the_function_from_its_file_path(tasks_root: Path, ledger_dir: Path) -> None:
+    """verl's ``custom_reward_function.path`` loads the file as a module of its own."""
+    import functools
+    import importlib.util
+
+    import aka.integrations.verl as verl_module
+
+    spec = importlib.util.spec_from_file_location("custom_module", verl_module.__file__)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kw = {"tasks_root": str(tasks_root), "ledger": str(ledger_dir), "device": "cpu"}
+    for name in ("compute_score", "compute_score_batch"):
+        assert getattr(module, name).__code__.co_filename == verl_module.__file__
+    fn = functools.partial(module.compute_score, **kw)  # as verl binds reward_kwargs
+    (row,) = rows(tasks_root, ledger_dir, "verl")
+    got = fn(row["data_source"], PROSE, row["reward_model"]["ground_truth"], row["extra_info"])
+    assert got["score"] == 0.0 and got["parsed"] == 1.0 and got["compiled"] == 0.0
+
+
 def test_a_changed_task_folder_is_refused(tasks_root: Path, ledger_dir: Path, good: str) -> None:
     from aka.integrations.verl import compute_score
 
