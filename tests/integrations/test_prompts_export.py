@@ -68,6 +68,38 @@ def test_the_prompt_shows_the_sources_and_how_to_answer() -> None:
     }
 
 
+def test_tasks_that_cannot_run_on_the_device_are_skipped_by_name(cli, tmp_path: Path) -> None:
+    out = tmp_path / "p.parquet"
+    res = cli(
+        "export", "prompts", "--root", str(REPO / "tasks"), "--tasks", "cuda2cuda/ops/softmax",
+        "--tasks", "triton2triton/llm/softmax", "--device", "cpu", "--out", str(out),
+        "--ledger", str(tmp_path / "l"),
+    )  # fmt: skip
+    assert (
+        res.code == 0
+        and "skipped cuda2cuda/ops/softmax: no editable sources runnable on cpu" in res.err
+    )
+    assert pl.read_parquet(out)["extra_info"].to_list()[0]["task"] == "triton2triton/llm/softmax"
+    res = cli(
+        "export", "prompts", "--root", str(REPO / "tasks"), "--tasks", "cuda2cuda/ops/softmax",
+        "--device", "cpu", "--out", str(out), "--ledger", str(tmp_path / "l"),
+    )  # fmt: skip
+    assert res.code == 2 and "none of the 1 selected tasks" in res.err
+
+
+def test_importing_the_adapters_loads_neither_torch_nor_triton() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aka.integrations, aka.integrations.verl, aka.integrations.trl, "
+        "aka.integrations.skyrl, aka.integrations._dataset\n"
+        "print(sorted(m for m in ('torch', 'triton', 'trl', 'transformers') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 def test_bad_selections_and_formats_are_errors(cli, tmp_path: Path) -> None:
     out = str(tmp_path / "p.parquet")
     res = cli(
