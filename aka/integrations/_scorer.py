@@ -21,9 +21,12 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aka.errors import InputError
+
+if TYPE_CHECKING:
+    from aka.api import Evaluator, Sample
 
 __all__ = [
     "ENV_DEVICE",
@@ -98,7 +101,7 @@ class Scorer(Protocol):
     """Scores responses for tasks; :class:`LocalScorer` or :class:`HttpScorer`."""
 
     def score(
-        self, task: str, response: str, sample: Any, *, task_digest: str | None = None
+        self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
     ) -> Reward:
         """Score ``response`` as a candidate for ``task`` (sample: an ``aka.api.Sample``)."""
         ...
@@ -109,7 +112,12 @@ class Scorer(Protocol):
 
 
 def score_response(
-    evaluator: Any, task: str, response: str, sample: Any, *, task_digest: str | None = None
+    evaluator: Evaluator,
+    task: str,
+    response: str,
+    sample: Sample,
+    *,
+    task_digest: str | None = None,
 ) -> Reward:
     """Parse ``response`` for ``task``, evaluate it (or record why not) and return the reward.
 
@@ -174,11 +182,11 @@ class LocalScorer:
     """Scores in this process with an :class:`aka.api.Evaluator` (candidates still run in
     processes of their own)."""
 
-    def __init__(self, evaluator: Any):
+    def __init__(self, evaluator: Evaluator):
         self.evaluator = evaluator
 
     def score(
-        self, task: str, response: str, sample: Any, *, task_digest: str | None = None
+        self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
     ) -> Reward:
         """See :func:`score_response`."""
         return score_response(self.evaluator, task, response, sample, task_digest=task_digest)
@@ -196,7 +204,7 @@ class HttpScorer:
         self.timeout = timeout
 
     def score(
-        self, task: str, response: str, sample: Any, *, task_digest: str | None = None
+        self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
     ) -> Reward:
         """Send the response; the server parses, evaluates and records it.
 
