@@ -20,7 +20,9 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from aka import __version__
 from aka import events as ev
@@ -29,12 +31,48 @@ from aka.core import attempt_key
 from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
-from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
+from aka.feedback import render_feedback
+from aka.orchestrator import (
+    ITEM_TEXT_CAP,
+    environment,
+    harness_digest,
+    new_run_id,
+    resolve_device,
+)
+from aka.scoring import Measurements, score
 from aka.tasks import Task, select
 from aka.treatments import ResolvedArm
 from aka_ledger import Ledger
 
 EXTERNAL = "external"
+
+
+class Sample(BaseModel):
+    """Where a candidate came from in a trainer: recorded with its attempt.
+
+    The prompt and the model's message are stored as the attempt's agent events (the
+    prompt as ``AgentStarted.prompt``, the message as an ``AgentOutput`` item and as the
+    ``AgentFinished`` transcript), so ``aka export rewards`` and ``aka audit`` show what
+    the policy was asked and what it said, next to what was evaluated.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trainer: str = Field(description="The trainer that asked (trl, verl, skyrl, ...).")
+    trainer_run: str | None = Field(default=None, description="The trainer's own run name.")
+    step: int | None = Field(default=None, ge=0, description="Policy (global) step.")
+    index: int | None = Field(default=None, ge=0, description="Sample index within the step.")
+    row: int | None = Field(default=None, ge=0, description="Dataset row the prompt came from.")
+    episode: str | None = Field(default=None, description="Multi-turn episode id.")
+    turn: int | None = Field(default=None, ge=0, description="Turn within the episode.")
+    prompt: str = Field(default="", description="The prompt text the policy saw.")
+    message: str = Field(default="", description="The model's whole response.")
+
+    def data(self) -> str:
+        """The provenance fields as JSON (an ``AgentOutput`` item's ``data``)."""
+        return json.dumps(
+            self.model_dump(exclude={"prompt", "message"}, exclude_none=True), sort_keys=True
+        )
 
 
 @dataclass(frozen=True)
@@ -52,10 +90,31 @@ class EvalResult:
     components: dict[str, float]
     hack_flags: list[str]
     error: str | None
+    feedback: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         return asdict(self)
+
+
+class _Recording:
+    """The ledger as :func:`aka.eval.evaluate` uses it, keeping what the evaluation appends.
+
+    The feedback a trainer gets is made from the evaluation's own events; reading them back
+    from the ledger would cost a read of the whole run for every sample.
+    """
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+        self.cas = ledger.cas
+        self.events: list[ev.EventModel] = []
+
+    def append(self, event: ev.EventModel, **kwargs: Any) -> Any:
+        self.events.append(event)
+        return self.ledger.append(event, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ledger, name)
 
 
 class Evaluator:
@@ -87,6 +146,7 @@ class Evaluator:
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._harness = harness_digest(self.ledger)
+        self._arm = ""
         self._started = False
 
     def __enter__(self) -> Evaluator:
@@ -100,6 +160,18 @@ class Evaluator:
         if self._own:
             self.ledger.close()
 
+    def task(self, key: str) -> Task:
+        """The loaded task ``key`` (its spec and folder).
+
+        Raises:
+            InputError: no such task under the tasks root.
+        """
+        return self._task(key)[0]
+
+    def task_digest(self, key: str) -> str:
+        """The tree digest of task ``key``'s folder, as its attempts record it."""
+        return self._task(key)[1]
+
     def _task(self, key: str) -> tuple[Task, str]:
         if key not in self._tasks:
             (task,) = select(self.root, [key], where="task")[:1]
@@ -109,6 +181,7 @@ class Evaluator:
     def _start(self, task_key: str, tree: str) -> None:
         if self._started:
             return
+        self._arm = self.ledger.cas.put(ResolvedArm(agent="noop").canonical_json())
         cfg = RunConfig(
             label=self.label,
             tasks=[task_key],
@@ -121,7 +194,7 @@ class Evaluator:
             config=self.ledger.cas.put(cfg.canonical_json()),
             config_path="(api)",
             tasks={task_key: tree},
-            arms={EXTERNAL: self.ledger.cas.put(ResolvedArm(agent="noop").canonical_json())},
+            arms={EXTERNAL: self._arm},
             device=self.device,
             environment=self.ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),
             harness=self._harness,
@@ -131,8 +204,15 @@ class Evaluator:
         self.ledger.append(started, run_id=self.run_id, durable=True)
         self._started = True
 
-    def evaluate(self, task_key: str, files: dict[str, str | bytes]) -> EvalResult:
+    def evaluate(
+        self, task_key: str, files: dict[str, str | bytes], *, sample: Sample | None = None
+    ) -> EvalResult:
         """Score ``files`` (editable path -> source) as a candidate for ``task_key``.
+
+        Args:
+            task_key: the task, relative to the tasks root.
+            files: editable path -> new source; files left out keep their starting source.
+            sample: where the candidate came from in a trainer (recorded with it).
 
         Raises:
             InputError: unknown task, or a file the task does not declare editable.
@@ -146,33 +226,13 @@ class Evaluator:
                 fix=f"send only {task.spec.editable}",
             )
         with self._lock:
-            self._start(task_key, tree)
-            repeat = self._counts.get(task_key, 0)
-            self._counts[task_key] = repeat + 1
-            key = attempt_key(task_key, EXTERNAL, repeat)
-            self.ledger.append(
-                ev.AttemptPlanned(
-                    task=task_key,
-                    arm=EXTERNAL,
-                    agent=EXTERNAL,
-                    repeat=repeat,
-                    order=sum(self._counts.values()),
-                ),
-                run_id=self.run_id,
-                attempt_key=key,
-                durable=True,
-            )
-            self.ledger.append(
-                ev.AttemptStarted(try_no=1, worker="api"), run_id=self.run_id, attempt_key=key
-            )
+            key = self._begin(task_key, tree, sample)
             cand_tree, diff = self._capture(task, files)
-            self.ledger.append(
+            self._append(
+                key,
                 ev.CandidateCaptured(
                     try_no=1, tree=cand_tree, diff=self.ledger.cas.put(diff), changed=sorted(files)
                 ),
-                run_id=self.run_id,
-                attempt_key=key,
-                durable=True,
             )
             req = EvalRequest(
                 task=task,
@@ -184,13 +244,9 @@ class Evaluator:
                 timing=self.timing,
                 try_no=1,
             )
-            scored = evaluate(self.ledger, self.run_id, key, req)
-            self.ledger.append(
-                ev.AttemptFinished(try_no=1, status="scored"),
-                run_id=self.run_id,
-                attempt_key=key,
-                durable=True,
-            )
+            seen = _Recording(self.ledger)
+            scored = evaluate(cast(Ledger, seen), self.run_id, key, req)
+            self._append(key, ev.AttemptFinished(try_no=1, status="scored"))
         return EvalResult(
             run_id=self.run_id,
             attempt_key=key,
@@ -203,7 +259,79 @@ class Evaluator:
             components=scored.components,
             hack_flags=scored.hack_flags,
             error=scored.error,
+            feedback=render_feedback(seen.events),
         )
+
+    def reject(self, task_key: str, error: str, *, sample: Sample | None = None) -> EvalResult:
+        """Record a response that never became a candidate; it gets the failure score.
+
+        The attempt ends with status ``error`` and ``error`` as its reason; nothing is
+        evaluated (there are no files to run). The score is the policy's score for a
+        candidate that did not compile (0 under ``agentkernelarena``).
+
+        Raises:
+            InputError: unknown task.
+        """
+        _, tree = self._task(task_key)
+        failed = score(Measurements(compiled=False, correct=False), self.policy)
+        with self._lock:
+            key = self._begin(task_key, tree, sample)
+            self._append(key, ev.AttemptFinished(try_no=1, status="error", error=error))
+        return EvalResult(
+            run_id=self.run_id,
+            attempt_key=key,
+            eval_id="",
+            candidate="",
+            compiled=False,
+            correct=False,
+            speedup=None,
+            reward=failed.score,
+            components=failed.components,
+            hack_flags=[],
+            error=error,
+        )
+
+    def _append(self, key: str, event: ev.EventModel, durable: bool = True) -> None:
+        self.ledger.append(event, run_id=self.run_id, attempt_key=key, durable=durable)
+
+    def _begin(self, task_key: str, tree: str, sample: Sample | None) -> str:
+        """Plan and start one attempt (and record the sample's prompt and message)."""
+        self._start(task_key, tree)
+        repeat = self._counts.get(task_key, 0)
+        self._counts[task_key] = repeat + 1
+        key = attempt_key(task_key, EXTERNAL, repeat)
+        planned = ev.AttemptPlanned(
+            task=task_key,
+            arm=EXTERNAL,
+            agent=sample.trainer if sample else EXTERNAL,
+            repeat=repeat,
+            order=sum(self._counts.values()),
+        )
+        self._append(key, planned)
+        self._append(key, ev.AttemptStarted(try_no=1, worker="api"), durable=False)
+        if sample is not None:
+            cas = self.ledger.cas
+            self._append(
+                key,
+                ev.AgentStarted(
+                    try_no=1,
+                    agent=sample.trainer,
+                    arm=self._arm,
+                    prompt=cas.put(sample.prompt.encode()),
+                    timeout_seconds=0.0,
+                ),
+            )
+            item = ev.AgentItemRecord(
+                kind="message", text=sample.message[:ITEM_TEXT_CAP], data=sample.data()
+            )
+            self._append(key, ev.AgentOutput(try_no=1, items=[item]), durable=False)
+            self._append(
+                key,
+                ev.AgentFinished(
+                    try_no=1, status="ok", wall_s=0.0, transcript=cas.put(sample.message.encode())
+                ),
+            )
+        return key
 
     def evaluate_batch(self, items: list[tuple[str, dict[str, str | bytes]]]) -> list[EvalResult]:
         """Score several candidates, in order (one GPU measures one at a time)."""

@@ -64,6 +64,15 @@ def find_final(
             start = starts[p.eval_id].payload
             assert isinstance(start, ev.EvaluationStarted)
             return e.run_id, e.attempt_key or "", p, start
+    for e in ledger.events(run_id=run_id, types=["AttemptFinished"]):
+        p = e.payload
+        if e.attempt_key == attempt and isinstance(p, ev.AttemptFinished) and p.error:
+            raise NotFoundError(
+                f"attempt {attempt!r} of run {e.run_id!r} was never evaluated: {p.error}",
+                where=str(ledger.root),
+                fix="nothing ran, so there are no files to audit; the response is the blob in "
+                "its AgentFinished event's transcript (`aka sql` over events)",
+            )
     raise NotFoundError(
         f"no scored attempt {attempt!r}" + (f" in run {run_id!r}" if run_id else ""),
         where=str(ledger.root),

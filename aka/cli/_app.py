@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._tasks",
     "aka.cli._eval",
     "aka.cli._compare",
+    "aka.cli._export_prompts",
     "aka.cli._serve",
     "aka.cli._dashboard",
     "aka.cli._worker",

@@ -17,8 +17,17 @@ MAX_BODY = 16 << 20
 
 
 def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServer:
-    """An HTTP server: ``POST /evaluate`` {task, files} -> result JSON; ``GET /health``."""
+    """An HTTP server: ``POST /evaluate`` {task, files} -> result JSON; ``GET /health``.
+
+    ``POST /reward`` {task, response, sample, task_digest?} reads a model's response
+    (docs/trainers.md) and returns the reward with feedback (what the trainer adapters
+    in :mod:`aka.integrations` send when ``AKA_SERVE_URL`` is set).
+    """
+    from pydantic import ValidationError
+
+    from aka.api import Sample
     from aka.errors import AkaError
+    from aka.integrations._scorer import score_response
 
     class Handler(BaseHTTPRequestHandler):
         def _reply(self, code: int, body: dict[str, object]) -> None:
@@ -38,12 +47,15 @@ def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServ
                 self._reply(404, {"error": "unknown path; use POST /evaluate or GET /health"})
 
         def do_POST(self) -> None:
-            if self.path != "/evaluate":
-                self._reply(404, {"error": "unknown path; use POST /evaluate"})
+            if self.path not in ("/evaluate", "/reward"):
+                self._reply(404, {"error": "unknown path; use POST /evaluate or POST /reward"})
                 return
             length = int(self.headers.get("Content-Length") or 0)
             if not 0 < length <= MAX_BODY:
                 self._reply(413, {"error": f"body must be 1..{MAX_BODY} bytes"})
+                return
+            if self.path == "/reward":
+                self._reward(self.rfile.read(length))
                 return
             try:
                 req = json.loads(self.rfile.read(length))
@@ -63,6 +75,42 @@ def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServ
                 self._reply(400, {"error": str(exc)})
                 return
             self._reply(200, result.to_dict())
+
+        def _reward(self, raw: bytes) -> None:
+            try:
+                req = json.loads(raw)
+                unknown = set(req) - {"task", "response", "sample", "task_digest"}
+                if unknown or not isinstance(req["task"], str):
+                    raise TypeError(f"unknown keys {sorted(unknown)}" if unknown else "task")
+                if not isinstance(req["response"], str):
+                    raise TypeError("response must be a string")
+                sample = Sample.model_validate(req.get("sample") or {"trainer": "http"})
+                reward = score_response(
+                    evaluator,
+                    req["task"],
+                    req["response"],
+                    sample,
+                    task_digest=req.get("task_digest"),
+                )
+            except (
+                KeyError,
+                TypeError,
+                AttributeError,
+                json.JSONDecodeError,
+                ValidationError,
+            ) as exc:
+                self._reply(
+                    400,
+                    {
+                        "error": f"bad request: {exc}; send {{'task': KEY, 'response': TEXT, "
+                        "'sample': {'trainer': NAME, 'step': N, 'index': I}}"
+                    },
+                )
+                return
+            except AkaError as exc:
+                self._reply(400, {"error": str(exc)})
+                return
+            self._reply(200, reward.to_dict())
 
         def log_message(self, format: str, *args: object) -> None:  # quiet by default
             pass

@@ -69,6 +69,8 @@ COMMON_COLUMNS: tuple[str, ...] = (
     "step",
     "is_final",
     "response",
+    "message",
+    "feedback",
     "reward",
     "score",
     "discounted_return",
@@ -80,6 +82,9 @@ COMMON_COLUMNS: tuple[str, ...] = (
     *PROVENANCE_COLUMNS,
 )
 """Columns every format carries after its trainer-specific head, in this order."""
+
+OPTIONAL_TEXT_COLUMNS: tuple[str, ...] = ("message", "feedback")
+"""Per-turn texts an attempt table may carry (``aka.tables`` does); empty when absent."""
 
 HEAD_COLUMNS: dict[str, tuple[str, ...]] = {
     "verl": ("data_source", "prompt", "ability", "reward_model", "extra_info"),
@@ -185,6 +190,9 @@ def reward_frame(
         raise InputError(
             "no attempt rows to export", fix="check the run ids; `aka sql` lists the runs"
         )
+    frame = frame.with_columns(
+        pl.lit("").alias(c) for c in OPTIONAL_TEXT_COLUMNS if c not in frame.columns
+    )
     if last_try_only:
         frame = _keep_last_try(frame)
     shaped = _rewards(_ids(frame), pol, gamma)

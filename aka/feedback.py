@@ -1,0 +1,73 @@
+"""Feedback text: what a multi-turn policy is told about its last candidate.
+
+The same facts a coding agent gets from ``aka eval``: whether it compiled (and the first
+error lines if not), the first failing correctness case, the hack checks that fired, and
+the speedup per timed shape. Built from the evaluation's own events (as it appends them, or
+read back from the ledger), so the feedback a policy saw can be rebuilt from the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aka import events as ev
+
+__all__ = ["FEEDBACK_EVENTS", "rejection_text", "render_feedback"]
+
+FEEDBACK_EVENTS = ("Compiled", "CorrectnessChecked", "KernelTimed", "Scored")
+"""The event types feedback is made from (all carry ``eval_id``)."""
+
+ERROR_LINES = 12
+"""Lines of a compile or runtime error passed on (the tail holds the cause)."""
+
+
+def _shape(shape: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items())
+
+
+def _tail(text: str) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[-ERROR_LINES:])
+
+
+def rejection_text(error: str) -> str:
+    """Feedback for a response that could not be read as a candidate."""
+    return f"Your response could not be read as a candidate, so nothing was run.\n{error}"
+
+
+def render_feedback(payloads: Iterable[ev.EventModel]) -> str:
+    """The feedback from one evaluation's events, in their order (pure)."""
+    lines: list[str] = []
+    for p in payloads:
+        if isinstance(p, ev.Compiled):
+            lines.append("compiled: yes" if p.ok else "compiled: no")
+            if not p.ok and p.error:
+                lines.append(_tail(p.error))
+        elif isinstance(p, ev.CorrectnessChecked):
+            failed = [c for c in p.cases if not c.ok]
+            lines.append(
+                f"correct: {'yes' if p.ok else 'no'} ({len(p.cases) - len(failed)}/{len(p.cases)} cases passed)"
+            )
+            if failed:
+                c = failed[0]
+                why = c.error or (
+                    f"max abs error {c.max_abs_err:.3g}"
+                    if c.max_abs_err is not None
+                    else "outside tolerance"
+                )
+                lines.append(f"first failing case: {_shape(c.shape)} {c.dtype}: {_tail(why)}")
+            if p.hack_flags:
+                lines.append("reward-hack checks that fired: " + ", ".join(p.hack_flags))
+        elif isinstance(p, ev.KernelTimed):
+            lines.append("speedup per shape (baseline / candidate median):")
+            for t in p.shapes:
+                lines.append(
+                    f"- {_shape(t.shape)} {t.dtype}: {t.speedup:.3f}x "
+                    f"(baseline {t.baseline_s * 1e6:.1f} us, candidate {t.candidate_s * 1e6:.1f} us)"
+                )
+        elif isinstance(p, ev.Scored):
+            if p.error and not any(p.error.strip() in line for line in lines):
+                lines.append(f"error: {_tail(p.error)}")
+            speed = f"; speedup {p.speedup:.3f}x" if p.speedup is not None else ""
+            lines.append(f"score: {p.score:g} ({p.policy}){speed}")
+    return "\n".join(lines)

@@ -1,0 +1,321 @@
+"""One scorer behind every trainer adapter: response text in, a recorded reward out.
+
+:func:`score_response` reads the response (:mod:`aka.integrations._response`), sends the
+candidate to an :class:`aka.api.Evaluator` (or records why there is none) and returns a
+:class:`Reward` with the feedback text. Every call is an attempt of the evaluator's
+service run, with the trainer's sample (step, index, prompt, message) recorded, so
+``aka report`` / ``aka export rewards`` list every reward a trainer saw.
+
+Where it runs is configuration (:func:`open_scorer`): in this process (an
+:class:`aka.api.Evaluator` on a ledger) or in an ``aka serve`` process
+(``POST /reward``), so a trainer on another machine of the node needs no task folder
+and no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aka.errors import InputError
+
+if TYPE_CHECKING:
+    from aka.api import Evaluator, Sample
+
+__all__ = [
+    "ENV_DEVICE",
+    "ENV_LEDGER",
+    "ENV_TASKS",
+    "ENV_URL",
+    "HttpScorer",
+    "LocalScorer",
+    "Reward",
+    "Scorer",
+    "close_shared",
+    "open_scorer",
+    "score_response",
+    "shared_scorer",
+]
+
+ENV_URL = "AKA_SERVE_URL"
+"""An ``aka serve`` address (``http://127.0.0.1:8765``): score there instead of in-process."""
+ENV_LEDGER = "AKA_LEDGER"
+"""The ledger folder of the in-process evaluator."""
+ENV_TASKS = "AKA_TASKS_ROOT"
+"""The tasks folder of the in-process evaluator (default ``tasks``)."""
+ENV_DEVICE = "AKA_DEVICE"
+"""The device of the in-process evaluator (default ``auto``)."""
+
+
+@dataclass(frozen=True)
+class Reward:
+    """A trainer's reward for one response, and where it is recorded.
+
+    Attributes:
+        score: the reward (the evaluator's score under its policy).
+        compiled, correct, speedup: the components a trainer logs.
+        error: why it failed (a parse error, a compile error, a failing case), or None.
+        feedback: text for a multi-turn policy's next turn.
+        form: how the response was read (``fenced``, ``diff``, ``bare``), None if it was not.
+        run_id, attempt_key, eval_id: the ledger records (``eval_id`` empty when nothing
+            was evaluated).
+    """
+
+    score: float
+    compiled: bool
+    correct: bool
+    speedup: float | None
+    error: str | None
+    feedback: str
+    form: str | None
+    run_id: str
+    attempt_key: str
+    eval_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (what ``POST /reward`` returns)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Reward:
+        """Back from :meth:`to_dict` (unknown keys are an error)."""
+        return cls(**data)
+
+    def metrics(self) -> dict[str, float]:
+        """The numeric components, as trainers log extra reward info."""
+        return {
+            "compiled": float(self.compiled),
+            "correct": float(self.correct),
+            "speedup": float(self.speedup or 0.0),
+            "parsed": float(self.form is not None),
+        }
+
+
+class Scorer(Protocol):
+    """Scores responses for tasks; :class:`LocalScorer` or :class:`HttpScorer`."""
+
+    def score(
+        self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
+    ) -> Reward:
+        """Score ``response`` as a candidate for ``task`` (sample: an ``aka.api.Sample``)."""
+        ...
+
+    def close(self) -> None:
+        """Release the evaluator (closes the ledger the scorer opened)."""
+        ...
+
+
+def score_response(
+    evaluator: Evaluator,
+    task: str,
+    response: str,
+    sample: Sample,
+    *,
+    task_digest: str | None = None,
+) -> Reward:
+    """Parse ``response`` for ``task``, evaluate it (or record why not) and return the reward.
+
+    Args:
+        evaluator: an :class:`aka.api.Evaluator`.
+        task: the task key.
+        response: the model's message.
+        sample: the :class:`aka.api.Sample` recorded with the attempt.
+        task_digest: the task digest the prompt was made from (a dataset's
+            ``extra_info.task_digest``); a different task folder now is an error, so a
+            reward always belongs to the task the policy was shown.
+
+    Raises:
+        InputError: unknown task, or a task folder that changed since the prompt.
+    """
+    from aka.feedback import rejection_text
+    from aka.integrations._response import ResponseError, parse_response
+
+    spec = evaluator.task(task)
+    if task_digest and task_digest != evaluator.task_digest(task):
+        raise InputError(
+            f"task {task} is not the one the prompt was made from "
+            f"({evaluator.task_digest(task)} now, {task_digest} in the dataset)",
+            where="extra_info.task_digest",
+            fix="export the dataset again from this tasks folder (`aka export prompts`)",
+        )
+    src = spec.path / spec.spec.source_dir
+    sources = {rel: (src / rel).read_text(errors="replace") for rel in spec.spec.editable}
+    try:
+        cand = parse_response(response, editable=spec.spec.editable, sources=sources)
+    except ResponseError as exc:
+        error = exc.render()
+        r = evaluator.reject(task, error, sample=sample)
+        return Reward(
+            score=r.reward,
+            compiled=False,
+            correct=False,
+            speedup=None,
+            error=error,
+            feedback=rejection_text(error),
+            form=None,
+            run_id=r.run_id,
+            attempt_key=r.attempt_key,
+            eval_id="",
+        )
+    r = evaluator.evaluate(task, dict(cand.files), sample=sample)
+    return Reward(
+        score=r.reward,
+        compiled=r.compiled,
+        correct=r.correct,
+        speedup=r.speedup,
+        error=r.error,
+        feedback=r.feedback,
+        form=cand.form,
+        run_id=r.run_id,
+        attempt_key=r.attempt_key,
+        eval_id=r.eval_id,
+    )
+
+
+class LocalScorer:
+    """Scores in this process with an :class:`aka.api.Evaluator` (candidates still run in
+    processes of their own)."""
+
+    def __init__(self, evaluator: Evaluator):
+        self.evaluator = evaluator
+
+    def score(
+        self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
+    ) -> Reward:
+        """See :func:`score_response`."""
+        return score_response(self.evaluator, task, response, sample, task_digest=task_digest)
+
+    def close(self) -> None:
+        """Close the evaluator (and the ledger if it opened it)."""
+        self.evaluator.close()
+
+
+class HttpScorer:
+    """Scores in an ``aka serve`` process: ``POST {url}/reward``."""
+
+    def __init__(self, url: str, *, timeout: float = 3600.0):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+
+    def score(
+        self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
+    ) -> Reward:
+        """Send the response; the server parses, evaluates and records it.
+
+        Raises:
+            InputError: the server refused the request (its message says why) or cannot
+                be reached.
+        """
+        body = {"task": task, "response": response, "sample": sample.model_dump()}
+        if task_digest:
+            body["task_digest"] = task_digest
+        req = urllib.request.Request(
+            f"{self.url}/reward",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return Reward.from_dict(json.loads(resp.read()))
+        except urllib.error.HTTPError as exc:
+            detail = json.loads(exc.read() or b"{}").get("error", str(exc))
+            raise InputError(detail, where=f"{self.url}/reward") from None
+        except urllib.error.URLError as exc:
+            raise InputError(
+                f"cannot reach aka serve: {exc.reason}",
+                where=self.url,
+                fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
+            ) from None
+
+    def close(self) -> None:
+        """Nothing to release: the server owns the evaluator."""
+
+
+def open_scorer(
+    *,
+    url: str | None = None,
+    ledger: str | Path | None = None,
+    tasks_root: str | Path | None = None,
+    device: str | None = None,
+    policy: str = "agentkernelarena",
+    label: str = "trainer",
+) -> Scorer:
+    """A scorer from arguments, falling back to the environment.
+
+    ``url`` (or ``AKA_SERVE_URL``) picks an ``aka serve`` process; otherwise an
+    in-process evaluator on ``ledger`` (or ``AKA_LEDGER``) with ``tasks_root`` (or
+    ``AKA_TASKS_ROOT``, default ``tasks``) and ``device`` (or ``AKA_DEVICE``, default
+    ``auto``).
+
+    Raises:
+        InputError: neither a URL nor a ledger is given.
+    """
+    url = url or os.environ.get(ENV_URL)
+    if url:
+        return HttpScorer(url)
+    where = ledger or os.environ.get(ENV_LEDGER)
+    if not where:
+        raise InputError(
+            "no ledger to record rewards in",
+            where="aka.integrations",
+            fix=f"set {ENV_LEDGER}=DIR (or pass ledger=), or {ENV_URL}=http://HOST:PORT of `aka serve`",
+        )
+    from aka.api import Evaluator
+
+    return LocalScorer(
+        Evaluator(
+            where,
+            tasks_root=tasks_root or os.environ.get(ENV_TASKS, "tasks"),
+            device=device or os.environ.get(ENV_DEVICE, "auto"),
+            policy=policy,
+            label=label,
+        )
+    )
+
+
+SETTINGS = ("tasks_root", "device", "ledger", "url", "policy")
+"""What a trainer config may set for aka (verl ``reward_kwargs``, SkyRL ``env_config``)."""
+_shared: dict[tuple[Any, ...], Scorer] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_scorer(settings: dict[str, Any], *, label: str, where: str) -> Scorer:
+    """One scorer per process and settings, for trainers that call plain functions.
+
+    verl calls a module function and SkyRL builds an environment per episode; both must
+    not open a ledger (and start evaluator processes) per call.
+
+    Raises:
+        InputError: a setting other than :data:`SETTINGS` (``where`` names the config
+            section), or what :func:`open_scorer` raises.
+    """
+    unknown = sorted(k for k, v in settings.items() if k not in SETTINGS and v is not None)
+    if unknown:
+        raise InputError(
+            f"unknown settings {unknown}", where=where, fix=f"use only {list(SETTINGS)}"
+        )
+    key = (label, *(settings.get(k) for k in SETTINGS))
+    with _shared_lock:
+        if key not in _shared:
+            opts = {
+                k: settings[k] for k in ("tasks_root", "device", "ledger", "url") if settings.get(k)
+            }
+            _shared[key] = open_scorer(
+                **opts, policy=settings.get("policy") or "agentkernelarena", label=label
+            )
+        return _shared[key]
+
+
+def close_shared() -> None:
+    """Close every shared scorer (the next call opens a fresh one)."""
+    with _shared_lock:
+        for scorer in _shared.values():
+            scorer.close()
+        _shared.clear()
