@@ -288,7 +288,7 @@ def timing_results(job: Job, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
             windows, hosts, cfg,
             method_text=method(cfg, timer=timer, flush_bytes=int(f.get("flush_bytes") or 0),
                                pre_spin_s=float(f.get("pre_spin_s") or 0.0),
-                               inputs="fresh values in the same buffers every call (sealed core)"),
+                               inputs=f"{f.get('inputs') or 'fresh values'} in the same buffers (sealed core)"),
             timer=timer, flush_bytes=int(f.get("flush_bytes") or 0),
             host=host_check(cfg, windows, hosts, applicable=timer != "perf_counter",
                             idle_excess_s=float(f.get("idle_excess_s") or 0.0)),

@@ -139,3 +139,14 @@ def test_forbidden_names_map_to_operators_not_plumbing() -> None:
     ops = forbidden_operators(["torch.softmax", "torch.Tensor.copy_", "torch.matmul", "aten::mm"])
     assert {"aten::softmax", "aten::_softmax", "aten::matmul", "aten::mm"} <= ops
     assert "aten::copy_" not in ops  # data movement is every wrapper's; the name check keeps it
+
+
+def test_slow_input_generation_times_a_keyed_pick_of_fresh_sets(tmp_path: Path) -> None:
+    """Where one generation costs more than the plan allows, each timed call gets one of
+    eight fresh sets (recorded in the method), and the verdict and audits still hold."""
+    timing = {"target_rel_ci": 0.05, "max_time_s": 0.2, "min_samples": 5, "fresh_max_s": 0.0}
+    honest = _run(tmp_path / "h", "honest_vectorized", timing=timing)
+    assert honest.correct and honest.timing, honest.error
+    assert "keyed pick of 8 fresh sets" in honest.timing[0]["pair"]["method"]
+    cheat = _run(tmp_path / "c", "s03_watched_modes", timing=timing)
+    assert not cheat.correct
