@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sysconfig
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,7 +243,12 @@ def _sealed(
     # The next evaluation's processes start up while this candidate loads, compiles
     # and checks; the gate stops them while it times.
     _spares.refill(job.device, job.isolate_network)
-    cand.send({**request, "out_dir": str(out)}, cwd, plan.text())
+    stdlib = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+    # The paths the candidate's code objects carry (as imported, and resolved).
+    dirs = {Path(request["cand_dir"]), Path(request["cand_dir"]).resolve()}
+    rels = [r for r in job.editable if r.endswith(".py")] or [job.entry_file]
+    text = plan.text(tuple(sorted(str(d / r) for d in dirs for r in rels)), tuple(stdlib))
+    cand.send({**request, "out_dir": str(out)}, cwd, text)
     result = cand.collect(job.timeout_s)
     assembled = _plan.assemble(plan, result.get("core") or [])
     for rec in assembled["records"]:  # outputs are digested under this process's key

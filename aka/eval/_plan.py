@@ -47,9 +47,15 @@ class Plan:
     pairs: list[tuple[int, str, int]]  # (shape index, dtype, seed)
     timing: dict[str, Any] = field(default_factory=dict)
 
-    def text(self) -> str:
-        """The plan as the core reads it (see ``_seal/seal.cpp``)."""
-        lines = [
+    def text(self, cand_files: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> str:
+        """The plan as the core reads it (see ``_seal/seal.cpp``).
+
+        ``cand_files``: operators called from code in these files (the editable ones) are
+        the candidate's; ``libraries``: folders whose frames are skipped when deciding.
+        """
+        lines = [f"W {path}" for path in cand_files]
+        lines += [f"L {lib}" for lib in libraries]
+        lines += [
             f"S {i} " + " ".join(f"{k}={int(v)}" for k, v in shape.items())
             for i, shape in enumerate(self.shapes)
         ]

@@ -45,6 +45,7 @@ BOOTSTRAP = (
     "sys.path.append(root); runpy.run_module(module, run_name='__main__', alter_sys=True)"
 )
 STDERR_TAIL = 4000
+MAX_FRAME = 256 << 20  # the largest frame an evaluation process sends (records, samples)
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "LD_LIBRARY_PATH",
             "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS", "XDG_CACHE_HOME")  # fmt: skip
 ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "MKL_", "CUBLAS_")
@@ -79,10 +80,12 @@ class _Reader(threading.Thread):
     ``on_frame`` sees each complete frame's bytes as it arrives (the gate request).
     """
 
-    def __init__(self, fd: int, on_frame: Callable[[bytes], None]):
+    def __init__(self, fd: int, on_frame: Callable[[bytes], None],
+                 on_junk: Callable[[], None] | None = None):  # fmt: skip
         super().__init__(daemon=True)
         self.fd = fd
         self.on_frame = on_frame
+        self.on_junk = on_junk or (lambda: None)
         self.data = bytearray()
         self.arrivals: list[tuple[int, float]] = []  # (end offset of a frame, time)
 
@@ -94,6 +97,10 @@ class _Reader(threading.Thread):
                 self.data += chunk
                 while len(self.data) - pos >= HEADER.size + MAC_BYTES:
                     (n,) = HEADER.unpack_from(self.data, pos)
+                    if n > MAX_FRAME:  # no writer of ours frames this much: foreign bytes
+                        self.on_junk()
+                        pos = len(self.data)
+                        break
                     end = pos + HEADER.size + MAC_BYTES + n
                     if end > len(self.data):
                         break
@@ -158,7 +165,7 @@ class Proc:
         os.close(write_fd)
         if prepared is not None:
             _gate.register(device, self.proc.pid)
-        self.reader = _Reader(read_fd, self._frame)
+        self.reader = _Reader(read_fd, self._frame, self._junk)
         self.reader.start()
         self.tail: list[bytes] = []
         self.err = threading.Thread(
@@ -197,9 +204,14 @@ class Proc:
         The answer goes out once they are stopped; the gate opens again when this
         process has exited (:meth:`collect`, :meth:`kill`).
         """
-        if self.gated or self.module != GATED_MODULE:
+        if self.module != GATED_MODULE:
             return
-        frames, _ = read_frames(data, self.key)
+        frames, tamper = read_frames(data, self.key)
+        if tamper:
+            self._junk()
+            return
+        if self.gated:
+            return
         frame = frames[0][1] if frames else None
         if (
             isinstance(frame, dict)
@@ -212,6 +224,13 @@ class Proc:
             with contextlib.suppress(BrokenPipeError, ValueError, OSError):
                 self.proc.stdin.write(b"g")
                 self.proc.stdin.close()
+
+    def _junk(self) -> None:
+        """Foreign bytes in the result pipe: nothing after them can be trusted, and the
+        process may be waiting for an answer that cannot come; stop it now (the frames
+        are judged, ``result_channel_tamper``, when it is collected)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
     def _ungate(self) -> None:
         """The process is gone: open the gate it closed, and close its stdin."""

@@ -38,6 +38,8 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <poll.h>
 #include <string>
 #include <vector>
 
@@ -188,12 +190,55 @@ std::set<std::string> g_ops;
 bool g_recording = false;
 
 thread_local int t_depth = 0;
+std::thread::id g_call_thread;
+std::vector<std::string> g_cand_files;  // frames from these files are the candidate's
+std::vector<std::string> g_libraries;  // ...and frames under these are a library's
+
+bool library_file(const std::string& name) {
+  if (name.empty() || name[0] == '<') return true;
+  if (name.find("/site-packages/") != std::string::npos ||
+      name.find("/dist-packages/") != std::string::npos)
+    return true;
+  for (auto& prefix : g_libraries)
+    if (name.compare(0, prefix.size(), prefix) == 0) return true;
+  return false;
+}
+
+// Whether the Python code that called the operator is the candidate's: walking out from
+// the innermost frame past library code, the first other frame decides (the task's own
+// model code around a kernel is not the candidate's).
+bool called_by_candidate() {
+  PyGILState_STATE st = PyGILState_Ensure();
+  bool mine = false;
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    PyObject* fn = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+    Py_DECREF(code);
+    const char* c = fn ? PyUnicode_AsUTF8(fn) : nullptr;
+    std::string name = c ? c : "";
+    Py_XDECREF(fn);
+    if (!library_file(name)) {
+      mine = g_cand_files.empty();
+      for (auto& path : g_cand_files) mine = mine || name == path;
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  PyErr_Clear();
+  PyGILState_Release(st);
+  return mine;
+}
 
 // Only operators called from outside any other operator count: those are what the
-// candidate (or a library's Python on its behalf) asked for; what they dispatch to inside
-// is the operator's own business.
+// calling code asked for; what they dispatch to inside is the operator's own business.
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
-  if (g_recording && t_depth == 0) {
+  if (g_recording && t_depth == 0 && std::this_thread::get_id() == g_call_thread &&
+      called_by_candidate()) {
     std::lock_guard<std::mutex> lock(g_ops_mu);
     if (g_ops.size() < 512) g_ops.insert(fn.name());
   }
@@ -286,7 +331,8 @@ class Seal {
     if (!failed && !pairs_.empty()) {
       frame("{\"kind\":\"mark\",\"name\":\"gate\"}");
       char b;
-      if (::read(0, &b, 1) != 1) {  // no answer: never take an ungated sample
+      struct pollfd pfd = {0, POLLIN, 0};
+      if (::poll(&pfd, 1, 600 * 1000) != 1 || ::read(0, &b, 1) != 1) {  // never ungated
         frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) +
               ",\"error\":\"the timing gate never opened\"}");
         return;
@@ -342,7 +388,8 @@ class Seal {
     while (start < plan.size()) {
       size_t end = plan.find('\n', start);
       if (end == std::string::npos) end = plan.size();
-      std::vector<std::string> f = split(plan.substr(start, end - start));
+      std::string line = plan.substr(start, end - start);
+      std::vector<std::string> f = split(line);
       start = end + 1;
       if (f.empty()) continue;
       const std::string& tag = f[0];
@@ -355,6 +402,10 @@ class Seal {
               py::int_(std::strtoll(f[i].c_str() + eq + 1, nullptr, 10));
         }
         shapes_.push_back(d);
+      } else if (tag == "W") {  // a path: the rest of the line, spaces included
+        g_cand_files.push_back(line.substr(2));
+      } else if (tag == "L") {
+        g_libraries.push_back(line.substr(2));
       } else if (tag == "D") {
         if (f.size() < 3) throw std::runtime_error("seal: short plan line");
         dtype_names_.push_back(f[2]);
@@ -537,6 +588,7 @@ class Seal {
         std::lock_guard<std::mutex> lock(g_ops_mu);
         g_ops.clear();
       }
+      g_call_thread = std::this_thread::get_id();
       g_recording = true;
       double t0 = now_s();
       py::object out;
