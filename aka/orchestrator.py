@@ -20,7 +20,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -34,6 +34,7 @@ from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_
 from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
 from aka.repo_tasks import task_tree
+from aka.runlock import check_run_id, hold_run
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, select
 from aka.treatments import (
@@ -46,6 +47,7 @@ from aka.treatments import (
     place_files,
     resolve_arms,
 )
+from aka.workloop import run_worker
 from aka.workspace import TaskCache, capture, materialize_workspace
 from aka_ledger import Ledger
 
@@ -118,7 +120,7 @@ def start_run(
             where=config_path,
             fix="select tasks whose `devices` include it, or change `device`",
         )
-    run_id = run_id or new_run_id(config.label)
+    run_id = check_run_id(run_id) if run_id is not None else new_run_id(config.label)
     if ledger.events(run_id=run_id, types=["RunStarted"]):
         raise InputError(
             f"run {run_id!r} already exists", fix="use `aka resume` or pick another --run-id"
@@ -386,24 +388,63 @@ def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunSta
 ProgressFn = Callable[[AttemptPlan, ev.Scored | None, int, int], None]
 
 
+class _InlineSource:
+    """The run's pending attempts and their execution in this process (the inline runner)."""
+
+    def __init__(self, ledger: Ledger, ctx: RunContext, progress: ProgressFn | None):
+        self._ledger = ledger
+        self._ctx = ctx
+        self._progress = progress
+        self._done = 0
+        self._left = 0
+
+    def pending(self) -> list[AttemptPlan]:
+        todo = plan(run_state(self._ledger, self._ctx.run_id), max_tries=self._ctx.config.max_tries)
+        self._left = len(todo)
+        return todo
+
+    def execute(self, p: AttemptPlan, *, device: str, worker_id: str) -> None:
+        total = self._done + self._left
+        scored = execute_attempt(
+            self._ledger, self._ctx.run_id, p, worker_id=worker_id, ctx=self._ctx
+        )
+        self._done += 1
+        if self._progress:
+            self._progress(p, scored, self._done, max(total, self._done))
+
+
 def drive(
-    ledger: Ledger, run_id: str, *, worker_id: str | None = None, progress: ProgressFn | None = None
+    ledger: Ledger,
+    run_id: str,
+    *,
+    worker_id: str | None = None,
+    progress: ProgressFn | None = None,
+    lease_ttl_s: float = 60.0,
 ) -> RunState:
-    """Run every pending attempt of ``run_id`` until none is left; the run and resume loop."""
+    """Run every pending attempt of ``run_id`` until none is left; the run and resume loop.
+
+    Attempts are claimed through the same lease files as every other runner's workers
+    (:func:`aka.workloop.run_worker`), so an ``aka worker`` started by hand beside it, or
+    a second driver that got past the run lock, never runs an attempt twice. An
+    in-memory ledger belongs to this process alone and runs without claims.
+    """
     ctx = open_run(ledger, run_id)
     worker = worker_id or f"{socket.gethostname()}/{ctx.started.device}/{os.getpid()}"
+    source = _InlineSource(ledger, ctx, progress)
     try:
-        while True:
-            todo = plan(run_state(ledger, run_id), max_tries=ctx.config.max_tries)
-            if not todo:
-                break
-            total = len(todo)
-            for i, p in enumerate(todo, 1):
-                scored = execute_attempt(ledger, run_id, p, worker_id=worker, ctx=ctx)
-                if progress:
-                    progress(p, scored, i, total)
-        state = finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
-        return state
+        if ledger.root is None:
+            while todo := source.pending():
+                source.execute(todo[0], device=ctx.started.device, worker_id=worker)
+        else:
+            run_worker(
+                ledger.root,
+                run_id,
+                source,
+                worker_id=worker,
+                device=ctx.started.device,
+                lease_ttl_s=lease_ttl_s,
+            )
+        return finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
     finally:
         ctx.tasks.close()
 
@@ -432,6 +473,30 @@ def prepare_run(
     return rid, config
 
 
+@contextmanager
+def started_run(
+    ledger: Ledger,
+    config_path: Path,
+    *,
+    label: str | None = None,
+    run_id: str | None = None,
+    runner: dict[str, object] | None = None,
+) -> Iterator[tuple[str, RunConfig]]:
+    """:func:`prepare_run` under the run lock, held until the ``with`` block ends.
+
+    A given ``run_id`` is locked before the ledger is checked for it, so of two
+    ``aka run --run-id X`` one records the run and the other is refused; a generated id
+    is locked as soon as it is recorded.
+    """
+    with ExitStack() as stack:
+        if run_id is not None:
+            stack.enter_context(hold_run(ledger, run_id))
+        rid, config = prepare_run(ledger, config_path, label=label, run_id=run_id, runner=runner)
+        if run_id is None:
+            stack.enter_context(hold_run(ledger, rid))
+        yield rid, config
+
+
 def run(
     ledger: Ledger,
     config_path: Path,
@@ -441,6 +506,6 @@ def run(
     progress: ProgressFn | None = None,
 ) -> str:
     """``aka run`` with the inline runner: start the run and drive it to the end."""
-    rid, _ = prepare_run(ledger, config_path, label=label, run_id=run_id)
-    drive(ledger, rid, progress=progress)
+    with started_run(ledger, config_path, label=label, run_id=run_id) as (rid, _):
+        drive(ledger, rid, progress=progress)
     return rid
