@@ -9,6 +9,7 @@
     <root>/events/<writer>/<first>-<last>.parquet    a sealed segment
     <root>/events/_compacted/<n>-<token>-<i>.parquet segments written by compaction n
     <root>/events/_manifests/<n>.json                compaction manifest n
+    <root>/quarantine/<writer>/live-<first>.arrows   undecodable live-log bytes, kept for people
 
 Sequence numbers in names are zero-padded to 12 digits so names sort in order.
 """
@@ -33,6 +34,9 @@ CAS = "cas"
 SIDECAR = "sidecar"
 """Reserved for applications' own files beside the ledger (leases, job logs): never read
 as events and not checked by ``verify``."""
+QUARANTINE = "quarantine"
+"""Where compaction moves live logs it could not fully decode instead of deleting them;
+``verify`` reports every file in it until a person has looked and removed it."""
 COMPACTED = "_compacted"
 MANIFESTS = "_manifests"
 WRITER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

@@ -18,7 +18,18 @@ import pyarrow.compute as pc
 
 from aka_ledger._envelope import SCHEMA, decode, event_id
 from aka_ledger._errors import LedgerError
-from aka_ledger._fs import CAS, COMPACTED, EVENTS, META_FILE, SIDECAR, Unit, chain_hash, ensure_root
+from aka_ledger._frames import LiveScan
+from aka_ledger._fs import (
+    CAS,
+    COMPACTED,
+    EVENTS,
+    META_FILE,
+    QUARANTINE,
+    SIDECAR,
+    Unit,
+    chain_hash,
+    ensure_root,
+)
 from aka_ledger._scan import covered_units, latest_manifest, list_files, read_manifest
 from aka_ledger._segments import read_live, read_segment
 
@@ -77,7 +88,7 @@ def _check_files(
 ) -> None:
     """Parse every event file; collect the current ones' rows and chain units."""
     for entry in sorted(root.iterdir()):
-        if entry.name not in (META_FILE, EVENTS, CAS, SIDECAR):
+        if entry.name not in (META_FILE, EVENTS, CAS, SIDECAR, QUARANTINE):
             report.add(entry, "stray file: not part of a ledger; move it out of the directory")
     listing = list_files(root)
     for path in listing.strays:
@@ -116,11 +127,36 @@ def _check_files(
     for lives in listing.live.values():
         for _, path in lives:
             try:
-                batches, _, _ = read_live(path)
+                scan = read_live(path)
             except (LedgerError, FileNotFoundError) as exc:
                 report.add(path, getattr(exc, "message", "vanished while verifying"))
                 continue
-            _take(report, ledger, pa.Table.from_batches(batches, SCHEMA), str(path), tables)
+            _report_damage(report, path, scan)
+            _take(report, ledger, pa.Table.from_batches(scan.batches, SCHEMA), str(path), tables)
+    _check_quarantine(report, root / QUARANTINE)
+
+
+def _report_damage(report: _Report, path: Path, scan: LiveScan) -> None:
+    """Name every damaged region of a live log, with what is read and what is not."""
+    for d in scan.damage:
+        report.add(
+            path,
+            f"damaged bytes {d.offset}..{d.offset + d.length} ({d.reason}): events in them "
+            f"are missing; {len(scan.batches)} record(s) before the first damage are read, "
+            f"{scan.beyond} intact record(s) after it are not",
+        )
+
+
+def _check_quarantine(report: _Report, where: Path) -> None:
+    """Quarantined bytes are events the ledger could not decode: never silently fine."""
+    if not where.is_dir():
+        return
+    for f in sorted(p for p in where.rglob("*") if not p.is_dir()):
+        report.add(
+            f,
+            f"quarantined by compaction ({f.stat().st_size} bytes it could not decode): "
+            "events in it are missing; inspect it, then move it out of the ledger",
+        )
 
 
 def _take(report: _Report, ledger: Ledger, table: pa.Table, path: str, out: list[pa.Table]) -> None:

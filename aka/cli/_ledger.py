@@ -70,6 +70,12 @@ def compact(
     finally:
         led.close()
     typer.echo(json.dumps(dataclasses.asdict(result)))
+    for path in result.quarantined:
+        typer.echo(
+            f"quarantined {path}: a live log with bytes that could not be decoded (its intact "
+            "records were sealed; nothing was deleted); `aka ledger verify` reports it",
+            err=True,
+        )
 
 
 @app.command("sql")
