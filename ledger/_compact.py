@@ -13,7 +13,6 @@ wait for a compaction.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import secrets
 import time
@@ -35,6 +34,7 @@ from aka_ledger._fs import (
     chain_hash,
     fsync_dir,
     segment_name,
+    temp_abandoned,
     write_atomic,
 )
 from aka_ledger._scan import (
@@ -44,6 +44,7 @@ from aka_ledger._scan import (
     dedup_sort,
     latest_manifest,
     list_files,
+    manifest_bytes,
 )
 from aka_ledger._segments import read_segment, write_segment
 from aka_ledger._writer import sealed_tail
@@ -101,10 +102,9 @@ def compact(
         written, rows = _write_outputs(events, number + 1, inputs, target)
     except FileNotFoundError:  # a concurrent compaction removed an input: try next time
         return CompactionResult(sealed_orphans=sealed, quarantined=quarantined)
-    manifest = {"segments": [_entry_json(e) for e in keep] + [_entry_json(e) for e in written]}
     (events / MANIFESTS).mkdir(exist_ok=True)
     path = events / MANIFESTS / f"{number + 1:08d}.json"
-    if not write_atomic(path, json.dumps(manifest).encode(), tag="manifest", exclusive=True):
+    if not write_atomic(path, manifest_bytes(keep + written), tag="manifest", exclusive=True):
         for e in written:
             (events / e.file).unlink(missing_ok=True)
         return CompactionResult(sealed_orphans=sealed, quarantined=quarantined)
@@ -112,10 +112,6 @@ def compact(
     return CompactionResult(
         number + 1, len(inputs), len(written), removed, sealed, rows, quarantined
     )
-
-
-def _entry_json(e: ManifestEntry) -> dict[str, object]:
-    return {"file": e.file, "rows": e.rows, "units": [u.to_json() for u in e.units]}
 
 
 def _write_outputs(
@@ -140,8 +136,8 @@ def _write_outputs(
         tables = [t.append_column("_src", pa.array([0] * t.num_rows, pa.int32())) for t, _ in group]
         merged = dedup_sort(tables).drop_columns(["_src"])
         units = sorted({u for _, us in group for u in us}, key=lambda u: (u.writer, u.first))
-        write_segment(events / COMPACTED / name, merged, units, tag="compact")
-        written.append(ManifestEntry(f"{COMPACTED}/{name}", merged.num_rows, tuple(units)))
+        digest = write_segment(events / COMPACTED / name, merged, units, tag="compact")
+        written.append(ManifestEntry(f"{COMPACTED}/{name}", merged.num_rows, tuple(units), digest))
         total += merged.num_rows
     return written, total
 
@@ -176,17 +172,23 @@ STALE_TMP_S = 3600.0
 
 
 def remove_stale_temps(root: Path, temps: list[Path]) -> int:
-    """Delete temporary files left by crashed writes, once they are clearly abandoned.
+    """Delete temporary files left by crashed writes.
 
-    A temp file is renamed or deleted by its writer within seconds; one an hour old
-    belongs to a process that died mid-write (a writer reopening with its id removes
-    its own at once).
+    An event-file temp is held under ``flock`` by the process writing it, so one whose
+    lock is free (and that is not brand new) was abandoned by a killed process and goes
+    now: a kill during compaction never keeps ``verify`` red after the next compaction.
+    A content-store put holds no lock; its temp goes once it is an hour old (a writer
+    reopening with its id removes its own at once).
     """
-    cutoff = time.time() - STALE_TMP_S
+    now = time.time()
+    cutoff = now - STALE_TMP_S
     cas_tmp = root / CAS / "tmp"
-    candidates = list(temps) + (list(cas_tmp.iterdir()) if cas_tmp.is_dir() else [])
     removed = 0
-    for path in candidates:
+    for path in temps:
+        if temp_abandoned(path, now):
+            path.unlink(missing_ok=True)
+            removed += 1
+    for path in list(cas_tmp.iterdir()) if cas_tmp.is_dir() else []:
         try:
             if path.stat().st_mtime < cutoff:
                 path.unlink()

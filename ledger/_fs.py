@@ -16,6 +16,7 @@ Sequence numbers in names are zero-padded to 12 digits so names sort in order.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -89,6 +90,40 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def open_temp(tmp: Path) -> int:
+    """Create a temp file and hold its ``flock`` until the caller closes the descriptor.
+
+    A temp whose lock can be taken belongs to no live process: compaction deletes it
+    and ``verify`` reports it as left over, while a temp being written is left alone.
+    """
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: no one else can hold it
+    return fd
+
+
+TEMP_GRACE_S = 5.0
+"""An unlocked temp younger than this may be one created a moment ago whose lock is not
+yet taken; it is left alone."""
+
+
+def temp_abandoned(path: Path, now: float) -> bool:
+    """Whether a temp file belongs to no live process (its lock is free and it is not new)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if now - os.fstat(fd).st_mtime < TEMP_GRACE_S:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its writer holds it
+        return True
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: Path, data: bytes, *, tag: str, exclusive: bool = False) -> bool:
     """Write ``data`` to ``path`` via temp → fsync → rename (or → link when exclusive).
 
@@ -98,7 +133,7 @@ def write_atomic(path: Path, data: bytes, *, tag: str, exclusive: bool = False) 
     """
     tmp = path.parent / tmp_name(tag)
     try:
-        with open(tmp, "wb") as fh:
+        with open(open_temp(tmp), "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

@@ -314,11 +314,14 @@ class Ledger:
         return connect(self)
 
     # -- maintenance --------------------------------------------------------------------
-    def verify(self) -> list[Problem]:
-        """Check everything recorded; an empty list means the ledger is sound."""
+    def verify(self, *, deep: bool = False) -> list[Problem]:
+        """Check everything recorded; an empty list means the ledger is sound.
+
+        ``deep`` also checks blobs reachable through referenced blobs (a tree's files).
+        """
         from aka_ledger._verify import verify
 
-        return verify(self)
+        return verify(self, deep=deep)
 
     def compact(self, *, target_rows: int | None = None) -> CompactionResult:
         """Merge small segments (and seal dead writers' live logs); safe while others run."""

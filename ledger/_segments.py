@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from blake3 import blake3
 
 from aka_ledger._envelope import SCHEMA
 from aka_ledger._errors import CorruptError, LedgerError
 from aka_ledger._frames import HEADER, LiveScan, frame_head, scan_live
-from aka_ledger._fs import Unit, fsync_dir, tmp_name
+from aka_ledger._fs import Unit, fsync_dir, open_temp, tmp_name
 
 SEGMENT_META_KEY = b"aka.segment"
 
@@ -181,25 +182,42 @@ class LiveLog:
             self.fd = -1
 
 
-def write_segment(path: Path, table: pa.Table, units: list[Unit], *, tag: str) -> None:
-    """Write a Parquet segment durably: temp → fsync → rename → fsync directory."""
+def write_segment(path: Path, table: pa.Table, units: list[Unit], *, tag: str) -> str:
+    """Write a Parquet segment durably: temp → fsync → rename → fsync directory.
+
+    The temp is held under ``flock`` while written (:func:`open_temp`), so a kill leaves
+    a temp any later compaction can tell from one in flight. Returns the BLAKE3 digest
+    of the file's bytes (compaction records it in its manifest).
+    """
     meta = {SEGMENT_META_KEY: json.dumps({"units": [u.to_json() for u in units]}).encode()}
     table = table.replace_schema_metadata(meta)
     tmp = path.parent / tmp_name(tag)
     try:
-        pq.write_table(
-            table, tmp, compression="zstd", row_group_size=1 << 20, write_page_checksum=True
-        )
-        fd = os.open(tmp, os.O_RDONLY)
+        fd = open_temp(tmp)
         try:
+            pq.write_table(
+                table, tmp, compression="zstd", row_group_size=1 << 20, write_page_checksum=True
+            )
             os.fsync(fd)
+            digest = file_digest(fd)
+            os.replace(tmp, path)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise LedgerError(f"cannot write: {exc.strerror or exc}", path=path) from None
     fsync_dir(path.parent)
+    return digest
+
+
+def file_digest(fd: int) -> str:
+    """BLAKE3 hex of a whole file, read through ``fd`` from the start."""
+    h = blake3()
+    pos = 0
+    while chunk := os.pread(fd, 1 << 20, pos):
+        h.update(chunk)
+        pos += len(chunk)
+    return h.hexdigest()
 
 
 def read_segment(path: Path) -> tuple[pa.Table, list[Unit]]:

@@ -38,11 +38,15 @@ def _open(path: Path) -> Any:
 def verify(
     ledger: LedgerOpt = DEFAULT_LEDGER,
     fmt: FormatOpt = OutputFormat.table,
+    deep: Annotated[
+        bool,
+        typer.Option("--deep", help="Also check blobs reached through others (a tree's files)."),
+    ] = False,
 ) -> None:
     """Check segments, hash chains, sequences and blobs; exit 1 naming each bad file."""
     led = _open(ledger)
     try:
-        problems = led.verify()
+        problems = led.verify(deep=deep)
     finally:
         led.close()
     rows = [{"path": p.path, "problem": p.message} for p in problems]
