@@ -30,6 +30,7 @@ from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
+from aka.runkeys import create_run_key, with_authority
 from aka.tasks import Task, select
 from aka.treatments import ResolvedArm
 from aka_ledger import Ledger
@@ -77,6 +78,7 @@ class Evaluator:
             if not isinstance(ledger, Ledger)
             else ledger
         )
+        with_authority(self.ledger)
         self.root = Path(tasks_root)
         self.device = resolve_device(device)
         self.policy = policy
@@ -128,6 +130,7 @@ class Evaluator:
             policy=self.policy,
             aka_version=__version__,
         )
+        create_run_key(self.run_id)
         self.ledger.append(started, run_id=self.run_id, durable=True)
         self._started = True
 

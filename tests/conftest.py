@@ -58,4 +58,14 @@ def ledger_dir(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _no_ambient_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AKA_LEDGER", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _private_run_keys(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Run keys of a test's runs go to a fresh directory, never the user's state dir."""
+    keys = tmp_path_factory.mktemp("keys")
+    monkeypatch.setenv("AKA_KEY_DIR", str(keys))
+    return keys
     os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -31,7 +31,9 @@ def _open(path: Path) -> Any:
             where=str(path),
             fix="pass --ledger DIR (or set AKA_LEDGER), or run `aka run` first",
         )
-    return Ledger.open(path, registry=REGISTRY, create=False)
+    from aka.runkeys import arena_authority
+
+    return Ledger.open(path, registry=REGISTRY, create=False, authority=arena_authority(sign=False))
 
 
 @ledger_app.command("verify")

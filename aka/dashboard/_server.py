@@ -146,11 +146,13 @@ def make_server(
         LedgerError: there is no ledger at ``ledger_root``.
     """
     from aka.events import REGISTRY
+    from aka.runkeys import arena_authority
 
     Ledger.open(ledger_root, registry=REGISTRY, create=False)  # fail now, not on first request
 
     def open_ledger() -> Ledger:
-        return Ledger.open(ledger_root, registry=REGISTRY, create=False)
+        authority = arena_authority(sign=False)
+        return Ledger.open(ledger_root, registry=REGISTRY, create=False, authority=authority)
 
     return DashboardServer((host, port), open_ledger, quiet=quiet)
 
