@@ -196,11 +196,15 @@ def key_state(root: Path, run_id: str, key: str, tag: str = "", now: float | Non
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class Claim:
@@ -276,12 +280,16 @@ class Claim:
             return
         self._closed = True
         self._stop_beating()
-        if done:
-            _write_json_atomic(
-                self._key_dir / _done_name(self.tag),
-                {"worker_id": self.worker_id, "try": self.try_number, "at": time.time()},
-            )
-        _write_json_atomic(self.path.with_suffix(".released"), {"at": time.time()})
+        # Best effort: on a full or failing disk the markers may not be written; the
+        # lease then ends when it expires (at once for a holder gone from this host),
+        # and a claimer re-reads the plan, so a finished attempt is still never re-run.
+        with contextlib.suppress(OSError):
+            if done:
+                _write_json_atomic(
+                    self._key_dir / _done_name(self.tag),
+                    {"worker_id": self.worker_id, "try": self.try_number, "at": time.time()},
+                )
+            _write_json_atomic(self.path.with_suffix(".released"), {"at": time.time()})
 
     def __enter__(self) -> Claim:
         return self.start()

@@ -9,6 +9,7 @@ crashing agent or evaluator never loses what was recorded before it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -31,9 +32,10 @@ from aka import events as ev
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, get_agent
 from aka.config import RunConfig, load_config, parse_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
-from aka.errors import InputError, NotFoundError
+from aka.errors import InfrastructureError, InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
 from aka.repo_tasks import task_tree
+from aka.runkeys import create_run_key, with_authority
 from aka.runlock import check_run_id, hold_run
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, select
@@ -49,10 +51,12 @@ from aka.treatments import (
 )
 from aka.workloop import run_worker
 from aka.workspace import TaskCache, capture, materialize_workspace
-from aka_ledger import Ledger
+from aka_ledger import Ledger, LedgerError, MissingBlobError, SchemaError
 
 ITEM_BATCH = 64
 ITEM_TEXT_CAP = 8192
+ITEM_BYTES_CAP = 16 << 20
+"""Agent item bytes stored per try (texts and data); the rest is counted, not stored."""
 
 
 def resolve_device(device: str) -> str:
@@ -121,6 +125,7 @@ def start_run(
             fix="select tasks whose `devices` include it, or change `device`",
         )
     run_id = check_run_id(run_id) if run_id is not None else new_run_id(config.label)
+    with_authority(ledger)
     if ledger.events(run_id=run_id, types=["RunStarted"]):
         raise InputError(
             f"run {run_id!r} already exists", fix="use `aka resume` or pick another --run-id"
@@ -150,6 +155,7 @@ def start_run(
     )
     items: list[tuple[ev.EventModel, str, str | None]] = [(started, run_id, None)]
     items += [(p, run_id, attempt_key(p.task, p.arm, p.repeat)) for p in planned]
+    create_run_key(run_id)  # before anything of the run is recorded
     ledger.append_many(items, durable=True)
     return run_id
 
@@ -169,7 +175,12 @@ class RunContext:
 
 
 def open_run(ledger: Ledger, run_id: str) -> RunContext:
-    """Load a run's config and tasks from its RunStarted event and the content store."""
+    """Load a run's config and tasks from its RunStarted event and the content store.
+
+    The ledger gets the arena's signing authority if it has none, so the outcome
+    events the orchestrator and evaluator append carry the run key's MAC.
+    """
+    with_authority(ledger)
     found = ledger.events(run_id=run_id, types=["RunStarted"])
     if not found:
         raise NotFoundError(
@@ -195,28 +206,60 @@ def pending_attempts(ledger: Ledger, run_id: str) -> list[AttemptPlan]:
 
 
 class _Sink:
-    """Buffers agent items into AgentOutput events."""
+    """Buffers agent items into AgentOutput events, storing at most ``cap`` bytes of them.
 
-    def __init__(self, emit: Callable[[ev.EventModel], None], try_no: int):
+    An agent that prints without end would otherwise fill the ledger (and the memory of
+    every later read) with its output; past the cap, items are counted, not stored, and
+    one closing item says how many were left out.
+    """
+
+    def __init__(
+        self, emit: Callable[[ev.EventModel], None], try_no: int, cap: int = ITEM_BYTES_CAP
+    ):
         self.emit_event = emit
         self.try_no = try_no
         self.items: list[ev.AgentItemRecord] = []
+        self.cap = cap
+        self.stored = 0
+        self.dropped = 0
+        self.dropped_bytes = 0
 
     def emit(self, item: AgentItem) -> None:
-        self.items.append(
-            ev.AgentItemRecord(
-                kind=item.kind,
-                text=item.text[:ITEM_TEXT_CAP],
-                data=json.dumps(dict(item.data), default=str)[:ITEM_TEXT_CAP],
-            )
+        record = ev.AgentItemRecord(
+            kind=item.kind,
+            text=item.text[:ITEM_TEXT_CAP],
+            data=json.dumps(dict(item.data), default=str)[:ITEM_TEXT_CAP],
         )
+        size = len(record.text) + len(record.data)
+        if self.stored + size > self.cap and item.kind not in ("usage", "error"):
+            self.dropped += 1
+            self.dropped_bytes += size
+            return
+        self.stored += size
+        self.items.append(record)
         if len(self.items) >= ITEM_BATCH:
             self.flush()
 
+    def close(self) -> None:
+        """Flush, with one item saying what the cap left out (if anything)."""
+        if self.dropped:
+            self.items.append(
+                ev.AgentItemRecord(
+                    kind="log",
+                    text=f"{self.dropped} items ({self.dropped_bytes} bytes) not stored: "
+                    f"the agent's items reached the {self.cap} byte cap",
+                    data=json.dumps(
+                        {"dropped_items": self.dropped, "dropped_bytes": self.dropped_bytes}
+                    ),
+                )
+            )
+            self.dropped = 0
+        self.flush()
+
     def flush(self) -> None:
         if self.items:
-            self.emit_event(ev.AgentOutput(try_no=self.try_no, items=self.items))
-            self.items = []
+            items, self.items = self.items, []  # a failed append never grows the next batch
+            self.emit_event(ev.AgentOutput(try_no=self.try_no, items=items))
 
 
 def _agent_env() -> dict[str, str]:
@@ -310,7 +353,7 @@ def _run_agent(
                 outcome = agent.run(request, sink)
             except Exception as exc:
                 outcome = AgentOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
-        sink.flush()
+        sink.close()
         transcript = ledger.cas.put(outcome.transcript) if outcome.transcript else None
         emit(
             ev.AgentFinished(
@@ -364,11 +407,40 @@ def execute_attempt(
             captured = _run_agent(ledger, ctx, p, task, emit)
         scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, task, captured.tree))
     except Exception as exc:  # the attempt boundary: any failure becomes an event
+        if _infrastructure(exc):
+            raise InfrastructureError(
+                f"run {run_id!r} stopped at attempt {p.key} (try {p.try_no}): the ledger or "
+                f"the disk could not be written ({_one_line(exc)}); nothing was charged to "
+                "the agent",
+                where=str(ledger.root or "ledger"),
+                fix=f"free space (or make the ledger writable), then `aka resume {run_id}`",
+            ) from exc
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         emit(ev.AttemptFinished(try_no=p.try_no, status="error", error=detail[:2000]), durable=True)
         return None
     emit(ev.AttemptFinished(try_no=p.try_no, status="scored"), durable=True)
     return scored
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+def _infrastructure(exc: BaseException) -> bool:
+    """Whether a failure is the machine's (the ledger unwritable, a full disk)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, LedgerError) and not isinstance(cur, SchemaError | MissingBlobError):
+            return True
+        if isinstance(cur, OSError) and cur.errno in _FULL:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _one_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunState:
