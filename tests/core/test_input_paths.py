@@ -89,3 +89,49 @@ def test_a_key_written_twice_in_a_task_spec_is_refused(tasks_root: Path) -> None
     with pytest.raises(InputError, match="duplicate key 'name'") as info:
         load_task(spec.parent, root=tasks_root)
     assert info.value.where == str(spec) and info.value.fix == "write each key once per mapping"
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("SELECT 1; SELECT 2", "SELECT, SELECT"),
+        ("CREATE TABLE t AS SELECT * FROM events", "CREATE"),
+        ("PRAGMA version", "PRAGMA"),
+        ("SET threads = 1", "SET"),
+        ("ATTACH 'other.duckdb'", "ATTACH"),
+        ("COPY (SELECT 1) TO 'out.csv'", "COPY"),
+        ("", "no statement"),
+    ],
+)
+def test_sql_refuses_anything_but_one_read_only_query(
+    tmp_path: Path, cli: Callable[..., object], query: str, found: str
+) -> None:
+    from aka.events import REGISTRY
+    from aka_ledger import Ledger
+
+    Ledger.open(tmp_path / "ledger", registry=REGISTRY).close()
+    result = cli("sql", query, "--ledger", str(tmp_path / "ledger"))
+    assert result.code == 2  # type: ignore[attr-defined]
+    err = result.err  # type: ignore[attr-defined]
+    assert f"got {found}" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT count(*) AS n FROM events",
+        "WITH x AS (SELECT 1 AS n) SELECT n FROM x",
+        "FROM events SELECT count(*) AS n",
+        "EXPLAIN SELECT 1",
+    ],
+)
+def test_sql_runs_one_read_only_query(
+    tmp_path: Path, cli: Callable[..., object], query: str
+) -> None:
+    from aka.events import REGISTRY
+    from aka_ledger import Ledger
+
+    Ledger.open(tmp_path / "ledger", registry=REGISTRY).close()
+    result = cli("sql", query, "--ledger", str(tmp_path / "ledger"))
+    assert result.code == 0, result  # type: ignore[attr-defined]
