@@ -11,7 +11,7 @@ from blake3 import blake3
 
 from aka import events as ev
 from aka.agent import AgentItem
-from aka.orchestrator import _Sink
+from aka.attempt import _Sink
 from aka_agents._process import Limits, run_process
 
 _CHATTY = r"""
