@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +61,10 @@ def _no_ambient_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AKA_LEDGER", raising=False)
 
 
-@pytest.fixture(autouse=True)
-def _private_run_keys(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    """Run keys of a test's runs go to a fresh directory, never the user's state dir."""
-    keys = tmp_path_factory.mktemp("keys")
-    monkeypatch.setenv("AKA_KEY_DIR", str(keys))
-    return keys
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+def pytest_configure(config: pytest.Config) -> None:
+    """Run keys of every test run go to a fresh directory, never the user's state dir.
+
+    Set once for the session (and inherited by every subprocess), so runs that session-
+    and module-scoped fixtures record find their keys too.
+    """
+    os.environ["AKA_KEY_DIR"] = tempfile.mkdtemp(prefix="aka-test-keys-")
