@@ -68,3 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     and module-scoped fixtures record find their keys too.
     """
     os.environ["AKA_KEY_DIR"] = tempfile.mkdtemp(prefix="aka-test-keys-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.get("AKA_KEY_DIR", ""), ignore_errors=True)
