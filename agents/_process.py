@@ -4,8 +4,11 @@ An agent CLI is an untrusted, long-running process tree. This module runs it so 
 
 - its stdout is read line by line and handed to a parser as it arrives (lines longer
   than a limit are cut, the rest of the line is dropped and counted);
-- the raw stdout is kept as the transcript up to a size cap (the parser still sees every
-  line after the cap, so the final usage event is not lost), with a flag when capped;
+- the raw stdout is kept as the transcript under a size cap, streamed: the first and
+  the last half of the cap are kept, the bytes between are counted and hashed (BLAKE3)
+  as they pass and a marker line in the transcript says how many and their digest, so
+  neither memory nor what is stored grows with the output; the parser still sees every
+  line (the final usage event is not lost), and the result is flagged as truncated;
 - at the timeout the whole process tree is stopped: SIGTERM, a grace period, SIGKILL;
 - after the main process ends, by itself or not, nothing it started is left running.
 
@@ -31,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
+
+from blake3 import blake3
 
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSettings, AgentSink
 from aka.errors import InputError
@@ -112,8 +117,12 @@ class ProcessResult:
         exit_code: the main process's return code (negative: killed by that signal);
             None when it could not be started.
         timed_out: the timeout stopped it.
-        transcript: stdout bytes, capped at ``Limits.max_transcript_bytes``.
+        transcript: stdout: all of it up to ``Limits.max_transcript_bytes``, else its
+            first and last half of the cap around a marker line naming what was left out.
         truncated: the transcript was capped or at least one line was cut.
+        stdout_bytes: every stdout byte read (cut long lines excepted).
+        omitted_bytes: stdout bytes left out of the transcript.
+        omitted_digest: BLAKE3 (``b3:``) of those bytes, None when none were.
         long_lines: how many lines were cut at ``Limits.max_line_bytes``.
         stderr_tail: the last 64 KiB of stderr, decoded.
         killed: processes of the tree signalled after the main process ended or timed out.
@@ -126,6 +135,9 @@ class ProcessResult:
     timed_out: bool = False
     transcript: bytes = b""
     truncated: bool = False
+    stdout_bytes: int = 0
+    omitted_bytes: int = 0
+    omitted_digest: str | None = None
     long_lines: int = 0
     stderr_tail: str = ""
     killed: int = 0
@@ -134,27 +146,77 @@ class ProcessResult:
     wall_seconds: float = 0.0
 
 
+class _Transcript:
+    """The head and tail of a stream under a byte cap, and the count and digest of the rest.
+
+    Memory stays under about twice the cap whatever the stream's size: the head is
+    filled first, later bytes go to a tail buffer trimmed to its half of the cap, and
+    the bytes trimmed off (the omitted middle, in stream order) are hashed as they go.
+    """
+
+    def __init__(self, cap: int):
+        self.head_cap = max(0, cap) // 2
+        self.tail_cap = max(0, cap) - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.omitted = 0
+        self._middle = blake3()
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        excess = len(self.tail) - self.tail_cap
+        if excess > self.tail_cap or (excess > 0 and len(chunk) >= self.tail_cap):
+            self._middle.update(memoryview(self.tail)[:excess])
+            self.omitted += excess
+            del self.tail[:excess]
+
+    def finish(self) -> None:
+        excess = len(self.tail) - self.tail_cap
+        if excess > 0:
+            self._middle.update(memoryview(self.tail)[:excess])
+            self.omitted += excess
+            del self.tail[:excess]
+
+    @property
+    def omitted_digest(self) -> str | None:
+        return "b3:" + self._middle.hexdigest() if self.omitted else None
+
+    def value(self) -> bytes:
+        """Head, a marker line for what was left out (if anything), tail."""
+        self.finish()
+        if not self.omitted:
+            return bytes(self.head + self.tail)
+        marker = (
+            f"\n[aka: {self.omitted} bytes of {self.total} left out here; "
+            f"their blake3 is {self.omitted_digest}]\n"
+        ).encode()
+        return bytes(self.head) + marker + bytes(self.tail)
+
+
 class _Stdout:
-    """Reader state for stdout: transcript under a cap, long-line accounting."""
+    """Reader state for stdout: the transcript under its cap, long-line accounting."""
 
     def __init__(self, limits: Limits, on_line: Callable[[str], None]):
         self.limits = limits
         self.on_line = on_line
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.capped = False
+        self.transcript = _Transcript(limits.max_transcript_bytes)
         self.long_lines = 0
 
+    @property
+    def capped(self) -> bool:
+        self.transcript.finish()
+        return self.transcript.omitted > 0
+
     def keep(self, chunk: bytes) -> None:
-        room = self.limits.max_transcript_bytes - self.size
-        if room <= 0:
-            self.capped = True
-            return
-        if len(chunk) > room:
-            chunk = chunk[:room]
-            self.capped = True
-        self.chunks.append(chunk)
-        self.size += len(chunk)
+        self.transcript.add(chunk)
 
     def pump(self, stream: IO[bytes]) -> None:
         limit = max(1, self.limits.max_line_bytes)
@@ -270,8 +332,11 @@ def run_process(
     return ProcessResult(
         exit_code=proc.returncode,
         timed_out=timed_out,
-        transcript=b"".join(out.chunks),
+        transcript=out.transcript.value(),
         truncated=out.capped or out.long_lines > 0,
+        stdout_bytes=out.transcript.total,
+        omitted_bytes=out.transcript.omitted,
+        omitted_digest=out.transcript.omitted_digest,
         long_lines=out.long_lines,
         stderr_tail=err[0].decode("utf-8", "replace") if err else "",
         killed=killed,
@@ -400,6 +465,9 @@ def run_cli(
                 "timed_out": result.timed_out,
                 "wall_seconds": round(result.wall_seconds, 3),
                 "transcript_bytes": len(result.transcript),
+                "stdout_bytes": result.stdout_bytes,
+                "omitted_bytes": result.omitted_bytes,
+                "omitted_digest": result.omitted_digest,
                 "truncated": result.truncated,
                 "long_lines": result.long_lines,
                 "malformed_lines": parser.totals.malformed_lines,

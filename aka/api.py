@@ -26,19 +26,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aka import __version__
 from aka import events as ev
+from aka.attempt import ITEM_TEXT_CAP
 from aka.config import ArmConfig, RunConfig, TimingSettings
 from aka.core import attempt_key
 from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
 from aka.feedback import render_feedback
-from aka.orchestrator import (
-    ITEM_TEXT_CAP,
-    environment,
-    harness_digest,
-    new_run_id,
-    resolve_device,
-)
+from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
+from aka.runkeys import create_run_key, with_authority
 from aka.scoring import Measurements, score
 from aka.tasks import Task, select
 from aka.treatments import ResolvedArm
@@ -136,6 +132,7 @@ class Evaluator:
             if not isinstance(ledger, Ledger)
             else ledger
         )
+        with_authority(self.ledger)
         self.root = Path(tasks_root)
         self.device = resolve_device(device)
         self.policy = policy
@@ -201,6 +198,7 @@ class Evaluator:
             policy=self.policy,
             aka_version=__version__,
         )
+        create_run_key(self.run_id)
         self.ledger.append(started, run_id=self.run_id, durable=True)
         self._started = True
 

@@ -38,3 +38,14 @@ class InputError(AkaError):
 
 class NotFoundError(InputError):
     """A named thing (run, attempt, task, agent) does not exist. Exit code 2."""
+
+
+class InfrastructureError(AkaError):
+    """The machine failed, not the input or the agent: a full disk, an unwritable ledger.
+
+    Raised at the attempt boundary instead of recording the try as the agent's error, so
+    no score and no further try is spent on it; the run stops and ``aka resume`` goes on
+    once the cause is fixed. Exit code 3.
+    """
+
+    exit_code = 3

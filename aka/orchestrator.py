@@ -1,10 +1,12 @@
 """The orchestrator: the one I/O shell around the pure core.
 
-It is the only module that touches clocks, agents, the evaluator and the ledger together.
-``aka run`` = :func:`start_run` then :func:`drive`; ``aka resume`` = :func:`drive` on an
-existing run id: read → fold → plan → the same loop. Each attempt try is wrapped at one
-boundary where any exception becomes an ``AttemptFinished(status="error")`` event, so a
-crashing agent or evaluator never loses what was recorded before it.
+With :mod:`aka.attempt` (one attempt, end to end) it is the only code that touches
+clocks, agents, the evaluator and the ledger together. ``aka run`` = :func:`start_run`
+then :func:`drive`; ``aka resume`` = :func:`drive` on an existing run id: read → fold →
+plan → the same loop, claiming each attempt like every runner's workers. Each attempt
+try is wrapped at one boundary (:func:`aka.attempt.execute_attempt`) where any exception
+becomes an ``AttemptFinished(status="error")`` event, so a crashing agent or evaluator
+never loses what was recorded before it.
 """
 
 from __future__ import annotations
@@ -14,43 +16,30 @@ import os
 import platform
 import re
 import secrets
-import shutil
 import socket
-import tempfile
-import time
-import traceback
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
 from aka import __version__
 from aka import events as ev
-from aka.agent import AgentItem, AgentOutcome, AgentRequest, get_agent
+from aka.agent import get_agent
+from aka.attempt import RunContext, execute_attempt, open_run
 from aka.config import RunConfig, load_config, parse_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
-from aka.errors import InputError, NotFoundError
-from aka.eval import EvalRequest, evaluate, harness_paths
+from aka.errors import InputError
+from aka.eval import harness_paths
 from aka.repo_tasks import task_tree
-from aka.selfeval import SOCKET_ENV, serve
-from aka.tasks import Task, select
+from aka.runkeys import create_run_key, with_authority
+from aka.runlock import check_run_id, hold_run
+from aka.tasks import select
 from aka.treatments import (
-    agent_settings,
-    arm_env,
-    arm_prompt,
-    load_arm,
-    memory_after,
-    memory_before,
-    place_files,
     resolve_arms,
 )
-from aka.workspace import TaskCache, capture, materialize_workspace
+from aka.workloop import run_worker
 from aka_ledger import Ledger
-
-ITEM_BATCH = 64
-ITEM_TEXT_CAP = 8192
 
 
 def resolve_device(device: str) -> str:
@@ -118,7 +107,8 @@ def start_run(
             where=config_path,
             fix="select tasks whose `devices` include it, or change `device`",
         )
-    run_id = run_id or new_run_id(config.label)
+    run_id = check_run_id(run_id) if run_id is not None else new_run_id(config.label)
+    with_authority(ledger)
     if ledger.events(run_id=run_id, types=["RunStarted"]):
         raise InputError(
             f"run {run_id!r} already exists", fix="use `aka resume` or pick another --run-id"
@@ -148,37 +138,9 @@ def start_run(
     )
     items: list[tuple[ev.EventModel, str, str | None]] = [(started, run_id, None)]
     items += [(p, run_id, attempt_key(p.task, p.arm, p.repeat)) for p in planned]
+    create_run_key(run_id)  # before anything of the run is recorded
     ledger.append_many(items, durable=True)
     return run_id
-
-
-@dataclass
-class RunContext:
-    """A run's resolved inputs, read back from the ledger (never from the config file)."""
-
-    run_id: str
-    config: RunConfig
-    started: ev.RunStarted
-    tasks: TaskCache
-
-    def task(self, key: str) -> Task:
-        """The task as recorded at run start."""
-        return self.tasks.get(key, self.started.tasks[key])
-
-
-def open_run(ledger: Ledger, run_id: str) -> RunContext:
-    """Load a run's config and tasks from its RunStarted event and the content store."""
-    found = ledger.events(run_id=run_id, types=["RunStarted"])
-    if not found:
-        raise NotFoundError(
-            f"no run {run_id!r} in the ledger",
-            where=str(ledger.root),
-            fix="`aka status` lists runs",
-        )
-    started = found[0].payload
-    assert isinstance(started, ev.RunStarted)
-    config = RunConfig.model_validate_json(ledger.cas.get(started.config))
-    return RunContext(run_id=run_id, config=config, started=started, tasks=TaskCache(ledger.cas))
 
 
 def run_state(ledger: Ledger, run_id: str) -> RunState:
@@ -190,183 +152,6 @@ def pending_attempts(ledger: Ledger, run_id: str) -> list[AttemptPlan]:
     """What is left to run: the pure plan over the folded events."""
     ctx_cfg = open_run(ledger, run_id).config
     return plan(run_state(ledger, run_id), max_tries=ctx_cfg.max_tries)
-
-
-class _Sink:
-    """Buffers agent items into AgentOutput events."""
-
-    def __init__(self, emit: Callable[[ev.EventModel], None], try_no: int):
-        self.emit_event = emit
-        self.try_no = try_no
-        self.items: list[ev.AgentItemRecord] = []
-
-    def emit(self, item: AgentItem) -> None:
-        self.items.append(
-            ev.AgentItemRecord(
-                kind=item.kind,
-                text=item.text[:ITEM_TEXT_CAP],
-                data=json.dumps(dict(item.data), default=str)[:ITEM_TEXT_CAP],
-            )
-        )
-        if len(self.items) >= ITEM_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.items:
-            self.emit_event(ev.AgentOutput(try_no=self.try_no, items=self.items))
-            self.items = []
-
-
-def _agent_env() -> dict[str, str]:
-    """The agent's environment: never the ledger's location."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("AKA_")}
-
-
-@contextmanager
-def _workspace_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="aka-ws-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _eval_request(
-    ctx: RunContext, p: AttemptPlan, task: Task, tree: str, *, purpose: str = "final", turn: int = 0
-) -> EvalRequest:
-    return EvalRequest(
-        task=task,
-        task_tree=ctx.started.tasks[p.task],
-        candidate=tree,
-        harness=ctx.started.harness,
-        device=ctx.started.device,
-        policy=ctx.started.policy,
-        timing=ctx.config.timing,
-        try_no=p.try_no,
-        purpose=purpose,
-        turn=turn,
-    )
-
-
-def _run_agent(
-    ledger: Ledger, ctx: RunContext, p: AttemptPlan, task: Task, emit: Callable[..., None]
-) -> ev.CandidateCaptured:
-    arm = load_arm(ledger.cas, ctx.started.arms[p.arm])
-    with _workspace_dir() as ws_path:
-        ws = materialize_workspace(ledger.cas, task, ws_path)
-        start = ledger.cas.snapshot(ws.path) if place_files(ledger.cas, arm, ws.path) else None
-        emit(
-            ev.WorkspaceMaterialized(
-                try_no=p.try_no, tree=start or ws.start_tree, task=ctx.started.tasks[p.task]
-            )
-        )
-        before = memory_before(ledger, ctx.run_id, arm, ws.path, try_no=p.try_no)
-        if before is not None:
-            emit(before, durable=True)
-        prompt = arm_prompt(
-            ledger.cas, arm, task, device=ctx.started.device, eval_command="aka eval"
-        )
-        agent = get_agent(p.agent)
-        treatment_env = arm_env(arm)  # a secret gone since the run started fails here
-        emit(
-            ev.AgentStarted(
-                try_no=p.try_no,
-                agent=p.agent,
-                arm=ctx.started.arms[p.arm],
-                prompt=ledger.cas.put(prompt.encode()),
-                timeout_seconds=arm.timeout_seconds,
-            ),
-            durable=True,
-        )
-        sink = _Sink(lambda e: emit(e), p.try_no)
-
-        def self_eval(turn: int) -> ev.Scored:
-            tree, _, _ = capture(ledger.cas, task, ws.path)
-            return evaluate(
-                ledger,
-                ctx.run_id,
-                p.key,
-                _eval_request(ctx, p, task, tree, purpose="self", turn=turn),
-            )
-
-        t0 = time.monotonic()
-        with serve(self_eval) as sock:
-            request = AgentRequest(
-                workspace=ws.path,
-                prompt=prompt,
-                settings=agent_settings(arm),
-                editable=tuple(task.spec.editable),
-                targets=tuple(task.spec.targets),
-                env={**_agent_env(), **treatment_env, SOCKET_ENV: sock},
-                eval_command=("aka", "eval"),
-                task_name=task.name,
-                entry_file=task.spec.entry_file,
-                tunables={k: tuple(v) for k, v in task.spec.tunables.items()},
-                memory_dir=None if arm.memory is None else ws.path / arm.memory.path,
-            )
-            try:
-                outcome = agent.run(request, sink)
-            except Exception as exc:
-                outcome = AgentOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
-        sink.flush()
-        transcript = ledger.cas.put(outcome.transcript) if outcome.transcript else None
-        emit(
-            ev.AgentFinished(
-                try_no=p.try_no,
-                status=outcome.status,
-                exit_code=outcome.exit_code,
-                model=outcome.model,
-                tokens_in=outcome.tokens_in,
-                tokens_out=outcome.tokens_out,
-                cost_usd=outcome.cost_usd,
-                wall_s=time.monotonic() - t0,
-                transcript=transcript,
-                error=outcome.error,
-            ),
-            durable=True,
-        )
-        after = memory_after(ledger.cas, arm, ws.path, try_no=p.try_no)
-        if after is not None:
-            emit(after, durable=True)
-        tree, diff, changed = capture(ledger.cas, task, ws.path)
-    captured = ev.CandidateCaptured(
-        try_no=p.try_no, tree=tree, diff=ledger.cas.put(diff), changed=changed
-    )
-    emit(captured, durable=True)
-    return captured
-
-
-def execute_attempt(
-    ledger: Ledger, run_id: str, p: AttemptPlan, *, worker_id: str, ctx: RunContext | None = None
-) -> ev.Scored | None:
-    """Run one try of an attempt end to end; every step is an event.
-
-    Returns the final Scored event, or None if the try failed at the infrastructure
-    level (recorded as ``AttemptFinished(status="error")`` and retried by the planner).
-    """
-    ctx = ctx or open_run(ledger, run_id)
-
-    def emit(event: ev.EventModel, durable: bool = False) -> None:
-        ledger.append(event, run_id=run_id, attempt_key=p.key, durable=durable)
-
-    emit(ev.AttemptStarted(try_no=p.try_no, worker=worker_id), durable=True)
-    try:
-        task = ctx.task(p.task)
-        if p.reuse_candidate is not None:
-            c = p.reuse_candidate
-            captured = ev.CandidateCaptured(
-                try_no=p.try_no, tree=c.tree, diff=c.diff, changed=c.changed, reused_from=c.try_no
-            )
-            emit(captured, durable=True)
-        else:
-            captured = _run_agent(ledger, ctx, p, task, emit)
-        scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, task, captured.tree))
-    except Exception as exc:  # the attempt boundary: any failure becomes an event
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        emit(ev.AttemptFinished(try_no=p.try_no, status="error", error=detail[:2000]), durable=True)
-        return None
-    emit(ev.AttemptFinished(try_no=p.try_no, status="scored"), durable=True)
-    return scored
 
 
 def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunState:
@@ -386,24 +171,63 @@ def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunSta
 ProgressFn = Callable[[AttemptPlan, ev.Scored | None, int, int], None]
 
 
+class _InlineSource:
+    """The run's pending attempts and their execution in this process (the inline runner)."""
+
+    def __init__(self, ledger: Ledger, ctx: RunContext, progress: ProgressFn | None):
+        self._ledger = ledger
+        self._ctx = ctx
+        self._progress = progress
+        self._done = 0
+        self._left = 0
+
+    def pending(self) -> list[AttemptPlan]:
+        todo = plan(run_state(self._ledger, self._ctx.run_id), max_tries=self._ctx.config.max_tries)
+        self._left = len(todo)
+        return todo
+
+    def execute(self, p: AttemptPlan, *, device: str, worker_id: str) -> None:
+        total = self._done + self._left
+        scored = execute_attempt(
+            self._ledger, self._ctx.run_id, p, worker_id=worker_id, ctx=self._ctx
+        )
+        self._done += 1
+        if self._progress:
+            self._progress(p, scored, self._done, max(total, self._done))
+
+
 def drive(
-    ledger: Ledger, run_id: str, *, worker_id: str | None = None, progress: ProgressFn | None = None
+    ledger: Ledger,
+    run_id: str,
+    *,
+    worker_id: str | None = None,
+    progress: ProgressFn | None = None,
+    lease_ttl_s: float = 60.0,
 ) -> RunState:
-    """Run every pending attempt of ``run_id`` until none is left; the run and resume loop."""
+    """Run every pending attempt of ``run_id`` until none is left; the run and resume loop.
+
+    Attempts are claimed through the same lease files as every other runner's workers
+    (:func:`aka.workloop.run_worker`), so an ``aka worker`` started by hand beside it, or
+    a second driver that got past the run lock, never runs an attempt twice. An
+    in-memory ledger belongs to this process alone and runs without claims.
+    """
     ctx = open_run(ledger, run_id)
     worker = worker_id or f"{socket.gethostname()}/{ctx.started.device}/{os.getpid()}"
+    source = _InlineSource(ledger, ctx, progress)
     try:
-        while True:
-            todo = plan(run_state(ledger, run_id), max_tries=ctx.config.max_tries)
-            if not todo:
-                break
-            total = len(todo)
-            for i, p in enumerate(todo, 1):
-                scored = execute_attempt(ledger, run_id, p, worker_id=worker, ctx=ctx)
-                if progress:
-                    progress(p, scored, i, total)
-        state = finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
-        return state
+        if ledger.root is None:
+            while todo := source.pending():
+                source.execute(todo[0], device=ctx.started.device, worker_id=worker)
+        else:
+            run_worker(
+                ledger.root,
+                run_id,
+                source,
+                worker_id=worker,
+                device=ctx.started.device,
+                lease_ttl_s=lease_ttl_s,
+            )
+        return finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
     finally:
         ctx.tasks.close()
 
@@ -432,6 +256,30 @@ def prepare_run(
     return rid, config
 
 
+@contextmanager
+def started_run(
+    ledger: Ledger,
+    config_path: Path,
+    *,
+    label: str | None = None,
+    run_id: str | None = None,
+    runner: dict[str, object] | None = None,
+) -> Iterator[tuple[str, RunConfig]]:
+    """:func:`prepare_run` under the run lock, held until the ``with`` block ends.
+
+    A given ``run_id`` is locked before the ledger is checked for it, so of two
+    ``aka run --run-id X`` one records the run and the other is refused; a generated id
+    is locked as soon as it is recorded.
+    """
+    with ExitStack() as stack:
+        if run_id is not None:
+            stack.enter_context(hold_run(ledger, run_id))
+        rid, config = prepare_run(ledger, config_path, label=label, run_id=run_id, runner=runner)
+        if run_id is None:
+            stack.enter_context(hold_run(ledger, rid))
+        yield rid, config
+
+
 def run(
     ledger: Ledger,
     config_path: Path,
@@ -441,6 +289,6 @@ def run(
     progress: ProgressFn | None = None,
 ) -> str:
     """``aka run`` with the inline runner: start the run and drive it to the end."""
-    rid, _ = prepare_run(ledger, config_path, label=label, run_id=run_id)
-    drive(ledger, rid, progress=progress)
+    with started_run(ledger, config_path, label=label, run_id=run_id) as (rid, _):
+        drive(ledger, rid, progress=progress)
     return rid

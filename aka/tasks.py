@@ -20,6 +20,7 @@ keywords when ``pass_shape`` is set) and returns the output tensor.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -290,8 +291,9 @@ def load_task(folder: Path, *, root: Path | None = None) -> Task:
     """Load and validate one task folder.
 
     Raises:
-        InputError: missing ``task.yaml``, bad YAML, schema errors, or missing files,
-            each naming the file, the field and the fix.
+        InputError: missing ``task.yaml``, bad YAML, schema errors, missing files, or a
+            symlink that leaves the task folder, each naming the file, the field and
+            the fix.
     """
     spec_path = folder / TASK_FILE
     raw = read_yaml_mapping(
@@ -309,6 +311,7 @@ def load_task(folder: Path, *, root: Path | None = None) -> Task:
             where=str(spec_path),
             fix="see the task schema in docs/tasks.md",
         ) from None
+    _refuse_escaping_links(folder)
     if (spec.repository or spec.image) and not (folder / SOURCE_LOCK).is_file():
         # The sources arrive at run start (checkout or image seed); checked then.
         key = folder.resolve().relative_to(root.resolve()).as_posix() if root else folder.name
@@ -329,6 +332,32 @@ def load_task(folder: Path, *, root: Path | None = None) -> Task:
     return Task(spec=spec, path=folder, key=key)
 
 
+def _refuse_escaping_links(folder: Path) -> None:
+    """Refuse a symlink in the task folder whose target lies outside it.
+
+    A task's tree is stored as its bytes, a symlink as its target's name, so a link
+    leaving the folder would let the evaluator and the workspace read a file the task
+    digest does not pin (its content could change under an unchanged digest), or pull
+    any file of the machine (``/etc/passwd``) into a workspace. Links that stay inside
+    the task are kept as links.
+    """
+    base = folder.resolve()
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                continue
+            target = Path(os.path.realpath(path))
+            if not target.is_relative_to(base):
+                raise InputError(
+                    f"symlink {path.relative_to(folder).as_posix()!r} points outside the "
+                    f"task folder (to {target})",
+                    where=str(folder),
+                    fix="copy the file into the task folder instead of linking to it "
+                    "(a task's digest must pin every byte the evaluator reads)",
+                )
+
+
 def discover(root: Path, *, under: Path | None = None) -> list[Task]:
     """Every task under ``under`` (default: ``root``), keyed relative to ``root``."""
     return [load_task(p.parent, root=root) for p in sorted((under or root).rglob(TASK_FILE))]
@@ -343,6 +372,13 @@ def select(root: Path, selectors: list[str], *, where: str | None = None) -> lis
     chosen: dict[str, Task] = {}
     for sel in selectors:
         target = root / sel
+        if target.exists() and not target.resolve().is_relative_to(root.resolve()):
+            raise InputError(
+                f"task selector {sel!r} resolves outside tasks_root "
+                f"({target.resolve()} is not under {root.resolve()})",
+                where=where,
+                fix=f"select a task folder under {root} (a path relative to it, no '..')",
+            )
         if not target.exists():
             raise InputError(
                 f"task selector {sel!r} matches no task (no {target})",

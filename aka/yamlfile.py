@@ -1,7 +1,7 @@
 """Reading the YAML files users write (run configs, task specs, imported task folders).
 
-One place decides what a missing file, bad syntax or a top level that is not a mapping
-says, so every such error names the file and the fix the same way.
+One place decides what a missing file, bad syntax, a duplicate key or a top level that
+is not a mapping says, so every such error names the file and the fix the same way.
 """
 
 from __future__ import annotations
@@ -14,16 +14,53 @@ import yaml
 from aka.errors import InputError
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping.
+
+    PyYAML keeps the last value silently, so a config with two ``timing:`` blocks would
+    run with one of them and nobody would know which. Keys that a merge (``<<``) brings
+    in may still be overridden, as YAML intends.
+    """
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.get(key)
+        except TypeError:  # an unhashable key: the constructor below reports it
+            continue
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first on line {first + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def read_yaml(path: Path, *, missing: str, missing_where: Path, missing_fix: str) -> Any:
-    """The parsed document; :class:`InputError` for a missing file or malformed YAML."""
+    """The parsed document; :class:`InputError` for a missing file, malformed YAML or a
+    key written twice in one mapping."""
     if not path.is_file():
         raise InputError(missing, where=str(missing_where), fix=missing_fix)
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader
     except yaml.YAMLError as exc:
-        raise InputError(
-            f"malformed YAML: {exc}", where=str(path), fix="fix the YAML syntax"
-        ) from None
+        fix = (
+            "write each key once per mapping"
+            if "duplicate key" in str(exc)
+            else "fix the YAML syntax"
+        )
+        raise InputError(f"malformed YAML: {exc}", where=str(path), fix=fix) from None
 
 
 def read_yaml_mapping(

@@ -4,6 +4,7 @@ A reusable library: it knows nothing of kernels, agents or GPUs. Importing it pu
 pyarrow, pydantic and blake3 only; duckdb is imported lazily by :meth:`Ledger.connect`.
 """
 
+from aka_ledger._authority import Authority, Rejected
 from aka_ledger._cas import ContentStore, TreeEntry
 from aka_ledger._compact import CompactionResult
 from aka_ledger._envelope import Envelope
@@ -12,6 +13,7 @@ from aka_ledger._ledger import Ledger, Problem
 from aka_ledger._model import EventModel, EventRegistry
 
 __all__ = [
+    "Authority",
     "CompactionResult",
     "ContentStore",
     "CorruptError",
@@ -22,6 +24,7 @@ __all__ = [
     "LedgerError",
     "MissingBlobError",
     "Problem",
+    "Rejected",
     "SchemaError",
     "TreeEntry",
 ]

@@ -13,7 +13,6 @@ wait for a compaction.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import secrets
 import time
@@ -23,15 +22,19 @@ from pathlib import Path
 import pyarrow as pa
 
 from aka_ledger._envelope import SCHEMA
+from aka_ledger._errors import CorruptError
+from aka_ledger._frames import Damage, LiveScan, scan_live
 from aka_ledger._fs import (
     CAS,
     COMPACTED,
     EVENTS,
     MANIFESTS,
+    QUARANTINE,
     Unit,
     chain_hash,
     fsync_dir,
     segment_name,
+    temp_abandoned,
     write_atomic,
 )
 from aka_ledger._scan import (
@@ -41,8 +44,9 @@ from aka_ledger._scan import (
     dedup_sort,
     latest_manifest,
     list_files,
+    manifest_bytes,
 )
-from aka_ledger._segments import parse_live, read_segment, write_segment
+from aka_ledger._segments import read_segment, write_segment
 from aka_ledger._writer import sealed_tail
 
 DEFAULT_TARGET_ROWS = 2_000_000
@@ -59,6 +63,8 @@ class CompactionResult:
         removed_files: superseded files deleted after the commit.
         sealed_orphans: live logs of dead writers sealed into segments.
         rows: rows in the segments written.
+        quarantined: live logs holding bytes that could not be decoded, moved (never
+            deleted) to ``<root>/quarantine/`` after their intact prefix was sealed.
     """
 
     manifest: int | None = None
@@ -67,6 +73,7 @@ class CompactionResult:
     removed_files: int = 0
     sealed_orphans: int = 0
     rows: int = 0
+    quarantined: tuple[str, ...] = ()
 
 
 def compact(
@@ -74,7 +81,7 @@ def compact(
 ) -> CompactionResult:
     """Seal orphaned live logs, merge small segments, commit a manifest, clean up."""
     target = target_rows or DEFAULT_TARGET_ROWS
-    sealed = seal_orphans(root, skip=own_writer)
+    sealed, quarantined = seal_orphans(root, skip=own_writer)
     listing = list_files(root)
     remove_stale_temps(root, listing.temps)
     number, entries = latest_manifest(listing)
@@ -89,25 +96,22 @@ def compact(
     keep = [e for e in entries if e.rows >= target // 2]
     small = [e for e in entries if e.rows < target // 2]
     if not inputs and len(small) < 2:
-        return CompactionResult(sealed_orphans=sealed)
+        return CompactionResult(sealed_orphans=sealed, quarantined=quarantined)
     inputs += [events / e.file for e in small]
     try:
         written, rows = _write_outputs(events, number + 1, inputs, target)
     except FileNotFoundError:  # a concurrent compaction removed an input: try next time
-        return CompactionResult(sealed_orphans=sealed)
-    manifest = {"segments": [_entry_json(e) for e in keep] + [_entry_json(e) for e in written]}
+        return CompactionResult(sealed_orphans=sealed, quarantined=quarantined)
     (events / MANIFESTS).mkdir(exist_ok=True)
     path = events / MANIFESTS / f"{number + 1:08d}.json"
-    if not write_atomic(path, json.dumps(manifest).encode(), tag="manifest", exclusive=True):
+    if not write_atomic(path, manifest_bytes(keep + written), tag="manifest", exclusive=True):
         for e in written:
             (events / e.file).unlink(missing_ok=True)
-        return CompactionResult(sealed_orphans=sealed)
+        return CompactionResult(sealed_orphans=sealed, quarantined=quarantined)
     removed = _remove_superseded(root, number + 1)
-    return CompactionResult(number + 1, len(inputs), len(written), removed, sealed, rows)
-
-
-def _entry_json(e: ManifestEntry) -> dict[str, object]:
-    return {"file": e.file, "rows": e.rows, "units": [u.to_json() for u in e.units]}
+    return CompactionResult(
+        number + 1, len(inputs), len(written), removed, sealed, rows, quarantined
+    )
 
 
 def _write_outputs(
@@ -132,8 +136,8 @@ def _write_outputs(
         tables = [t.append_column("_src", pa.array([0] * t.num_rows, pa.int32())) for t, _ in group]
         merged = dedup_sort(tables).drop_columns(["_src"])
         units = sorted({u for _, us in group for u in us}, key=lambda u: (u.writer, u.first))
-        write_segment(events / COMPACTED / name, merged, units, tag="compact")
-        written.append(ManifestEntry(f"{COMPACTED}/{name}", merged.num_rows, tuple(units)))
+        digest = write_segment(events / COMPACTED / name, merged, units, tag="compact")
+        written.append(ManifestEntry(f"{COMPACTED}/{name}", merged.num_rows, tuple(units), digest))
         total += merged.num_rows
     return written, total
 
@@ -168,17 +172,23 @@ STALE_TMP_S = 3600.0
 
 
 def remove_stale_temps(root: Path, temps: list[Path]) -> int:
-    """Delete temporary files left by crashed writes, once they are clearly abandoned.
+    """Delete temporary files left by crashed writes.
 
-    A temp file is renamed or deleted by its writer within seconds; one an hour old
-    belongs to a process that died mid-write (a writer reopening with its id removes
-    its own at once).
+    An event-file temp is held under ``flock`` by the process writing it, so one whose
+    lock is free (and that is not brand new) was abandoned by a killed process and goes
+    now: a kill during compaction never keeps ``verify`` red after the next compaction.
+    A content-store put holds no lock; its temp goes once it is an hour old (a writer
+    reopening with its id removes its own at once).
     """
-    cutoff = time.time() - STALE_TMP_S
+    now = time.time()
+    cutoff = now - STALE_TMP_S
     cas_tmp = root / CAS / "tmp"
-    candidates = list(temps) + (list(cas_tmp.iterdir()) if cas_tmp.is_dir() else [])
     removed = 0
-    for path in candidates:
+    for path in temps:
+        if temp_abandoned(path, now):
+            path.unlink(missing_ok=True)
+            removed += 1
+    for path in list(cas_tmp.iterdir()) if cas_tmp.is_dir() else []:
         try:
             if path.stat().st_mtime < cutoff:
                 path.unlink()
@@ -188,52 +198,87 @@ def remove_stale_temps(root: Path, temps: list[Path]) -> int:
     return removed
 
 
-def seal_orphans(root: Path, *, skip: str | None) -> int:
-    """Seal live logs whose writer is gone (their flock can be taken) into segments."""
+def seal_orphans(root: Path, *, skip: str | None) -> tuple[int, tuple[str, ...]]:
+    """Seal live logs whose writer is gone (their flock can be taken) into segments.
+
+    Returns how many were sealed and the quarantine paths of those that held damage.
+    """
     sealed = 0
+    quarantined: list[str] = []
     listing: Listing = list_files(root)
     for writer, lives in listing.live.items():
         if writer == skip:
             continue
         for first, path in sorted(lives):
             try:
-                sealed += _seal_one(root, writer, first, path)
+                n, moved = _seal_one(root, writer, first, path)
             except FileNotFoundError:
                 continue  # its writer came back and took over meanwhile
-    return sealed
+            sealed += n
+            if moved is not None:
+                quarantined.append(str(moved))
+    return sealed, tuple(quarantined)
 
 
-def _seal_one(root: Path, writer: str, first: int, path: Path) -> int:
+def _scan(data: bytes, path: Path) -> LiveScan:
+    """The log's scan; a bad header is damage over the whole file (nothing intact)."""
+    try:
+        return scan_live(data, path)
+    except CorruptError as exc:
+        scan = LiveScan(size=len(data))
+        scan.damage.append(Damage(0, len(data), exc.message))
+        return scan
+
+
+def quarantine(root: Path, writer: str, path: Path) -> Path:
+    """Move a live log into ``<root>/quarantine/<writer>/`` under a name not yet taken."""
+    dest_dir = root / QUARANTINE / writer
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / path.name
+    n = 1
+    while dest.exists():
+        dest = dest_dir / f"{path.name}.{n}"
+        n += 1
+    os.rename(path, dest)
+    fsync_dir(dest_dir)
+    fsync_dir(path.parent)
+    return dest
+
+
+def _seal_one(root: Path, writer: str, first: int, path: Path) -> tuple[int, Path | None]:
+    """Seal one orphaned log; a damaged one has its intact prefix sealed and is quarantined."""
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
-        return 0
+        return 0, None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return 0  # its writer is alive
+            return 0, None  # its writer is alive
         try:
             if os.stat(path).st_ino != os.fstat(fd).st_ino:
-                return 0
+                return 0, None
         except FileNotFoundError:
-            return 0  # sealed by someone else meanwhile
+            return 0, None  # sealed by someone else meanwhile
         data = os.pread(fd, os.fstat(fd).st_size, 0)
-        batches, _, _ = parse_live(data, path)
-        rows = sum(b.num_rows for b in batches)
+        scan = _scan(data, path)
+        rows = sum(b.num_rows for b in scan.batches)
         tail = sealed_tail(root, writer)
         next_seq = tail.last + 1 if tail else 0
         if rows and first == next_seq:
-            table = pa.Table.from_batches(batches, SCHEMA)
+            table = pa.Table.from_batches(scan.batches, SCHEMA)
             prev = tail.chain if tail else ""
             ids = table.column("event_id").to_pylist()
             unit = Unit(writer, first, first + rows - 1, prev, chain_hash(prev, ids))
             seg = path.parent / segment_name(first, first + rows - 1)
             write_segment(seg, table, [unit], tag=writer)
         elif rows and first + rows - 1 >= next_seq:
-            return 0  # not contiguous with the sealed history: leave it for verify
+            return 0, None  # not contiguous with the sealed history: leave it for verify
+        if scan.damaged:
+            return (1 if rows else 0), quarantine(root, writer, path)
         path.unlink(missing_ok=True)
         fsync_dir(path.parent)
-        return 1 if rows else 0
+        return (1 if rows else 0), None
     finally:
         os.close(fd)

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from blake3 import blake3
 from pydantic import ValidationError
 
+from aka_ledger._authority import mac_id, record_key
 from aka_ledger._errors import SchemaError
 from aka_ledger._model import EventModel, EventRegistry
 
@@ -158,12 +159,14 @@ def encode(
     writer_id: str,
     first_seq: int,
     time_us: int,
+    macs: Sequence[bytes | None] | None = None,
 ) -> tuple[pa.RecordBatch, list[Envelope]]:
     """Encode events into one record batch and their envelopes: the append hot path.
 
     Each payload is serialized once with ``model_dump_json``; digests are only looked
     for when the JSON contains a ``"b3:`` string; constant columns (writer, time) are
-    built without per-row Python work.
+    built without per-row Python work. Where ``macs`` gives a key for a row, its id is
+    the keyed hash of the same record (:mod:`aka_ledger._authority`).
     """
     n = len(items)
     events = [it[0] for it in items]
@@ -180,6 +183,11 @@ def encode(
         f"{writer_id}\x1f{s}\x1f{r}\x1f{a or ''}\x1f{t}\x1f{v}\x1f".encode() + p
         for s, r, a, t, v, p in zip(seqs, runs, attempts, tags, versions, payloads, strict=True)
     )
+    if macs is not None:
+        for i, key in enumerate(macs):
+            if key is not None:
+                record = record_key(writer_id, seqs[i], runs[i], attempts[i], tags[i], versions[i])
+                ids[i] = mac_id(key, record + payloads[i])
     when = micros_to_datetime(time_us)
     envs = [
         _set(env := _new(Envelope), "__dict__", {

@@ -9,12 +9,14 @@
     <root>/events/<writer>/<first>-<last>.parquet    a sealed segment
     <root>/events/_compacted/<n>-<token>-<i>.parquet segments written by compaction n
     <root>/events/_manifests/<n>.json                compaction manifest n
+    <root>/quarantine/<writer>/live-<first>.arrows   undecodable live-log bytes, kept for people
 
 Sequence numbers in names are zero-padded to 12 digits so names sort in order.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -33,6 +35,9 @@ CAS = "cas"
 SIDECAR = "sidecar"
 """Reserved for applications' own files beside the ledger (leases, job logs): never read
 as events and not checked by ``verify``."""
+QUARANTINE = "quarantine"
+"""Where compaction moves live logs it could not fully decode instead of deleting them;
+``verify`` reports every file in it until a person has looked and removed it."""
 COMPACTED = "_compacted"
 MANIFESTS = "_manifests"
 WRITER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -85,6 +90,40 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def open_temp(tmp: Path) -> int:
+    """Create a temp file and hold its ``flock`` until the caller closes the descriptor.
+
+    A temp whose lock can be taken belongs to no live process: compaction deletes it
+    and ``verify`` reports it as left over, while a temp being written is left alone.
+    """
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: no one else can hold it
+    return fd
+
+
+TEMP_GRACE_S = 5.0
+"""An unlocked temp younger than this may be one created a moment ago whose lock is not
+yet taken; it is left alone."""
+
+
+def temp_abandoned(path: Path, now: float) -> bool:
+    """Whether a temp file belongs to no live process (its lock is free and it is not new)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if now - os.fstat(fd).st_mtime < TEMP_GRACE_S:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its writer holds it
+        return True
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: Path, data: bytes, *, tag: str, exclusive: bool = False) -> bool:
     """Write ``data`` to ``path`` via temp → fsync → rename (or → link when exclusive).
 
@@ -94,7 +133,7 @@ def write_atomic(path: Path, data: bytes, *, tag: str, exclusive: bool = False) 
     """
     tmp = path.parent / tmp_name(tag)
     try:
-        with open(tmp, "wb") as fh:
+        with open(open_temp(tmp), "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

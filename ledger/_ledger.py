@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from aka_ledger._authority import Authority, Rejected, check
 from aka_ledger._cas import ContentStore, FileContentStore, MemoryContentStore
 from aka_ledger._envelope import SCHEMA, Envelope, decode, encode, no_gc, now_us
 from aka_ledger._errors import LedgerError
@@ -143,12 +144,16 @@ class Ledger:
         registry: EventRegistry,
         writer_id: str,
         root: Path | None,
+        authority: Authority | None = None,
     ) -> None:
         self._store = store
         self.cas = cas
         self.registry = registry
         self.writer_id = writer_id
         self.root = root
+        self.authority = authority
+        self.rejected: list[Rejected] = []
+        """Events the last read dropped for failing authority (see :class:`Authority`)."""
         self._lock = threading.Lock()
         self._closed = False
 
@@ -161,6 +166,7 @@ class Ledger:
         writer_id: str | None = None,
         create: bool = True,
         seal_rows: int | None = DEFAULT_SEAL_ROWS,
+        authority: Authority | None = None,
     ) -> Ledger:
         """Open (or create) a ledger directory.
 
@@ -171,6 +177,8 @@ class Ledger:
                 Pass the id of a crashed writer to recover its live log and continue.
             create: create the directory if it does not exist.
             seal_rows: seal the live log into a segment once it holds this many rows.
+            authority: event types only run-key holders may write; reads drop those
+                that fail, and a signing authority MACs what this process appends.
 
         Raises:
             LedgerError: missing (with ``create=False``) or unwritable directory, or the
@@ -181,13 +189,20 @@ class Ledger:
         ensure_root(path, create=create)
         wid = check_writer_id(writer_id) if writer_id is not None else default_writer_id()
         store = _FileStore(path, wid, seal_rows)
-        return cls(store, FileContentStore(path / CAS, tmp_tag=wid), registry, wid, path)
+        cas = FileContentStore(path / CAS, tmp_tag=wid)
+        return cls(store, cas, registry, wid, path, authority)
 
     @classmethod
-    def memory(cls, *, registry: EventRegistry, writer_id: str | None = None) -> Ledger:
+    def memory(
+        cls,
+        *,
+        registry: EventRegistry,
+        writer_id: str | None = None,
+        authority: Authority | None = None,
+    ) -> Ledger:
         """An in-memory ledger with the same contract (tests, dry runs)."""
         wid = check_writer_id(writer_id) if writer_id is not None else default_writer_id()
-        return cls(_MemoryStore(), MemoryContentStore(), registry, wid, None)
+        return cls(_MemoryStore(), MemoryContentStore(), registry, wid, None, authority)
 
     # -- writing ------------------------------------------------------------------------
     def append(
@@ -215,12 +230,19 @@ class Ledger:
                     f"event type {model.__name__!r} is not registered",
                     fix="register it in the registry passed to Ledger.open",
                 )
+        macs = None
+        if self.authority is not None and self.authority.sign:
+            macs = [self.authority.signing_key(e.type, run) for e, run, _ in items]
         with self._lock:
             store = self._store
             t = max(now_us(), store.last_time_us)
             with no_gc():
                 batch, envs = encode(
-                    items, writer_id=self.writer_id, first_seq=store.next_seq, time_us=t
+                    items,
+                    writer_id=self.writer_id,
+                    first_seq=store.next_seq,
+                    time_us=t,
+                    macs=macs,
                 )
             store.write(batch, durable=durable)
             store.last_time_us = t
@@ -259,8 +281,16 @@ class Ledger:
     def table(
         self, *, run_id: str | None = None, types: Collection[str] | None = None
     ) -> tuple[pa.Table, list[str]]:
-        """Deduplicated, ordered rows (Arrow) with a ``_src`` column into the file list."""
+        """Deduplicated, ordered rows (Arrow) with a ``_src`` column into the file list.
+
+        Events that fail the ledger's :class:`Authority` are dropped here, for every read
+        path (events, iteration, SQL), and kept in :attr:`rejected`.
+        """
         table, names = self._store.read()
+        if self.authority is not None:
+            table, self.rejected = check(table, self.authority, names)
+            if self.rejected and self.authority.on_reject is not None:
+                self.authority.on_reject(self.rejected)
         if run_id is not None:
             table = table.filter(pc.equal(table.column("run_id"), run_id))
         if types is not None:
@@ -314,11 +344,14 @@ class Ledger:
         return connect(self)
 
     # -- maintenance --------------------------------------------------------------------
-    def verify(self) -> list[Problem]:
-        """Check everything recorded; an empty list means the ledger is sound."""
+    def verify(self, *, deep: bool = False) -> list[Problem]:
+        """Check everything recorded; an empty list means the ledger is sound.
+
+        ``deep`` also checks blobs reachable through referenced blobs (a tree's files).
+        """
         from aka_ledger._verify import verify
 
-        return verify(self)
+        return verify(self, deep=deep)
 
     def compact(self, *, target_rows: int | None = None) -> CompactionResult:
         """Merge small segments (and seal dead writers' live logs); safe while others run."""

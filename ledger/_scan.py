@@ -9,6 +9,7 @@ its events are durably somewhere else.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from blake3 import blake3
 
 from aka_ledger._envelope import SCHEMA
 from aka_ledger._errors import CorruptError, LedgerError
@@ -40,11 +42,37 @@ SORT_KEYS = [("time", "ascending"), ("writer_id", "ascending"), ("seq", "ascendi
 
 @dataclass(frozen=True, slots=True)
 class ManifestEntry:
-    """One compacted segment a manifest declares current."""
+    """One compacted segment a manifest declares current.
+
+    ``digest`` is the BLAKE3 hex of the file's bytes (None in manifests written before
+    it was recorded), so ``verify`` notices any changed byte of a compacted segment.
+    """
 
     file: str
     rows: int
     units: tuple[Unit, ...]
+    digest: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "file": self.file,
+            "rows": self.rows,
+            "units": [u.to_json() for u in self.units],
+        }
+        if self.digest is not None:
+            out["b3"] = self.digest
+        return out
+
+
+def manifest_checksum(segments: object) -> str:
+    """BLAKE3 over a manifest's ``segments``, canonical JSON: it covers every field."""
+    return blake3(json.dumps(segments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def manifest_bytes(entries: list[ManifestEntry]) -> bytes:
+    """A manifest's file content: its entries and their checksum."""
+    segments = [e.to_json() for e in entries]
+    return json.dumps({"segments": segments, "checksum": manifest_checksum(segments)}).encode()
 
 
 @dataclass(slots=True)
@@ -107,17 +135,38 @@ def _classify(out: Listing, dirname: str, f: Path) -> None:
 
 
 def read_manifest(path: Path) -> list[ManifestEntry]:
-    """Parse a manifest; raises :class:`CorruptError` naming it."""
-    doc = read_json(path)
+    """Parse a manifest and check its checksum; raises :class:`CorruptError` naming it.
+
+    Manifests written before the checksum existed have none and are read as they are.
+    """
+    try:
+        doc = read_json(path)
+    except LedgerError as exc:
+        raise CorruptError(exc.message, path=path, fix=_MANIFEST_FIX) from None
+    if "checksum" in doc and doc["checksum"] != manifest_checksum(doc.get("segments")):
+        raise CorruptError(
+            "manifest does not match its checksum (altered or damaged)",
+            path=path,
+            fix=_MANIFEST_FIX,
+        )
     try:
         return [
             ManifestEntry(
-                str(e["file"]), int(e["rows"]), tuple(Unit.from_json(u) for u in e["units"])
+                str(e["file"]),
+                int(e["rows"]),
+                tuple(Unit.from_json(u) for u in e["units"]),
+                str(e["b3"]) if "b3" in e else None,
             )
             for e in doc["segments"]
         ]
     except (KeyError, TypeError, ValueError):
-        raise CorruptError("manifest is malformed", path=path) from None
+        raise CorruptError("manifest is malformed", path=path, fix=_MANIFEST_FIX) from None
+
+
+_MANIFEST_FIX = (
+    "restore it from a backup; the manifest before it (if kept) lists the previous "
+    "compaction's files"
+)
 
 
 def latest_manifest(listing: Listing) -> tuple[int, list[ManifestEntry]]:
@@ -186,7 +235,7 @@ def _read_once(root: Path) -> tuple[tuple[pa.Table, list[str]], bool]:
                 ranges.append((writer, first, last))
     for writer, lives in listing.live.items():
         for first, path in lives:
-            batches, _, _ = read_live(path)
+            batches = read_live(path).batches  # damage: `verify` reports it
             rows = sum(b.num_rows for b in batches)
             add(pa.Table.from_batches(batches, SCHEMA), path)
             if rows:

@@ -1,10 +1,11 @@
 """Reading and writing the two event file kinds: live logs and sealed segments.
 
-A live log is an Arrow IPC stream: a schema message then record-batch messages, each
-written with one ``write``. A process killed mid-write leaves at most one torn message
-at the end, and :func:`read_live` returns every complete batch before it. A sealed
-segment is a Parquet file written temp → fsync → rename whose key-value metadata
-carries its hash-chain units.
+A live log is a schema message then one checksummed frame per record batch
+(:mod:`aka_ledger._frames`), each written with one ``pwritev``. A process killed
+mid-write leaves at most one torn frame at the end, and :func:`read_live` returns every
+complete batch before it, while damage anywhere is reported rather than taken for a
+torn tail. A sealed segment is a Parquet file written temp → fsync → rename whose
+key-value metadata carries its hash-chain units; its pages carry CRC checksums.
 """
 
 from __future__ import annotations
@@ -17,51 +18,24 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from blake3 import blake3
 
 from aka_ledger._envelope import SCHEMA
 from aka_ledger._errors import CorruptError, LedgerError
-from aka_ledger._fs import Unit, fsync_dir, tmp_name
+from aka_ledger._frames import HEADER, LiveScan, frame_head, scan_live
+from aka_ledger._fs import Unit, fsync_dir, open_temp, tmp_name
 
 SEGMENT_META_KEY = b"aka.segment"
-HEADER = SCHEMA.serialize().to_pybytes()
 
 
-def read_live(path: Path) -> tuple[list[pa.RecordBatch], int, int]:
-    """Complete batches of a live log, the byte offset where they end, and the file size.
+def read_live(path: Path) -> LiveScan:
+    """What a live log holds: intact records, a torn tail, damage (:func:`scan_live`).
 
     Raises:
         FileNotFoundError: the file vanished (sealed meanwhile); callers retry.
         CorruptError: the file is not a live log of this schema.
     """
-    data = path.read_bytes()
-    return parse_live(data, path)
-
-
-def parse_live(data: bytes, path: Path) -> tuple[list[pa.RecordBatch], int, int]:
-    """:func:`read_live` over bytes already read."""
-    if len(data) < len(HEADER):
-        if HEADER.startswith(data):
-            return [], 0, len(data)
-        raise CorruptError("not a live log (bad header)", path=path)
-    if not data.startswith(HEADER):
-        raise CorruptError(
-            "not a live log of this schema (bad header)",
-            path=path,
-            fix="move the file out of the ledger directory",
-        )
-    reader = pa.BufferReader(data)
-    reader.seek(len(HEADER))
-    batches: list[pa.RecordBatch] = []
-    end = len(HEADER)
-    while end < len(data):
-        try:
-            msg = pa.ipc.read_message(reader)
-            batch = pa.ipc.read_record_batch(msg, SCHEMA)
-        except (OSError, pa.ArrowInvalid, EOFError):
-            break  # torn tail: everything before it is complete
-        batches.append(batch)
-        end = reader.tell()
-    return batches, end, len(data)
+    return scan_live(path.read_bytes(), path)
 
 
 class LiveLog:
@@ -72,6 +46,7 @@ class LiveLog:
         self.first = first
         self.fd = self._create(path, tag) if new else self._reopen(path)
         self.size = os.fstat(self.fd).st_size
+        self.format = 2
 
     @staticmethod
     def _create(path: Path, tag: str) -> int:
@@ -143,26 +118,57 @@ class LiveLog:
         return fd
 
     def recover(self) -> list[pa.RecordBatch]:
-        """Read complete batches and cut off a torn tail (we hold the lock)."""
+        """Read complete batches and cut off a torn tail (we hold the lock).
+
+        Only a torn tail is ever cut: a log with damaged bytes is refused, so no
+        undecodable byte is deleted here (``aka ledger compact`` quarantines it).
+
+        Raises:
+            CorruptError: the log holds damage (named with its offset).
+        """
         data = os.pread(self.fd, self.size, 0)
-        batches, end, size = parse_live(data, self.path)
-        if end < len(HEADER):
+        scan = scan_live(data, self.path)
+        if scan.damaged:
+            first = scan.damage[0]
+            raise CorruptError(
+                f"live log damaged at byte {first.offset} ({first.reason}); "
+                f"{scan.beyond} intact record(s) follow the damage",
+                path=self.path,
+                fix="run `aka ledger compact` to seal what is intact and quarantine the "
+                "rest, then `aka ledger verify`; use a new writer id to keep appending",
+            )
+        self.format = scan.format
+        if scan.end < len(HEADER) and scan.format == 2:
             os.ftruncate(self.fd, 0)
             os.pwrite(self.fd, HEADER, 0)
-            end = len(HEADER)
-        elif end < size:
-            os.ftruncate(self.fd, end)
+            scan.end = len(HEADER)
+        elif scan.end < scan.size:
+            os.ftruncate(self.fd, scan.end)
         os.fsync(self.fd)
-        self.size = end
-        return batches
+        self.size = scan.end
+        return scan.batches
 
     def write(self, batch: pa.RecordBatch, *, durable: bool) -> None:
-        """Append one batch with a single write; fsync if ``durable``."""
-        buf = batch.serialize()
-        n = os.pwrite(self.fd, buf, self.size)
-        if n != buf.size:  # a short write on a full disk; never leave it half written
+        """Append one batch as one checksummed frame in a single write; fsync if ``durable``."""
+        body = batch.serialize()
+        head = frame_head(body.size, body)
+        total = len(head) + body.size
+        try:
+            n = os.pwritev(self.fd, [head, body], self.size)
+        except OSError as exc:
             os.ftruncate(self.fd, self.size)
-            raise LedgerError("short write (disk full?)", path=self.path)
+            raise LedgerError(
+                f"cannot append: {exc.strerror or exc}",
+                path=self.path,
+                fix="free space on the ledger's file system (nothing was recorded)",
+            ) from None
+        if n != total:  # a short write on a full disk; never leave it half written
+            os.ftruncate(self.fd, self.size)
+            raise LedgerError(
+                "short write (disk full?)",
+                path=self.path,
+                fix="free space on the ledger's file system (nothing was recorded)",
+            )
         self.size += n
         if durable:
             os.fsync(self.fd)
@@ -176,23 +182,42 @@ class LiveLog:
             self.fd = -1
 
 
-def write_segment(path: Path, table: pa.Table, units: list[Unit], *, tag: str) -> None:
-    """Write a Parquet segment durably: temp → fsync → rename → fsync directory."""
+def write_segment(path: Path, table: pa.Table, units: list[Unit], *, tag: str) -> str:
+    """Write a Parquet segment durably: temp → fsync → rename → fsync directory.
+
+    The temp is held under ``flock`` while written (:func:`open_temp`), so a kill leaves
+    a temp any later compaction can tell from one in flight. Returns the BLAKE3 digest
+    of the file's bytes (compaction records it in its manifest).
+    """
     meta = {SEGMENT_META_KEY: json.dumps({"units": [u.to_json() for u in units]}).encode()}
     table = table.replace_schema_metadata(meta)
     tmp = path.parent / tmp_name(tag)
     try:
-        pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 20)
-        fd = os.open(tmp, os.O_RDONLY)
+        fd = open_temp(tmp)
         try:
+            pq.write_table(
+                table, tmp, compression="zstd", row_group_size=1 << 20, write_page_checksum=True
+            )
             os.fsync(fd)
+            digest = file_digest(fd)
+            os.replace(tmp, path)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise LedgerError(f"cannot write: {exc.strerror or exc}", path=path) from None
     fsync_dir(path.parent)
+    return digest
+
+
+def file_digest(fd: int) -> str:
+    """BLAKE3 hex of a whole file, read through ``fd`` from the start."""
+    h = blake3()
+    pos = 0
+    while chunk := os.pread(fd, 1 << 20, pos):
+        h.update(chunk)
+        pos += len(chunk)
+    return h.hexdigest()
 
 
 def read_segment(path: Path) -> tuple[pa.Table, list[Unit]]:
@@ -203,7 +228,7 @@ def read_segment(path: Path) -> tuple[pa.Table, list[Unit]]:
         CorruptError: it does not parse, has another schema, or lacks its units.
     """
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(path, page_checksum_verification=True)
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as exc:
@@ -218,6 +243,14 @@ def read_segment(path: Path) -> tuple[pa.Table, list[Unit]]:
     table = table.replace_schema_metadata(None)
     if table.schema != SCHEMA:
         raise CorruptError("segment has an unexpected schema", path=path)
+    try:
+        table.validate(full=True)  # offsets and UTF-8: Arrow trusts them when reading values
+    except pa.ArrowException as exc:
+        raise CorruptError(
+            f"segment holds invalid data ({exc})",
+            path=path,
+            fix="restore it from a backup or a replica; `aka ledger verify` lists the damage",
+        ) from None
     try:
         units = [Unit.from_json(u) for u in json.loads(meta[SEGMENT_META_KEY])["units"]]
     except (KeyError, ValueError, TypeError):

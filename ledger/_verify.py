@@ -9,6 +9,9 @@ event references exists in the content store and hashes right. Verify only reads
 
 from __future__ import annotations
 
+import os
+import re
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,11 +19,24 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from aka_ledger._authority import MAC_MARK, mac_id, record_key
 from aka_ledger._envelope import SCHEMA, decode, event_id
 from aka_ledger._errors import LedgerError
-from aka_ledger._fs import CAS, COMPACTED, EVENTS, META_FILE, SIDECAR, Unit, chain_hash, ensure_root
+from aka_ledger._frames import LiveScan
+from aka_ledger._fs import (
+    CAS,
+    COMPACTED,
+    EVENTS,
+    META_FILE,
+    QUARANTINE,
+    SIDECAR,
+    Unit,
+    chain_hash,
+    ensure_root,
+    temp_abandoned,
+)
 from aka_ledger._scan import covered_units, latest_manifest, list_files, read_manifest
-from aka_ledger._segments import read_live, read_segment
+from aka_ledger._segments import file_digest, read_live, read_segment
 
 if TYPE_CHECKING:
     from aka_ledger._ledger import Ledger, Problem
@@ -39,13 +55,18 @@ class _Report:
         self.problems.append(self._problem(str(path), message))
 
 
-def verify(ledger: Ledger) -> list[Problem]:
-    """All problems found (empty if the ledger is sound)."""
+def verify(ledger: Ledger, *, deep: bool = False) -> list[Problem]:
+    """All problems found (empty if the ledger is sound).
+
+    With ``deep``, blobs reachable *through* referenced blobs (the files of a tree, the
+    blobs an arm or a config names) are checked too: every referenced blob is read and
+    each ``b3:`` digest in it followed, which reads every such blob once.
+    """
     report = _Report()
     if ledger.root is None:
         table, names = ledger.table()
         _check_rows(report, ledger, table, names[0])
-        _check_digests(report, ledger, {d: names[0] for d in _digests(table)})
+        _check_digests(report, ledger, {d: names[0] for d in _digests(table)}, deep=deep)
         return report.problems
     root = ledger.root
     try:
@@ -63,7 +84,7 @@ def verify(ledger: Ledger) -> list[Problem]:
         src = str(t.schema.metadata[b"src"].decode()) if t.schema.metadata else "?"
         for d in _digests(t):
             referenced.setdefault(d, src)
-    _check_digests(report, ledger, referenced)
+    _check_digests(report, ledger, referenced, deep=deep)
     _check_cas_layout(report, root / CAS)
     return report.problems
 
@@ -77,13 +98,19 @@ def _check_files(
 ) -> None:
     """Parse every event file; collect the current ones' rows and chain units."""
     for entry in sorted(root.iterdir()):
-        if entry.name not in (META_FILE, EVENTS, CAS, SIDECAR):
+        if entry.name not in (META_FILE, EVENTS, CAS, SIDECAR, QUARANTINE):
             report.add(entry, "stray file: not part of a ledger; move it out of the directory")
     listing = list_files(root)
     for path in listing.strays:
         report.add(path, "stray file: not part of a ledger; move it out of the directory")
+    now = time.time()
     for path in listing.temps:
-        report.add(path, "leftover temporary file of an interrupted write; safe to delete")
+        if temp_abandoned(path, now):  # one being written holds its lock
+            report.add(
+                path,
+                "leftover temporary file of an interrupted write; safe to delete "
+                "(`aka ledger compact` removes it)",
+            )
     for _, path in listing.manifests:
         try:
             read_manifest(path)
@@ -96,8 +123,7 @@ def _check_files(
     covered = covered_units(entries)
     current = {str(root / EVENTS / e.file) for e in entries}
     for e in entries:
-        if not (root / EVENTS / e.file).exists():
-            report.add(root / EVENTS / e.file, "listed in the latest manifest but missing")
+        _check_listed(report, root / EVENTS / e.file, e.digest)
     paths = [p for segs in listing.segments.values() for _, _, p in segs] + listing.compacted
     for path in paths:
         try:
@@ -116,11 +142,50 @@ def _check_files(
     for lives in listing.live.values():
         for _, path in lives:
             try:
-                batches, _, _ = read_live(path)
+                scan = read_live(path)
             except (LedgerError, FileNotFoundError) as exc:
                 report.add(path, getattr(exc, "message", "vanished while verifying"))
                 continue
-            _take(report, ledger, pa.Table.from_batches(batches, SCHEMA), str(path), tables)
+            _report_damage(report, path, scan)
+            _take(report, ledger, pa.Table.from_batches(scan.batches, SCHEMA), str(path), tables)
+    _check_quarantine(report, root / QUARANTINE)
+
+
+def _report_damage(report: _Report, path: Path, scan: LiveScan) -> None:
+    """Name every damaged region of a live log, with what is read and what is not."""
+    for d in scan.damage:
+        report.add(
+            path,
+            f"damaged bytes {d.offset}..{d.offset + d.length} ({d.reason}): events in them "
+            f"are missing; {len(scan.batches)} record(s) before the first damage are read, "
+            f"{scan.beyond} intact record(s) after it are not",
+        )
+
+
+def _check_quarantine(report: _Report, where: Path) -> None:
+    """Quarantined bytes are events the ledger could not decode: never silently fine."""
+    if not where.is_dir():
+        return
+    for f in sorted(p for p in where.rglob("*") if not p.is_dir()):
+        report.add(
+            f,
+            f"quarantined by compaction ({f.stat().st_size} bytes it could not decode): "
+            "events in it are missing; inspect it, then move it out of the ledger",
+        )
+
+
+def _check_listed(report: _Report, path: Path, digest: str | None) -> None:
+    """A file the latest manifest lists exists and has the bytes it had when listed."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        report.add(path, "listed in the latest manifest but missing")
+        return
+    try:
+        if digest is not None and file_digest(fd) != digest:
+            report.add(path, "does not match the digest its manifest recorded (altered or damaged)")
+    finally:
+        os.close(fd)
 
 
 def _take(report: _Report, ledger: Ledger, table: pa.Table, path: str, out: list[pa.Table]) -> None:
@@ -145,21 +210,31 @@ def _check_rows(report: _Report, ledger: Ledger, table: pa.Table, path: str) -> 
             "payload",
         )
     }
+    auth = ledger.authority
+    keys: dict[str, bytes | None] = {}
     for i, eid in enumerate(c["event_id"]):
-        expect = event_id(
-            c["writer_id"][i],
-            c["seq"][i],
-            c["run_id"][i],
-            c["attempt_key"][i],
-            c["type"][i],
-            c["version"][i],
-            c["payload"][i],
-        )
-        if expect != eid:
+        w, seq, run, tag = c["writer_id"][i], c["seq"][i], c["run_id"][i], c["type"][i]
+        fields = (w, seq, run, c["attempt_key"][i], tag, c["version"][i])
+        key = None
+        if auth is not None and tag in auth.types:
+            if run not in keys:
+                keys[run] = auth.key_for(run)
+            key = keys[run]
+        if key is not None:
+            if mac_id(key, record_key(*fields) + c["payload"][i].encode()) != eid:
+                report.add(
+                    path,
+                    f"event {eid} ({tag} of run {run}, writer {w}, seq {seq}) is not "
+                    "authenticated by its run's key (forged or altered): every read ignores it",
+                )
+            continue
+        if auth is None and eid.startswith(MAC_MARK):
+            continue  # MACed: checkable only with the run's key (an Authority)
+        if event_id(*fields, c["payload"][i]) != eid:
             report.add(
                 path,
-                f"event {eid} (writer {c['writer_id'][i]}, seq {c['seq'][i]}) "
-                "does not hash to its id: the record was altered",
+                f"event {eid} (writer {w}, seq {seq}) does not hash to its id: the record "
+                "was altered",
             )
             return
     try:
@@ -228,15 +303,48 @@ def _digests(table: pa.Table) -> set[str]:
     return set(pc.list_flatten(table.column("digests")).to_pylist())
 
 
-def _check_digests(report: _Report, ledger: Ledger, referenced: dict[str, str]) -> None:
+def _check_digests(
+    report: _Report, ledger: Ledger, referenced: dict[str, str], *, deep: bool
+) -> None:
     """Every referenced blob exists and hashes right; every stored blob hashes right."""
     cas = ledger.cas
     for digest, path in sorted(referenced.items()):
         if not cas.exists(digest):
             report.add(path, f"references {digest}, which is not in the content store")
+    if deep:
+        _check_reachable(report, ledger, referenced)
     for digest in cas.digests():
         if not cas.hashes_right(digest):
             report.add(cas.path(digest) or digest, "blob does not hash to its name (corrupted)")
+
+
+_DIGEST_RE = re.compile(rb"b3:[0-9a-f]{64}")
+_DEEP_MAX = 64 << 20  # blobs larger than this are data (binaries, transcripts), not indexes
+
+
+def _check_reachable(report: _Report, ledger: Ledger, referenced: dict[str, str]) -> None:
+    """Follow ``b3:`` digests inside referenced blobs (trees, manifests of any kind)."""
+    cas = ledger.cas
+    seen = set(referenced)
+    todo = [(d, d) for d in sorted(referenced)]
+    while todo:
+        digest, parent = todo.pop()
+        path = cas.path(digest)
+        if not cas.exists(digest) or (path is not None and path.stat().st_size > _DEEP_MAX):
+            continue
+        for found in sorted(set(_DIGEST_RE.findall(cas.get(digest)))):
+            child = found.decode()
+            if child in seen:
+                continue
+            seen.add(child)
+            if cas.exists(child):
+                todo.append((child, digest))
+            else:
+                report.add(
+                    cas.path(digest) or digest,
+                    f"blob {digest} (reached from {parent}) references {child}, "
+                    "which is not in the content store",
+                )
 
 
 def _check_cas_layout(report: _Report, cas_root: Path) -> None:

@@ -152,6 +152,8 @@ class FileWriter:
             tmp.unlink(missing_ok=True)
         drop_cas_temps(self.root, self.writer_id)
         fsync_dir(self.dir)
+        if self.live is not None and self.live.format == 1:
+            self.seal()  # a log from before checksummed frames: new appends start a new one
 
     def _ensure_live(self) -> LiveLog:
         if self.live is None:

@@ -5,7 +5,7 @@ Workers share one ledger directory and claim attempts through lease files in it
 ``aka worker`` loop (:func:`run_worker`).
 """
 
-from aka_runners._claims import Claim, LeaseInfo, claim_next, claims_dir, key_state, read_leases
+from aka.claims import Claim, LeaseInfo, claim_next, claims_dir, key_state, read_leases
 from aka_runners._docker import DockerSpec, docker_client, run_docker, start_docker, wait_docker
 from aka_runners._launch import RUNNERS, LaunchResult, launch
 from aka_runners._local import (

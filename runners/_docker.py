@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.errors import AkaError
+from aka.runkeys import KEY_DIR_ENV, key_dir
 from aka_runners._local import worker_argv
 
 __all__ = ["DockerSpec", "docker_client", "run_docker", "start_docker", "wait_docker"]
@@ -84,7 +85,10 @@ def start_docker(
 
     client = client or docker_client()
     ledger = Path(ledger).resolve()
+    keys = key_dir().resolve()  # the run key, so workers can sign what they record
     volumes = {str(ledger): {"bind": str(ledger), "mode": "rw"}}
+    if keys.is_dir():
+        volumes[str(keys)] = {"bind": str(keys), "mode": "ro"}
     for host, target in spec.mounts.items():
         path, _, mode = target.partition(":")
         volumes[host] = {"bind": path, "mode": mode or "ro"}
@@ -115,7 +119,7 @@ def start_docker(
                 detach=True,
                 device_requests=requests or None,
                 volumes=volumes,
-                environment=dict(spec.env),
+                environment={**spec.env, KEY_DIR_ENV: str(keys)},
                 network_mode=spec.network_mode,
                 user=user,
                 working_dir=str(ledger),

@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from aka_runners._claims import claim_next
+from aka.claims import claim_next
 
 __all__ = [
     "ClaimLatency",

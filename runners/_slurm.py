@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aka.errors import AkaError, InputError
+from aka.runkeys import KEY_DIR_ENV, key_dir
 from aka_runners._local import worker_args
 
 __all__ = ["SlurmSpec", "batch_script", "slurm_states", "submit_slurm", "watch_slurm"]
@@ -108,6 +109,9 @@ def batch_script(
     )
     wid = "slurm-${SLURM_ARRAY_JOB_ID}-${SLURM_ARRAY_TASK_ID}"
     lines = ["#!/bin/bash", *(f"#SBATCH {o}" for o in opts), "set -euo pipefail"]
+    # The run key directory the submitter uses (a shared home on a cluster), so the
+    # workers can MAC the outcomes they record (docs/security.md).
+    lines += [f"export {KEY_DIR_ENV}={shlex.quote(str(key_dir()))}"]
     lines += [spec.setup] if spec.setup else []
     cmd = " ".join([shlex.quote(spec.aka), *map(shlex.quote, args)])
     lines += [f'exec {cmd} --worker-id "{wid}"', ""]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,4 +59,16 @@ def ledger_dir(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _no_ambient_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AKA_LEDGER", raising=False)
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run keys of every test run go to a fresh directory, never the user's state dir.
+
+    Set once for the session (and inherited by every subprocess), so runs that session-
+    and module-scoped fixtures record find their keys too.
+    """
+    os.environ["AKA_KEY_DIR"] = tempfile.mkdtemp(prefix="aka-test-keys-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.get("AKA_KEY_DIR", ""), ignore_errors=True)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from aka_ledger import Ledger
+from aka_ledger import Ledger, Rejected
 
 LedgerOpt = Annotated[
     Path,
@@ -51,7 +51,28 @@ def open_ledger(path: Path, *, create: bool = False) -> Ledger:
             where=str(path),
             fix="pass --ledger DIR (or set AKA_LEDGER), or run `aka run` first",
         )
-    return Ledger.open(path, registry=REGISTRY, create=create)
+    from aka.runkeys import arena_authority
+
+    authority = arena_authority(sign=True, on_reject=warn_rejected)
+    return Ledger.open(path, registry=REGISTRY, create=create, authority=authority)
+
+
+_warned: set[str] = set()
+
+
+def warn_rejected(rejected: list[Rejected]) -> None:
+    """Say once per process that forged or unauthenticated outcome events were ignored."""
+    new = [r for r in rejected if r.event_id not in _warned]
+    if not new:
+        return
+    _warned.update(r.event_id for r in new)
+    first = new[0]
+    typer.echo(
+        f"warning: ignored {len(new)} event(s) not authenticated by their run's key "
+        f"(first: {first.type} of run {first.run_id} by writer {first.writer_id} in "
+        f"{first.source}); `aka ledger verify` names them",
+        err=True,
+    )
 
 
 def emit_rows(

@@ -29,6 +29,14 @@ def dashboard(
         str, typer.Option("--host", help="Address to bind; keep the default to stay local.")
     ] = "127.0.0.1",
     verbose: Annotated[bool, typer.Option("--verbose", help="Log every request.")] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Also answer requests for this host name (repeatable); loopback names "
+            "and the bound address are always answered.",
+        ),
+    ] = None,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """A local, read-only web view of the ledger: runs, leaderboard, A/B, attempts (live)."""
@@ -36,7 +44,9 @@ def dashboard(
     from aka.dashboard import make_server
 
     open_ledger(ledger)  # a missing ledger is a clean error, not a traceback
-    server = make_server(ledger, host=host, port=port, quiet=not verbose)
+    server = make_server(
+        ledger, host=host, port=port, quiet=not verbose, allow_hosts=allow_host or ()
+    )
     if not is_loopback(host):
         typer.echo(
             f"warning: {host} is not loopback; anyone who can reach it reads the ledger", err=True

@@ -31,18 +31,24 @@ def _open(path: Path) -> Any:
             where=str(path),
             fix="pass --ledger DIR (or set AKA_LEDGER), or run `aka run` first",
         )
-    return Ledger.open(path, registry=REGISTRY, create=False)
+    from aka.runkeys import arena_authority
+
+    return Ledger.open(path, registry=REGISTRY, create=False, authority=arena_authority(sign=False))
 
 
 @ledger_app.command("verify")
 def verify(
     ledger: LedgerOpt = DEFAULT_LEDGER,
     fmt: FormatOpt = OutputFormat.table,
+    deep: Annotated[
+        bool,
+        typer.Option("--deep", help="Also check blobs reached through others (a tree's files)."),
+    ] = False,
 ) -> None:
     """Check segments, hash chains, sequences and blobs; exit 1 naming each bad file."""
     led = _open(ledger)
     try:
-        problems = led.verify()
+        problems = led.verify(deep=deep)
     finally:
         led.close()
     rows = [{"path": p.path, "problem": p.message} for p in problems]
@@ -70,6 +76,12 @@ def compact(
     finally:
         led.close()
     typer.echo(json.dumps(dataclasses.asdict(result)))
+    for path in result.quarantined:
+        typer.echo(
+            f"quarantined {path}: a live log with bytes that could not be decoded (its intact "
+            "records were sealed; nothing was deleted); `aka ledger verify` reports it",
+            err=True,
+        )
 
 
 @app.command("sql")
@@ -96,6 +108,7 @@ def sql(
         pass
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
+    _one_read_only(con, query)
     try:
         rel = con.sql(query)
         if rel is None:
@@ -107,6 +120,36 @@ def sql(
             str(exc).splitlines()[0], where="QUERY", fix="queries are read-only DuckDB SQL"
         ) from None
     emit_rows(rows, fmt)
+
+
+_READ_ONLY = ("SELECT", "EXPLAIN")
+
+
+def _one_read_only(con: Any, query: str) -> None:
+    """Refuse anything but one read-only statement (no DDL, SET, PRAGMA, ATTACH, COPY, ...).
+
+    Nothing a query does here is persisted (the connection is in memory and has no
+    external access), but a second statement, a catalog change or a setting is never
+    what `aka sql` is for, so it is refused before it runs.
+    """
+    import duckdb
+
+    from aka.errors import InputError
+
+    try:
+        statements = con.extract_statements(query)
+    except duckdb.Error as exc:
+        raise InputError(
+            str(exc).splitlines()[0], where="QUERY", fix="queries are read-only DuckDB SQL"
+        ) from None
+    kinds = [str(st.type).rsplit(".", 1)[-1] for st in statements]
+    if len(kinds) != 1 or kinds[0] not in _READ_ONLY:
+        found = ", ".join(kinds) or "no statement"
+        raise InputError(
+            f"aka sql runs exactly one read-only query; got {found}",
+            where="QUERY",
+            fix="give one SELECT (or WITH ..., FROM ..., VALUES, DESCRIBE, EXPLAIN) statement",
+        )
 
 
 @bench_app.command("ledger")

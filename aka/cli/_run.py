@@ -126,13 +126,12 @@ def run(
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Run every task with every arm; each step becomes an event in the ledger."""
-    from aka.orchestrator import prepare_run
+    from aka.orchestrator import started_run
 
     led = open_ledger(ledger, create=True)
-    rid, cfg = prepare_run(
-        led, config, label=label, run_id=run_id, runner=_overrides(runner, gpus, workers)
-    )
-    _execute(led, ledger, rid, cfg.runner)
+    over = _overrides(runner, gpus, workers)
+    with started_run(led, config, label=label, run_id=run_id, runner=over) as (rid, cfg):
+        _execute(led, ledger, rid, cfg.runner)
     led.close()
     typer.echo(f"run {rid} finished; `aka report {rid}` shows the results")
 
@@ -150,6 +149,7 @@ def resume(
     from aka.errors import InputError
     from aka.orchestrator import run_state
     from aka.report import resolve_run
+    from aka.runlock import hold_run
     from aka.treatments import check_runner
 
     if (run_id is None) == (not latest):
@@ -162,7 +162,8 @@ def resume(
     if over:
         settings = RunnerSettings.model_validate({**settings.model_dump(), **over})
         check_runner(config, settings.kind, where="--runner")
-    _execute(led, ledger, rid, settings)
+    with hold_run(led, rid):
+        _execute(led, ledger, rid, settings)
     state = run_state(led, rid)
     led.close()
     n = sum(1 for a in state.attempts.values() if a.score is not None)

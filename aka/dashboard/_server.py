@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,17 +29,40 @@ CSP = (
 )
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+"""Host header names answered by default: a page another site loads through DNS
+rebinding arrives with that site's name and is refused."""
+
+
+def host_name(header: str | None) -> str | None:
+    """The name in a Host header, without its port, lowercased (None if absent)."""
+    if not header:
+        return None
+    header = header.strip().lower()
+    if header.startswith("["):  # [v6]:port
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 class DashboardServer(ThreadingHTTPServer):
     """A threading HTTP server that knows which ledger it shows."""
 
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], open_ledger: Callable[[], Ledger], *, quiet: bool
+        self,
+        address: tuple[str, int],
+        open_ledger: Callable[[], Ledger],
+        *,
+        quiet: bool,
+        allow_hosts: Collection[str] = (),
     ) -> None:
         super().__init__(address, _Handler)
         self.open_ledger = open_ledger
         self.quiet = quiet
+        bound = str(address[0]).lower()
+        extra = {bound} if bound not in ("", "0.0.0.0", "::") else set()
+        self.allowed_hosts = LOOPBACK_NAMES | extra | {h.lower() for h in allow_hosts}
 
     @property
     def url(self) -> str:
@@ -97,7 +120,21 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, blob, "text/plain; charset=utf-8"
         raise NotFoundError(f"no page at {path!r}", fix="start from the runs page at /")
 
+    def _host_allowed(self, *, head: bool) -> bool:
+        name = host_name(self.headers.get("Host"))
+        if name in self.server.allowed_hosts:
+            return True
+        message = (
+            f"this dashboard does not answer to the host name {name!r}; start it with "
+            f"`aka dashboard --allow-host {name}` if that name is yours"
+        )
+        body = _error_page("Unknown host", message)
+        self._send(HTTPStatus.FORBIDDEN, body, "text/html; charset=utf-8", head=head)
+        return False
+
     def _handle(self, *, head: bool) -> None:
+        if not self._host_allowed(head=head):
+            return
         try:
             status, body, ctype = self._route()
         except NotFoundError as exc:
@@ -124,6 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle(head=True)
 
     def _refuse(self) -> None:
+        if not self._host_allowed(head=False):
+            return
         body = _error_page("Read-only", "the dashboard never changes the ledger")
         self._send(HTTPStatus.METHOD_NOT_ALLOWED, body, "text/html; charset=utf-8")
 
@@ -138,21 +177,31 @@ def _error_page(title: str, message: str) -> bytes:
 
 
 def make_server(
-    ledger_root: Path, *, host: str = "127.0.0.1", port: int = 8765, quiet: bool = True
+    ledger_root: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    quiet: bool = True,
+    allow_hosts: Collection[str] = (),
 ) -> DashboardServer:
     """A server over the ledger at ``ledger_root`` (not started; ``port=0`` picks a free one).
+
+    It answers only requests whose Host header names a loopback name, the bound address
+    or one of ``allow_hosts`` (so a web page cannot read it through DNS rebinding).
 
     Raises:
         LedgerError: there is no ledger at ``ledger_root``.
     """
     from aka.events import REGISTRY
+    from aka.runkeys import arena_authority
 
     Ledger.open(ledger_root, registry=REGISTRY, create=False)  # fail now, not on first request
 
     def open_ledger() -> Ledger:
-        return Ledger.open(ledger_root, registry=REGISTRY, create=False)
+        authority = arena_authority(sign=False)
+        return Ledger.open(ledger_root, registry=REGISTRY, create=False, authority=authority)
 
-    return DashboardServer((host, port), open_ledger, quiet=quiet)
+    return DashboardServer((host, port), open_ledger, quiet=quiet, allow_hosts=allow_hosts)
 
 
 def serve_in_thread(server: DashboardServer) -> threading.Thread:

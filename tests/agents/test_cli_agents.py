@@ -199,7 +199,8 @@ def test_large_output_is_capped_and_flagged_but_fully_parsed(
     )
     clean, _ = run(agent, workspace)
     assert outcome.status == "ok" and outcome.truncated
-    assert len(outcome.transcript) == cap
+    head, _, _tail = outcome.transcript.partition(b" left out here; their blake3 is b3:")
+    assert len(head) > cap // 2 and len(outcome.transcript) < cap + 200
     assert sink.ended()["long_lines"] == 1
     assert (outcome.tokens_in, outcome.tokens_out, outcome.model) == (
         clean.tokens_in,

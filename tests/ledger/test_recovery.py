@@ -35,10 +35,12 @@ def test_a_torn_live_log_keeps_every_complete_batch(
     _abandon(ledger)
     [log] = _live_logs(root)
     data = log.read_bytes()
-    assert [b.num_rows for b in read_live(log)[0]] == sizes
+    assert [b.num_rows for b in read_live(log).batches] == sizes
     os.truncate(log, int(cut * len(data)))
-    survivors, end, _ = read_live(log)
+    scan = read_live(log)
+    survivors, end = scan.batches, scan.end
     assert end <= int(cut * len(data))
+    assert not scan.damaged and scan.torn == (end < int(cut * len(data)))
     kept = sum(b.num_rows for b in survivors)
     assert [b.num_rows for b in survivors] == sizes[: len(survivors)]
     reopened = Ledger.open(root, registry=REGISTRY, writer_id="w")

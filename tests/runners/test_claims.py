@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -13,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aka.claims import _encode
 from aka_runners import claim_next, claims_dir, key_state, read_leases
-from aka_runners._claims import _encode
 
 CTX = mp.get_context("fork")
 
@@ -49,10 +50,10 @@ def test_exception_releases_without_done(tmp_path: Path) -> None:
 
 
 def test_expired_lease_is_taken_over_as_next_try(tmp_path: Path) -> None:
-    dead = claim_next(tmp_path, "r", ["k"], "A", 0.2)
+    dead = claim_next(tmp_path, "r", ["k"], "A", 2.0)  # long enough for a loaded machine
     assert dead is not None  # never heartbeats: a holder that died
     assert claim_next(tmp_path, "r", ["k"], "B", 30) is None
-    time.sleep(0.3)
+    time.sleep(2.1)
     taker = claim_next(tmp_path, "r", ["k"], "B", 30)
     assert taker is not None and taker.try_number == 2
     assert [(lease.try_number, lease.worker_id) for lease in read_leases(tmp_path, "r", "k")] == [
@@ -149,7 +150,9 @@ def _steal(root: str, worker: str, log: str) -> None:
             os.write(fd, f"{worker}\t{claim.try_number}\n".encode())
             os.close(fd)
             claim.start()
-            time.sleep(1.0)
+            # Alive until every stealer has given up: a holder that exits is gone, and a
+            # gone holder's lease on this host is free at once.
+            time.sleep(deadline - time.time() + 0.5)
             return
         time.sleep(0.01)
 
@@ -182,3 +185,40 @@ def test_killed_holder_lease_is_taken_exactly_once(tmp_path: Path, stealers: int
     assert len(winners) == 1 and winners[0].endswith("\t2")
     assert [lease.try_number for lease in read_leases(root, "run", "k")] == [1, 2]
     assert claims_dir(root, "run").is_dir()
+
+
+def _lease_doc(path: Path, **changes: object) -> None:
+    doc = json.loads(path.read_text())
+    doc.update(changes)
+    path.write_text(json.dumps(doc))
+
+
+def _dead_pid() -> int:
+    proc = CTX.Process(target=time.sleep, args=(0,))
+    proc.start()
+    proc.join()
+    assert proc.pid is not None
+    return proc.pid
+
+
+def test_a_gone_holder_on_this_host_frees_its_lease_at_once(tmp_path: Path) -> None:
+    claim = claim_next(tmp_path, "r", ["k"], "A", 3600)
+    assert claim is not None
+    _lease_doc(claim.path, pid=_dead_pid())
+    assert key_state(tmp_path, "r", "k") == "free"
+    taker = claim_next(tmp_path, "r", ["k"], "B", 30)
+    assert taker is not None and taker.try_number == 2
+
+
+@pytest.mark.parametrize(
+    "other",
+    [{"host": "elsewhere"}, {"pidns": "pid:[1]"}, {"boot": "another-boot"}, {"host": None}],
+)
+def test_a_holder_that_may_live_elsewhere_keeps_its_lease_until_expiry(
+    tmp_path: Path, other: dict[str, object]
+) -> None:
+    claim = claim_next(tmp_path, "r", ["k"], "A", 3600)
+    assert claim is not None
+    _lease_doc(claim.path, pid=_dead_pid(), **other)
+    assert key_state(tmp_path, "r", "k") == "held"
+    assert claim_next(tmp_path, "r", ["k"], "B", 30) is None

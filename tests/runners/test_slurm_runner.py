@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -32,6 +33,7 @@ def test_batch_script_carries_the_spec(tmp_path: Path) -> None:
         "#SBATCH --time=02:00:00",
         "#SBATCH --gpus=1",
         "module load cuda",
+        f"export AKA_KEY_DIR={os.environ['AKA_KEY_DIR']}",
     ]:
         assert line in script.splitlines()
     last = script.strip().splitlines()[-1]

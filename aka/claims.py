@@ -38,7 +38,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Claim", "LeaseInfo", "claim_next", "claims_dir", "key_state", "read_leases"]
+__all__ = [
+    "Claim",
+    "LeaseInfo",
+    "claim_next",
+    "claims_dir",
+    "key_state",
+    "read_leases",
+]
 
 _TRY_RE = re.compile(r"^try-(\d{4,})\.lease$")
 _SAFE = re.compile(r"[^A-Za-z0-9._=+-]")
@@ -65,16 +72,65 @@ class LeaseInfo:
         worker_id: who holds (or held) it.
         expires_at: wall-clock seconds since the epoch after which it may be taken over.
         released: the holder gave it back without finishing.
+        host: the holder's host name ("" for leases written before it was recorded).
+        pid: the holder's process id (0 if unknown).
+        pidns: the holder's PID namespace (``/proc/self/ns/pid``), so a pid is only ever
+            looked up in the namespace it belongs to.
+        boot: the holder machine's boot id: two machines with one host name (and the
+            root PID namespace's well-known id) still differ here.
     """
 
     try_number: int
     worker_id: str
     expires_at: float
     released: bool
+    host: str = ""
+    pid: int = 0
+    pidns: str = ""
+    boot: str = ""
 
     def live(self, now: float) -> bool:
-        """Whether the lease still blocks other workers."""
-        return not self.released and now < self.expires_at
+        """Whether the lease still blocks other workers.
+
+        A lease expires at ``expires_at``; one whose holder ran on this host in this PID
+        namespace and is gone is stale at once, so resuming after a crash on the same
+        machine does not wait a TTL. Any doubt (another host, another namespace, an
+        unreadable lease) keeps the lease until it expires.
+        """
+        if self.released or now >= self.expires_at:
+            return False
+        return not self.holder_gone()
+
+    def holder_gone(self) -> bool:
+        """Whether the holder provably no longer exists (same host and PID namespace)."""
+        here = (socket.gethostname(), _pidns(), _boot_id())
+        if not self.pid or not all(here) or (self.host, self.pidns, self.boot) != here:
+            return False
+        if self.pid == os.getpid():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # exists, owned by someone else
+            return False
+        return False
+
+
+def _boot_id() -> str:
+    """This machine's boot id (Linux), or "" where it cannot be read."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _pidns() -> str:
+    """This process's PID namespace id, or "" where /proc does not say."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
 
 
 def _lease_path(key_dir: Path, n: int) -> Path:
@@ -94,8 +150,17 @@ def _read_lease(key_dir: Path, n: int) -> LeaseInfo:
     released = path.with_suffix(".released").exists()
     try:
         data = json.loads(path.read_text())
-        return LeaseInfo(n, str(data["worker_id"]), float(data["expires_at"]), released)
-    except (OSError, ValueError, KeyError):
+        return LeaseInfo(
+            n,
+            str(data["worker_id"]),
+            float(data["expires_at"]),
+            released,
+            host=str(data.get("host", "")),
+            pid=int(data.get("pid", 0)),
+            pidns=str(data.get("pidns", "")),
+            boot=str(data.get("boot", "")),
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         # A lease caught between O_EXCL creation and its first write is empty: treat it as
         # freshly live from its mtime, so a reader never steals a claim being born.
         try:
@@ -131,11 +196,15 @@ def key_state(root: Path, run_id: str, key: str, tag: str = "", now: float | Non
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class Claim:
@@ -169,6 +238,8 @@ class Claim:
             "heartbeat_at": now,
             "host": socket.gethostname(),
             "pid": os.getpid(),
+            "pidns": _pidns(),
+            "boot": _boot_id(),
         }
 
     def heartbeat(self) -> bool:
@@ -209,12 +280,16 @@ class Claim:
             return
         self._closed = True
         self._stop_beating()
-        if done:
-            _write_json_atomic(
-                self._key_dir / _done_name(self.tag),
-                {"worker_id": self.worker_id, "try": self.try_number, "at": time.time()},
-            )
-        _write_json_atomic(self.path.with_suffix(".released"), {"at": time.time()})
+        # Best effort: on a full or failing disk the markers may not be written; the
+        # lease then ends when it expires (at once for a holder gone from this host),
+        # and a claimer re-reads the plan, so a finished attempt is still never re-run.
+        with contextlib.suppress(OSError):
+            if done:
+                _write_json_atomic(
+                    self._key_dir / _done_name(self.tag),
+                    {"worker_id": self.worker_id, "try": self.try_number, "at": time.time()},
+                )
+            _write_json_atomic(self.path.with_suffix(".released"), {"at": time.time()})
 
     def __enter__(self) -> Claim:
         return self.start()
