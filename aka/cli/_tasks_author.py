@@ -20,8 +20,10 @@ from aka.cli._groups import tasks_app
 from aka.errors import AkaError, InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aka.config import ArmConfig
-    from aka.importers import ImportResult
+    from aka.importers import ImportResult, Outcome
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Tasks folder.", envvar="AKA_TASKS")]
 import_app = typer.Typer(help="Import tasks from other formats.", no_args_is_help=True)
@@ -141,15 +143,24 @@ def new(
     typer.echo(f"wrote {dest}\nnext: aka tasks validate {key} --root {root}")
 
 
+def _printer(root: Path) -> Callable[[Outcome], None]:
+    """Print one line per upstream file or folder as it is decided."""
+
+    def show(outcome: Outcome) -> None:
+        typer.echo(outcome.line(root), err=outcome.status == "refused")
+
+    return show
+
+
 def _report(result: ImportResult, root: Path) -> None:
-    for dest in result.written:
-        typer.echo(f"imported {dest.relative_to(root).as_posix()}")
-    for note in result.notes:
-        typer.echo(f"note: {note}")
-    for path, why in result.skipped:
-        typer.echo(f"skipped {path}: {why}", err=True)
+    """Counts per status; an error when nothing was imported."""
+    counts = {
+        s: sum(o.status == s for o in result.outcomes)
+        for s in ("imported", "imported GPU-only", "refused")
+    }
+    typer.echo(", ".join(f"{n} {s}" for s, n in counts.items()))
     if not result.written:
-        raise InputError("nothing was imported", fix="see the skipped files above")
+        raise InputError("nothing was imported", fix="see the refused files above")
 
 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing task folders.")]
@@ -170,7 +181,10 @@ def import_kernelbench_cmd(
     """KernelBench problems (class Model, get_inputs, get_init_inputs) become tasks."""
     from aka.importers import import_kernelbench
 
-    _report(import_kernelbench(path, root, kind=kind, suite=suite, force=force), root)
+    result = import_kernelbench(
+        path, root, kind=kind, suite=suite, force=force, on_outcome=_printer(root)
+    )
+    _report(result, root)
 
 
 @import_app.command("aka")
@@ -194,4 +208,7 @@ def import_aka_cmd(
     """AgentKernelArena task folders become command-driven tasks (their own scripts judge)."""
     from aka.importers import import_agentkernelarena
 
-    _report(import_agentkernelarena(path, root, suite=suite, force=force, platform=platform), root)
+    result = import_agentkernelarena(
+        path, root, suite=suite, force=force, platform=platform, on_outcome=_printer(root)
+    )
+    _report(result, root)
