@@ -130,8 +130,9 @@ def run(
 
     led = open_ledger(ledger, create=True)
     rid, cfg = prepare_run(
-        led, config, label=label, run_id=run_id, runner=_overrides(runner, gpus, workers)
-    )
+        led, config, label=label, run_id=run_id, runner=_overrides(runner, gpus, workers),
+        on_drop=lambda key, why: typer.echo(f"dropped {key}: {why}", err=True),
+    )  # fmt: skip
     _execute(led, ledger, rid, cfg.runner)
     led.close()
     typer.echo(f"run {rid} finished; `aka report {rid}` shows the results")
