@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from aka.config import ArmConfig
     from aka.importers import ImportResult, Outcome
+    from aka.task_checks import TaskValidation
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Tasks folder.", envvar="AKA_TASKS")]
 import_app = typer.Typer(help="Import tasks from other formats.", no_args_is_help=True)
@@ -56,6 +57,15 @@ def _review_arm(agent: str | None, arm_file: Path | None) -> ArmConfig | None:
     return arm.model_copy(update={"agent": agent}) if agent else arm
 
 
+def _show_one(res: TaskValidation) -> None:
+    """A finished task: PASS/FAIL, then every check that did not pass, with its detail."""
+    typer.echo(f"{'PASS' if res.ok else 'FAIL'}  {res.key}")
+    for c in res.checks:
+        if c.status != "pass":
+            label = ("review: " if c.review else "") + c.name
+            typer.echo(f"  {c.status:<4}  {label}: {c.detail}")
+
+
 @tasks_app.command("validate")
 def validate(
     selector: Annotated[list[str] | None, typer.Argument(help="Task paths under the root.")] = None,
@@ -72,50 +82,63 @@ def validate(
     quick: Annotated[
         bool, typer.Option("--quick", help="Static and reference checks only (no evaluator).")
     ] = False,
+    memory_gb: Annotated[
+        float | None,
+        typer.Option(
+            "--memory-gb",
+            help="Data-segment cap per task's process (default 16 on cpu, none on cuda; 0: none).",
+        ),
+    ] = None,
+    task_timeout: Annotated[
+        float, typer.Option("--task-timeout", help="Seconds one task's validation may take.")
+    ] = 1800.0,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Deterministic checks of task folders (no model needed); exit 1 if any task fails.
 
     Spec schema, files, targets, tunables, forbidden names, reference determinism and
     seed/input dependence, null answers, and through the evaluator on DEVICE: baseline
-    passes, A/A timing noise, held-out shapes. Results are TaskValidated events.
+    passes, A/A timing noise, held-out shapes. Each task runs in its own process under
+    a memory cap, and its result is printed as soon as it finishes. Results are
+    TaskValidated events.
     """
     from aka.orchestrator import resolve_device
-    from aka.validate import new_validation_id, task_folders, validate_task
+    from aka.validate import new_validation_id, task_folders
+    from aka.validate_isolated import DEFAULT_MEMORY_GB, validate_in_child
 
     arm = _review_arm(review, review_arm)
     dev = resolve_device(device)
+    cap = DEFAULT_MEMORY_GB["cpu" if dev == "cpu" else "cuda"] if memory_gb is None else memory_gb
     folders = task_folders(root, selector or [])
     rid = new_validation_id()
     results = []
     with open_ledger(ledger, create=True) as led:
         for folder in folders:
-            results.append(
-                validate_task(
-                    led, folder, root=root, device=dev, run_id=rid, review=arm, quick=quick
-                )
-            )
+            res = validate_in_child(
+                led, ledger, folder, root=root, device=dev, run_id=rid, quick=quick,
+                review=arm, memory_gb=cap or None, timeout_s=task_timeout,
+            )  # fmt: skip
+            results.append(res)
+            if fmt is OutputFormat.table:
+                _show_one(res)
     if fmt is OutputFormat.json:
         doc = [
             {"task": r.key, "ok": r.ok, "checks": [c.model_dump() for c in r.checks]}
             for r in results
         ]
         typer.echo(json.dumps({"validation": rid, "device": dev, "tasks": doc}, indent=2))
-    else:
+    elif fmt is not OutputFormat.table:
         rows: list[dict[str, object]] = [
             {
                 "task": r.key,
                 "check": ("review: " if c.review else "") + c.name,
                 "status": c.status,
-                "detail": c.detail[:120],
+                "detail": c.detail,
             }
             for r in results
             for c in r.checks
         ]
         emit_rows(rows, fmt, title=f"validation {rid} on {dev}")
-        if fmt is OutputFormat.table:
-            for r in results:
-                typer.echo(f"{'PASS' if r.ok else 'FAIL'}  {r.key}")
     failed = [r.key for r in results if not r.ok]
     if failed:
         raise ValidationFailed(f"{len(failed)} of {len(results)} task(s) failed: {failed}")
