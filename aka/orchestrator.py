@@ -35,7 +35,7 @@ from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
 from aka.repo_tasks import task_tree
 from aka.selfeval import SOCKET_ENV, serve
-from aka.tasks import Task, select
+from aka.tasks import Task, baseline_task, select
 from aka.treatments import (
     agent_settings,
     arm_env,
@@ -254,6 +254,23 @@ def _workspace_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _judged_as(
+    ledger: Ledger, ctx: RunContext, p: AttemptPlan, task: Task, captured: ev.CandidateCaptured
+) -> Task:
+    """The task as this attempt is judged.
+
+    A control arm (``agent: noop`` with ``options: {control: true}``) that submits the
+    starting sources unchanged is judged as the baseline is (:func:`aka.tasks.baseline_task`:
+    forbidden names and the backend check lifted), so on a torch-to-kernel task, whose
+    starting torch code is forbidden to candidates, it still times against the baseline
+    and gives compare an A/A row. Any other submission is judged as a candidate.
+    """
+    if p.agent != "noop" or captured.changed:
+        return task
+    arm = load_arm(ledger.cas, ctx.started.arms[p.arm])
+    return baseline_task(task) if arm.options.get("control") is True else task
+
+
 def _eval_request(
     ctx: RunContext, p: AttemptPlan, task: Task, tree: str, *, purpose: str = "final", turn: int = 0
 ) -> EvalRequest:
@@ -383,7 +400,8 @@ def execute_attempt(
             emit(captured, durable=True)
         else:
             captured = _run_agent(ledger, ctx, p, task, emit)
-        scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, task, captured.tree))
+        judged = _judged_as(ledger, ctx, p, task, captured)
+        scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, judged, captured.tree))
     except Exception as exc:  # the attempt boundary: any failure becomes an event
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         emit(ev.AttemptFinished(try_no=p.try_no, status="error", error=detail[:2000]), durable=True)
