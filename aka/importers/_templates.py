@@ -46,12 +46,25 @@ def load_problem(shape, path=None):
     module = types.ModuleType("_aka_kb_" + digest)
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # classes defined in it find their module
+    assigned = set()
     for stmt in ast.parse(path.read_text(), filename=str(path)).body:
         code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
         exec(code, vars(module))
-        _override(vars(module), _assigned(stmt), shape)
+        names = _assigned(stmt)
+        _override(vars(module), names, shape)
+        assigned |= names
+    module.__aka_assigned__ = sorted(assigned)
     _PROBLEMS[key] = module
     return module
+
+
+def share_values(problem, module_name):
+    """Give the module named module_name the problem's module-level values at this shape,
+    for the names it defines too (a Model that reads batch_size from its module)."""
+    target = sys.modules.get(module_name)
+    for name in problem.__aka_assigned__ if target is not None else []:
+        if hasattr(target, name):
+            setattr(target, name, getattr(problem, name))
 '''
 KERNELBENCH_LOADER = (
     '''"""Loads the KernelBench problem beside this file with a shape's sizes (not editable).
@@ -125,7 +138,7 @@ evaluator calls the model: leave it as it is.
 
 {imports}
 import problem as _problem
-from kb_loader import load_problem
+from kb_loader import load_problem, share_values
 
 {body}
 
@@ -137,6 +150,7 @@ _MODELS = {{}}
 def kernelbench_entry(*inputs, **shape):
     """Build ModelNew once per shape, device and dtype (seeded like the reference), run it."""
     problem = load_problem(shape)
+    share_values(problem, __name__)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     device = tensors[0].device if tensors else torch.device("cpu")
     dtype = next((x.dtype for x in tensors if x.is_floating_point()), torch.float32)

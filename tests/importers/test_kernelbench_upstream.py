@@ -5,13 +5,15 @@ expressions (``M = 1024 * 2``), chained (``height = width = 256``), tuple
 (``depth, height, width = 16, 32, 32``) and semicolon assignments, derived values
 (``bias_shape = (out_channels, 1, 1)``, ``norm_shape = (out_channels,)``), window
 hyperparameters (kernel_size, padding, stride, dilation) that must keep their values,
-level-3 layer widths in a list, a helper class Model is built from, sizes written as
-literals inside get_inputs(), a file that prints and one that allocates 64 GiB at import.
+level-3 layer widths in a list, a helper class Model is built from, a Model that reads
+a module-level size, sizes written as literals inside get_inputs(), a file that prints
+and one that allocates 64 GiB at import.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,7 +61,7 @@ def test_every_file_gets_one_outcome_with_a_reason(imported: tuple[Path, ImportR
     huge = by_file["98_allocates_at_import.py"]  # the cap stopped it in the reading process
     assert huge.status == "refused" and "allocate" in huge.detail and huge.fix
     ok = [o for o in result.outcomes if o.status == "imported"]
-    assert len(ok) == 5 and all("held-out" in o.detail and "cpu" in o.detail for o in ok)
+    assert len(ok) == 6 and all("held-out" in o.detail and "cpu" in o.detail for o in ok)
 
 
 def test_sizes_in_expressions_and_tuples_are_read(imported: tuple[Path, ImportResult]) -> None:
@@ -114,6 +116,32 @@ def test_heldout_differs_and_cpu_shapes_are_small(imported: tuple[Path, ImportRe
         for shape in [*shapes.cpu, *shapes.cpu_heldout]:
             inputs = ref.make_inputs(shape, torch.float32, "cpu", 0)  # type: ignore[attr-defined]
             assert sum(x.numel() for x in inputs) <= CPU_ELEMENTS, (task.name, shape)
+
+
+def _entry(task: Task) -> object:
+    """The starting model_new.py, loaded as the evaluator loads it (its folder importable);
+    each candidate has a process of its own there, so its siblings are dropped here."""
+    from aka.eval._child import load_file_module
+
+    for sibling in ("kb_loader", "problem"):
+        sys.modules.pop(sibling, None)
+    return load_file_module(task.path / "source" / "model_new.py", f"_kbnew_{task.name}")
+
+
+def test_starting_model_matches_the_reference_at_every_cpu_shape(
+    imported: tuple[Path, ImportResult],
+) -> None:
+    root, result = imported
+    for dest in result.written:
+        task = load_task(dest, root=root)
+        if "cpu" not in task.spec.devices:
+            continue
+        ref, entry = _reference(task), _entry(task)
+        for shape in [*task.spec.shapes.cpu, *task.spec.shapes.cpu_heldout]:
+            inputs = ref.make_inputs(shape, torch.float32, "cpu", 0)  # type: ignore[attr-defined]
+            want = ref.reference(*inputs, **shape)  # type: ignore[attr-defined]
+            got = entry.kernelbench_entry(*inputs, **shape)  # type: ignore[attr-defined]
+            assert torch.allclose(got.double(), want, atol=1e-4, rtol=1e-4), (task.name, shape)
 
 
 def test_imported_tasks_pass_quick_validation(
