@@ -29,7 +29,7 @@ from aka.errors import InfrastructureError, NotFoundError
 from aka.eval import EvalRequest, evaluate
 from aka.runkeys import with_authority
 from aka.selfeval import SOCKET_ENV, serve
-from aka.tasks import Task
+from aka.tasks import Task, baseline_task
 from aka.treatments import (
     agent_settings,
     arm_env,
@@ -151,6 +151,23 @@ def _workspace_dir() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _judged_as(
+    ledger: Ledger, ctx: RunContext, p: AttemptPlan, task: Task, captured: ev.CandidateCaptured
+) -> Task:
+    """The task as this attempt is judged.
+
+    A control arm (``agent: noop`` with ``options: {control: true}``) that submits the
+    starting sources unchanged is judged as the baseline is (:func:`aka.tasks.baseline_task`:
+    forbidden names and the backend check lifted), so on a torch-to-kernel task, whose
+    starting torch code is forbidden to candidates, it still times against the baseline
+    and gives compare an A/A row. Any other submission is judged as a candidate.
+    """
+    if p.agent != "noop" or captured.changed:
+        return task
+    arm = load_arm(ledger.cas, ctx.started.arms[p.arm])
+    return baseline_task(task) if arm.options.get("control") is True else task
 
 
 def _eval_request(
@@ -282,7 +299,8 @@ def execute_attempt(
             emit(captured, durable=True)
         else:
             captured = _run_agent(ledger, ctx, p, task, emit)
-        scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, task, captured.tree))
+        judged = _judged_as(ledger, ctx, p, task, captured)
+        scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, judged, captured.tree))
     except Exception as exc:  # the attempt boundary: any failure becomes an event
         if _infrastructure(exc):
             raise InfrastructureError(

@@ -27,7 +27,7 @@ from aka import events as ev
 from aka.core import AttemptState
 from aka.eval import EvalRequest, evaluate
 from aka.orchestrator import RunContext, open_run, run_state
-from aka.tasks import Task
+from aka.tasks import Task, baseline_task
 from aka_ledger import Ledger
 
 QUADRANTS = ("both_pass", "regression", "improvement", "both_fail")
@@ -80,17 +80,6 @@ def _recorded(ledger: Ledger, run_id: str) -> dict[tuple[str, str], tuple[str, e
             key = e.attempt_key if p.role == "candidate" else f"baseline:{p.task}"
             out[(key or "", p.device)] = (p.eval_id, scored[p.eval_id])
     return out
-
-
-def baseline_task(task: Task) -> Task:
-    """The task as the baseline is judged: forbidden names and backend checks are for candidates.
-
-    A torch2triton task's starting source *is* the torch code the candidate may not call
-    (and launches no Triton kernel), so the baseline evaluated as a candidate would
-    otherwise be flagged; the baseline is the trusted starting point, not a submission.
-    """
-    spec = task.spec.model_copy(update={"forbidden": [], "backend": "torch"})
-    return task.model_copy(update={"spec": spec})
 
 
 def baseline_tree(ledger: Ledger, task: Task) -> str:

@@ -34,7 +34,7 @@ from aka.eval import harness_paths
 from aka.repo_tasks import task_tree
 from aka.runkeys import create_run_key, with_authority
 from aka.runlock import check_run_id, hold_run
-from aka.tasks import select
+from aka.tasks import Task, select
 from aka.treatments import (
     resolve_arms,
 )
@@ -83,6 +83,20 @@ def harness_digest(ledger: Ledger) -> str:
     return ledger.cas.snapshot(root, paths=paths)
 
 
+def why_not_runnable(task: Task, device: str) -> str | None:
+    """Why ``task`` cannot run on ``device`` (with the fix), or None when it can."""
+    kind = "cpu" if device == "cpu" else "cuda"
+    if kind not in task.spec.devices:
+        return (
+            f"it runs on {task.spec.devices} only and the device is {device} "
+            f"(fix: run it on {task.spec.devices[0]}, or give it {kind} shapes and add {kind} "
+            "to its devices)"
+        )
+    if task.spec.commands is not None and task.spec.commands.skip_reason:
+        return f"{task.spec.commands.skip_reason} (fix: run it on the platform it names)"
+    return None
+
+
 def start_run(
     ledger: Ledger,
     config: RunConfig,
@@ -90,17 +104,26 @@ def start_run(
     config_path: str,
     run_id: str | None = None,
     tasks_root: Path | None = None,
+    on_drop: Callable[[str, str], None] | None = None,
 ) -> str:
     """Validate everything, then record RunStarted and every AttemptPlanned.
 
     Nothing is written unless tasks and agents all resolve, so bad input records no run.
+    Selected tasks that cannot run on the device are left out, each passed to
+    ``on_drop`` with the reason, never silently.
     """
     root = tasks_root or Path(config.tasks_root)
     tasks = select(root, config.tasks, where=config_path)
     for arm in config.arms:
         get_agent(arm.agent, where=f"{config_path}: arm {arm.name!r}, field 'agent'")
     device = resolve_device(config.device)
-    runnable = [t for t in tasks if ("cpu" if device == "cpu" else "cuda") in t.spec.devices]
+    runnable = []
+    for t in tasks:
+        why = why_not_runnable(t, device)
+        if why is None:
+            runnable.append(t)
+        elif on_drop is not None:
+            on_drop(t.key, why)
     if not runnable:
         raise InputError(
             f"no selected task runs on device {device!r}",
@@ -239,6 +262,7 @@ def prepare_run(
     label: str | None = None,
     run_id: str | None = None,
     runner: dict[str, object] | None = None,
+    on_drop: Callable[[str, str], None] | None = None,
 ) -> tuple[str, RunConfig]:
     """Load and validate the config (with CLI overrides), then record the run's start."""
     config = load_config(config_path)
@@ -252,7 +276,10 @@ def prepare_run(
     root = Path(config.tasks_root)
     if not root.is_absolute() and not root.exists():
         root = config_path.parent.parent / config.tasks_root  # configs/x.yaml -> ../tasks
-    rid = start_run(ledger, config, config_path=str(config_path), run_id=run_id, tasks_root=root)
+    rid = start_run(
+        ledger, config, config_path=str(config_path), run_id=run_id, tasks_root=root,
+        on_drop=on_drop,
+    )  # fmt: skip
     return rid, config
 
 
@@ -264,6 +291,7 @@ def started_run(
     label: str | None = None,
     run_id: str | None = None,
     runner: dict[str, object] | None = None,
+    on_drop: Callable[[str, str], None] | None = None,
 ) -> Iterator[tuple[str, RunConfig]]:
     """:func:`prepare_run` under the run lock, held until the ``with`` block ends.
 
@@ -274,7 +302,9 @@ def started_run(
     with ExitStack() as stack:
         if run_id is not None:
             stack.enter_context(hold_run(ledger, run_id))
-        rid, config = prepare_run(ledger, config_path, label=label, run_id=run_id, runner=runner)
+        rid, config = prepare_run(
+            ledger, config_path, label=label, run_id=run_id, runner=runner, on_drop=on_drop
+        )
         if run_id is None:
             stack.enter_context(hold_run(ledger, rid))
         yield rid, config

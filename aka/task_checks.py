@@ -29,6 +29,36 @@ from aka.tasks import Task, Tolerance
 
 Status = str  # "pass" | "fail" | "skip" | "warn"
 
+_TOLERANCE_FIX = (
+    "tighten `tolerances`, or make make_inputs vary so the reference output is not "
+    "near zero or constant"
+)
+FIXES: dict[str, str] = {
+    "schema": "correct task.yaml as the message says (docs/tasks.md)",
+    "targets_exist": "define each `targets` symbol in the editable files, or correct `targets`",
+    "tunables": "make each tunable a module-level int of the entry file with a listed value",
+    "forbidden_resolve": "correct the names in `forbidden` (each must import)",
+    "heldout_shapes": "add shapes.heldout (and shapes.cpu_heldout for the CPU) with the "
+    "tuning shapes' size names and values no tuning shape has",
+    "reference_deterministic": "make the reference deterministic (no unseeded randomness)",
+    "output_depends_on_seed": "make make_inputs draw every input from its seed argument",
+    "null_zeros": _TOLERANCE_FIX,
+    "null_empty": _TOLERANCE_FIX,
+    "null_garbage": _TOLERANCE_FIX,
+    "null_input_copy": _TOLERANCE_FIX,
+    "precision_downgrade": "tighten the float32 tolerance below bfloat16 rounding (~4e-3 relative)",
+    "baseline_passes": "make the starting sources pass on this device; `aka eval` on the "
+    "baseline shows the full error",
+    "timing_noise": "use shapes that run well above the timer's resolution, or a longer "
+    "timing.max_time_s",
+    "baseline_passes_heldout": "make the starting sources handle the held-out shapes, or "
+    "correct the held-out shapes",
+    "null_zeros_evaluated": "make the reference output depend on the inputs so zeros fail",
+    "commands": "set compile, correctness and performance commands (docs/authoring.md)",
+}
+"""The fix each failed check names (a failure message always says what to do)."""
+STAGE_FIX = "run `aka tasks validate TASK` on this task alone and fix the file the error names"
+
 
 @dataclass
 class TaskValidation:
@@ -44,8 +74,13 @@ class TaskValidation:
         """No deterministic check failed."""
         return not any(c.status == "fail" and not c.review for c in self.checks)
 
-    def add(self, name: str, status: Status, detail: str = "", *, review: bool = False) -> None:
-        """Record one check."""
+    def add(
+        self, name: str, status: Status, detail: str = "", *, review: bool = False, fix: str = ""
+    ) -> None:
+        """Record one check; a failure's detail ends with its fix (``fix`` or :data:`FIXES`)."""
+        if status == "fail" and not review and "(fix: " not in detail:
+            fix = fix or FIXES.get(name) or (STAGE_FIX if name.endswith("_stage") else "")
+            detail = f"{detail} (fix: {fix})" if fix else detail
         self.checks.append(
             ev.CheckResult(name=name, status=status, detail=detail, review=review)  # type: ignore[arg-type]
         )
@@ -114,7 +149,17 @@ def reference_checks(task: Task, device: str, out: TaskValidation) -> None:
     runs_here = ("cpu" if device == "cpu" else "cuda") in spec.devices
     shapes = spec.shapes.for_device(device) + spec.shapes.for_device(device, heldout=True)
     if not runs_here:  # e.g. a CUDA-only task checked on a CPU: its smallest GPU shape
-        shapes = [min(spec.shapes.tuning, key=lambda s: _volume(s))]
+        smallest = min(spec.shapes.tuning, key=lambda s: _volume(s))
+        if _volume(smallest) > FOREIGN_VOLUME:
+            out.add(
+                "device",
+                "skip",
+                f"the task runs on {spec.devices} only and its smallest shape {smallest} is "
+                f"too big to check on {device}: reference checks not run (validate it with "
+                f"--device {spec.devices[0]})",
+            )
+            return
+        shapes = [smallest]
     ref_mod = load_module(task.path / spec.reference)
     call: Callable[..., Any] = ref_mod.reference
     problems: dict[str, list[str]] = {}
@@ -161,6 +206,10 @@ def reference_checks(task: Task, device: str, out: TaskValidation) -> None:
         )
     else:
         out.add("output_depends_on_inputs", "pass", "every tensor input changes the output")
+
+
+FOREIGN_VOLUME = 1 << 24
+"""The largest size product a task is reference-checked at on a device it does not list."""
 
 
 def _volume(shape: dict[str, int]) -> int:

@@ -399,3 +399,14 @@ def select(root: Path, selectors: list[str], *, where: str | None = None) -> lis
         for task in found:
             chosen.setdefault(task.key, task)
     return [chosen[k] for k in sorted(chosen)]
+
+
+def baseline_task(task: Task) -> Task:
+    """The task as the baseline is judged: forbidden names and backend checks are for candidates.
+
+    A torch2triton task's starting source *is* the torch code the candidate may not call
+    (and launches no Triton kernel), so the baseline evaluated as a candidate would
+    otherwise be flagged; the baseline is the trusted starting point, not a submission.
+    """
+    spec = task.spec.model_copy(update={"forbidden": [], "backend": "torch"})
+    return task.model_copy(update={"spec": spec})

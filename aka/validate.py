@@ -146,7 +146,10 @@ def _evaluator_checks(
             "null_zeros_evaluated",
         ):
             out.add(
-                name, "skip", f"the task does not run on {device} (devices {task.spec.devices})"
+                name,
+                "skip",
+                f"the task runs on {task.spec.devices} only, not on {device} "
+                f"(validate it with --device {task.spec.devices[0]})",
             )
         return
     harness = harness_digest(ledger)
@@ -284,7 +287,7 @@ def validate_task(
         task = load_task(folder, root=root)
     except AkaError as exc:
         out.add("schema", "fail", exc.render())
-        return _record(ledger, run_id, device, out)
+        return record_validation(ledger, run_id, device, out)
     out.add("schema", "pass", f"{task.spec.type}, backend {task.spec.backend}")
     out.task_tree = ledger.cas.snapshot(task.path)
     stages: list[tuple[str, Callable[[], None]]] = [("static", lambda: static_checks(task, out))]
@@ -308,10 +311,13 @@ def validate_task(
         except Exception as exc:
             status, notes = "warn", f"review failed: {type(exc).__name__}: {exc}"
         out.add(f"review:{review.agent}", status, notes, review=True)
-    return _record(ledger, run_id, device, out)
+    return record_validation(ledger, run_id, device, out)
 
 
-def _record(ledger: Ledger, run_id: str, device: str, out: TaskValidation) -> TaskValidation:
+def record_validation(
+    ledger: Ledger, run_id: str, device: str, out: TaskValidation
+) -> TaskValidation:
+    """Append ``out`` as a ``TaskValidated`` event (durably) and return it."""
     ledger.append(
         ev.TaskValidated(
             task=out.key,

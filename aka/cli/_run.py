@@ -130,7 +130,12 @@ def run(
 
     led = open_ledger(ledger, create=True)
     over = _overrides(runner, gpus, workers)
-    with started_run(led, config, label=label, run_id=run_id, runner=over) as (rid, cfg):
+    def dropped(key: str, why: str) -> None:
+        typer.echo(f"dropped {key}: {why}", err=True)
+
+    with started_run(
+        led, config, label=label, run_id=run_id, runner=over, on_drop=dropped
+    ) as (rid, cfg):
         _execute(led, ledger, rid, cfg.runner)
     led.close()
     typer.echo(f"run {rid} finished; `aka report {rid}` shows the results")

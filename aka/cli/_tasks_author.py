@@ -20,8 +20,11 @@ from aka.cli._groups import tasks_app
 from aka.errors import AkaError, InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aka.config import ArmConfig
-    from aka.importers import ImportResult
+    from aka.importers import ImportResult, Outcome
+    from aka.task_checks import TaskValidation
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Tasks folder.", envvar="AKA_TASKS")]
 import_app = typer.Typer(help="Import tasks from other formats.", no_args_is_help=True)
@@ -54,6 +57,15 @@ def _review_arm(agent: str | None, arm_file: Path | None) -> ArmConfig | None:
     return arm.model_copy(update={"agent": agent}) if agent else arm
 
 
+def _show_one(res: TaskValidation) -> None:
+    """A finished task: PASS/FAIL, then every check that did not pass, with its detail."""
+    typer.echo(f"{'PASS' if res.ok else 'FAIL'}  {res.key}")
+    for c in res.checks:
+        if c.status != "pass":
+            label = ("review: " if c.review else "") + c.name
+            typer.echo(f"  {c.status:<4}  {label}: {c.detail}")
+
+
 @tasks_app.command("validate")
 def validate(
     selector: Annotated[list[str] | None, typer.Argument(help="Task paths under the root.")] = None,
@@ -70,50 +82,63 @@ def validate(
     quick: Annotated[
         bool, typer.Option("--quick", help="Static and reference checks only (no evaluator).")
     ] = False,
+    memory_gb: Annotated[
+        float | None,
+        typer.Option(
+            "--memory-gb",
+            help="Data-segment cap per task's process (default 16 on cpu, none on cuda; 0: none).",
+        ),
+    ] = None,
+    task_timeout: Annotated[
+        float, typer.Option("--task-timeout", help="Seconds one task's validation may take.")
+    ] = 1800.0,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Deterministic checks of task folders (no model needed); exit 1 if any task fails.
 
     Spec schema, files, targets, tunables, forbidden names, reference determinism and
     seed/input dependence, null answers, and through the evaluator on DEVICE: baseline
-    passes, A/A timing noise, held-out shapes. Results are TaskValidated events.
+    passes, A/A timing noise, held-out shapes. Each task runs in its own process under
+    a memory cap, and its result is printed as soon as it finishes. Results are
+    TaskValidated events.
     """
     from aka.orchestrator import resolve_device
-    from aka.validate import new_validation_id, task_folders, validate_task
+    from aka.validate import new_validation_id, task_folders
+    from aka.validate_isolated import DEFAULT_MEMORY_GB, validate_in_child
 
     arm = _review_arm(review, review_arm)
     dev = resolve_device(device)
+    cap = DEFAULT_MEMORY_GB["cpu" if dev == "cpu" else "cuda"] if memory_gb is None else memory_gb
     folders = task_folders(root, selector or [])
     rid = new_validation_id()
     results = []
     with open_ledger(ledger, create=True) as led:
         for folder in folders:
-            results.append(
-                validate_task(
-                    led, folder, root=root, device=dev, run_id=rid, review=arm, quick=quick
-                )
-            )
+            res = validate_in_child(
+                led, ledger, folder, root=root, device=dev, run_id=rid, quick=quick,
+                review=arm, memory_gb=cap or None, timeout_s=task_timeout,
+            )  # fmt: skip
+            results.append(res)
+            if fmt is OutputFormat.table:
+                _show_one(res)
     if fmt is OutputFormat.json:
         doc = [
             {"task": r.key, "ok": r.ok, "checks": [c.model_dump() for c in r.checks]}
             for r in results
         ]
         typer.echo(json.dumps({"validation": rid, "device": dev, "tasks": doc}, indent=2))
-    else:
+    elif fmt is not OutputFormat.table:
         rows: list[dict[str, object]] = [
             {
                 "task": r.key,
                 "check": ("review: " if c.review else "") + c.name,
                 "status": c.status,
-                "detail": c.detail[:120],
+                "detail": c.detail,
             }
             for r in results
             for c in r.checks
         ]
         emit_rows(rows, fmt, title=f"validation {rid} on {dev}")
-        if fmt is OutputFormat.table:
-            for r in results:
-                typer.echo(f"{'PASS' if r.ok else 'FAIL'}  {r.key}")
     failed = [r.key for r in results if not r.ok]
     if failed:
         raise ValidationFailed(f"{len(failed)} of {len(results)} task(s) failed: {failed}")
@@ -141,15 +166,24 @@ def new(
     typer.echo(f"wrote {dest}\nnext: aka tasks validate {key} --root {root}")
 
 
+def _printer(root: Path) -> Callable[[Outcome], None]:
+    """Print one line per upstream file or folder as it is decided."""
+
+    def show(outcome: Outcome) -> None:
+        typer.echo(outcome.line(root), err=outcome.status == "refused")
+
+    return show
+
+
 def _report(result: ImportResult, root: Path) -> None:
-    for dest in result.written:
-        typer.echo(f"imported {dest.relative_to(root).as_posix()}")
-    for note in result.notes:
-        typer.echo(f"note: {note}")
-    for path, why in result.skipped:
-        typer.echo(f"skipped {path}: {why}", err=True)
+    """Counts per status; an error when nothing was imported."""
+    counts = {
+        s: sum(o.status == s for o in result.outcomes)
+        for s in ("imported", "imported GPU-only", "refused")
+    }
+    typer.echo(", ".join(f"{n} {s}" for s, n in counts.items()))
     if not result.written:
-        raise InputError("nothing was imported", fix="see the skipped files above")
+        raise InputError("nothing was imported", fix="see the refused files above")
 
 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing task folders.")]
@@ -170,7 +204,10 @@ def import_kernelbench_cmd(
     """KernelBench problems (class Model, get_inputs, get_init_inputs) become tasks."""
     from aka.importers import import_kernelbench
 
-    _report(import_kernelbench(path, root, kind=kind, suite=suite, force=force), root)
+    result = import_kernelbench(
+        path, root, kind=kind, suite=suite, force=force, on_outcome=_printer(root)
+    )
+    _report(result, root)
 
 
 @import_app.command("aka")
@@ -194,4 +231,7 @@ def import_aka_cmd(
     """AgentKernelArena task folders become command-driven tasks (their own scripts judge)."""
     from aka.importers import import_agentkernelarena
 
-    _report(import_agentkernelarena(path, root, suite=suite, force=force, platform=platform), root)
+    result = import_agentkernelarena(
+        path, root, suite=suite, force=force, platform=platform, on_outcome=_printer(root)
+    )
+    _report(result, root)

@@ -10,17 +10,20 @@ Every imported task records its origin (path, and commit when the source is in g
 """
 
 from aka.importers._agentkernelarena import import_agentkernelarena
-from aka.importers._common import origin, slug
-from aka.importers._kernelbench import ImportResult, Problem, import_kernelbench, read_problem
+from aka.importers._common import ImportResult, Outcome, origin, slug
+from aka.importers._kernelbench import Plan, Problem, import_kernelbench, plan, read_problem
 from aka.importers._scaffold import TASK_TYPES, scaffold_task
 
 __all__ = [
     "TASK_TYPES",
     "ImportResult",
+    "Outcome",
+    "Plan",
     "Problem",
     "import_agentkernelarena",
     "import_kernelbench",
     "origin",
+    "plan",
     "read_problem",
     "scaffold_task",
     "slug",

@@ -7,27 +7,33 @@ optional ``platform_support{required_arch,status,skip_reason}`` and
 copied whole; ``task.yaml`` is written beside it with a ``commands`` block, so the
 task's own scripts compile, check and time candidates (see :mod:`aka.command_tasks`),
 and aka's timing helper is placed between the runner's ``# >>> AKA-GENERATED`` and
-``# <<< AKA-GENERATED <<<`` markers. A task whose platform is not available here is
-imported with ``commands.skip_reason`` saying why.
+``# <<< AKA-GENERATED <<<`` markers, under the helper names the runner calls (upstream's
+``_benchmark_cuda_graph_or_events`` among them), so the runner times with aka. A task
+whose platform is not available here is imported with ``commands.skip_reason`` saying
+why. HIP and FlyDSL tasks (AMD GPUs) are refused with one line each: aka runs NVIDIA
+and CPU kernels.
 """
 
 from __future__ import annotations
 
+import ast
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aka.config import format_errors
 from aka.errors import InputError
-from aka.importers._common import origin, prepare, slug, write_spec
-from aka.importers._kernelbench import ImportResult
-from aka.importers._templates import AKA_TIMING_HELPER
+from aka.importers._common import ImportResult, Outcome, origin, prepare, slug, write_spec
+from aka.importers._templates import AKA_COMPAT_HELPERS, AKA_TIMING_HELPER
 from aka.yamlfile import read_yaml_mapping
 
 CONFIG = "config.yaml"
 BEGIN, END = "# >>> AKA-GENERATED", "# <<< AKA-GENERATED <<<"
-SUPPORTED = {None, "", "supported", "ok", "enabled", "available"}
+SUPPORTED = {None, "", "supported", "ok", "enabled", "available", "active"}
+AMD_ONLY = ("hip", "flydsl")
+"""Task types whose kernels are written for AMD GPUs (hip2hip, torch2hip, flydsl2flydsl, ...)."""
 
 
 class PlatformSupport(BaseModel):
@@ -43,7 +49,7 @@ class Prompt(BaseModel):
     """What the agent is told."""
 
     model_config = ConfigDict(extra="ignore")
-    instructions: str = ""
+    instructions: str | None = None
 
 
 def _joined(v: object) -> object:
@@ -149,6 +155,30 @@ def skip_reason(ps: PlatformSupport, platform: str) -> str | None:
     return None
 
 
+def amd_only(cfg: ArenaConfig) -> str | None:
+    """Why the task is for AMD GPUs only (HIP or FlyDSL kernels), or None."""
+    kind = cfg.task_type.lower()
+    hip = [s for s in cfg.source_file_path if s.endswith(".hip")]
+    if any(tag in kind for tag in AMD_ONLY) or hip:
+        what = f"{cfg.task_type} task" + (f" with HIP sources {hip}" if hip else "")
+        return f"a {what}: its kernels are written for AMD GPUs; aka runs NVIDIA (CUDA, Triton) and CPU kernels"
+    return None
+
+
+def _helper_block(old: str, runner: str) -> str:
+    """aka's helper, the upstream names the runner calls defined over it, and any other
+    definition the old block had kept as written."""
+    try:
+        defs = [n for n in ast.parse(old).body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    except SyntaxError:
+        defs = []
+    kept = [ast.get_source_segment(old, n) or "" for n in defs if n.name not in AKA_COMPAT_HELPERS]
+    called = [name for name in AKA_COMPAT_HELPERS if f"{name}(" in runner]
+    compat = "".join(AKA_COMPAT_HELPERS[name] for name in called)
+    extra = "".join(f"\n\n{src}\n" for src in kept)
+    return f"{AKA_TIMING_HELPER}{compat}{extra}"
+
+
 def inject_helper(folder: Path) -> list[str]:
     """Place aka's timing helper between the generated-code markers; returns files changed."""
     changed = []
@@ -157,8 +187,10 @@ def inject_helper(folder: Path) -> list[str]:
         if BEGIN not in text or END not in text:
             continue
         head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        path.write_text(f"{head}{BEGIN}\n{AKA_TIMING_HELPER}{END}{tail}")
+        marker_rest, _, block = rest.partition("\n")
+        old, tail = block.split(END, 1)
+        new = _helper_block(old, head + tail)
+        path.write_text(f"{head}{BEGIN}{marker_rest}\n{new}{END}{tail}")
         changed.append(path.relative_to(folder).as_posix())
     return changed
 
@@ -170,19 +202,33 @@ def _backend(task_type: str) -> str:
     return "torch" if t.endswith("torch") else "cuda"
 
 
+def reference_script(folder: Path, cfg: ArenaConfig) -> str | None:
+    """The script that judges candidates: scripts/task_runner.py, or the first existing
+    ``.py`` file the correctness command names."""
+    if (folder / "scripts" / "task_runner.py").is_file():
+        return "scripts/task_runner.py"
+    for word in cfg.correctness_command.replace("&&", " ").split():
+        if word.endswith(".py") and (folder / word).is_file():
+            return word
+    return None
+
+
 def write_task(
-    folder: Path, cfg: ArenaConfig, dest: Path, *, name: str, platform: str
-) -> list[str]:
-    """Copy ``folder`` to ``dest`` and write its task.yaml; returns notes."""
+    folder: Path, cfg: ArenaConfig, dest: Path, *, name: str, platform: str, reference: str
+) -> str:
+    """Copy ``folder`` to ``dest`` and write its task.yaml; returns what was done."""
     shutil.copytree(
         folder, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build", "__pycache__")
     )
-    notes = []
-    if not inject_helper(dest):
-        notes.append(f"{name}: no {BEGIN} markers under scripts/: timing helper not placed")
+    changed = inject_helper(dest)
+    done = [
+        f"timing helper placed in {', '.join(changed)}"
+        if changed
+        else f"no {BEGIN} markers under scripts/: the runner keeps its own timing"
+    ]
     reason = skip_reason(cfg.platform_support, platform)
     if reason:
-        notes.append(f"{name}: skipped on this platform: {reason}")
+        done.append(f"cannot run on this platform: {reason}")
     first = cfg.source_file_path[0]
     target = (cfg.target_kernel_functions or ["main"])[0]
     entry = (
@@ -197,10 +243,10 @@ def write_task(
         "name": name,
         "type": cfg.task_type,
         "origin": where,
-        "instructions": cfg.prompt.instructions.strip()
+        "instructions": (cfg.prompt.instructions or "").strip()
         or f"Optimize {', '.join(cfg.target_kernel_functions)} in {', '.join(cfg.source_file_path)}.",
         "backend": _backend(cfg.task_type),
-        "reference": "scripts/task_runner.py",
+        "reference": reference,
         "source_dir": ".",
         "editable": cfg.source_file_path,
         "entry": entry,
@@ -213,7 +259,7 @@ def write_task(
         },
     }
     write_spec(dest, spec)
-    return notes
+    return "; ".join(done)
 
 
 def import_agentkernelarena(
@@ -223,6 +269,7 @@ def import_agentkernelarena(
     suite: str = "agentkernelarena",
     force: bool = False,
     platform: str | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
 ) -> ImportResult:
     """Import one task folder (holding config.yaml) or every one under ``path``.
 
@@ -244,18 +291,38 @@ def import_agentkernelarena(
             "no config.yaml under this folder", where=str(path), fix="pass a task folder"
         )
     here = platform or local_platform()
-    result = ImportResult()
+    result = ImportResult(on_outcome=on_outcome)
     for folder in folders:
         try:
-            cfg = read_config(folder)
+            result.add(import_folder(folder, root, suite=suite, force=force, platform=here))
         except InputError as exc:
             if single:
                 raise
-            result.skipped.append((folder, exc.render()))
-            continue
-        name = slug(folder.name)
-        dest = root / "command" / suite / name
-        prepare(dest, force=force)
-        result.notes += write_task(folder, cfg, dest, name=name, platform=here)
-        result.written.append(dest)
+            result.add(Outcome(folder, "refused", exc.message, exc.fix or ""))
     return result
+
+
+def import_folder(folder: Path, root: Path, *, suite: str, force: bool, platform: str) -> Outcome:
+    """Import one task folder, or refuse it (AMD-only kernels, no judging script).
+
+    Raises:
+        InputError: a broken config.yaml or an existing task folder without ``force``.
+    """
+    cfg = read_config(folder)
+    amd = amd_only(cfg)
+    if amd:
+        return Outcome(
+            folder, "refused", amd,
+            "run it in AgentKernelArena on an AMD GPU, or port its kernel to Triton or CUDA "
+            "and import that as a triton2triton or cuda2cuda task",
+        )  # fmt: skip
+    reference = reference_script(folder, cfg)
+    if reference is None:
+        return Outcome(
+            folder, "refused", "no scripts/task_runner.py and no .py script in correctness_command",
+            "add the script that checks candidates (scripts/task_runner.py)",
+        )  # fmt: skip
+    dest = root / "command" / suite / slug(folder.name)
+    prepare(dest, force=force)
+    done = write_task(folder, cfg, dest, name=dest.name, platform=platform, reference=reference)
+    return Outcome(folder, "imported", done, dest=dest)

@@ -4,12 +4,60 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from aka.errors import InputError
+
+Status = Literal["imported", "imported GPU-only", "refused"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one upstream file or folder: the line the user reads for it."""
+
+    path: Path
+    status: Status
+    detail: str
+    """Imported: where to and with which shapes; GPU-only and refused: why."""
+    fix: str = ""
+    """Refused (and GPU-only): what would make it import (fully)."""
+    dest: Path | None = None
+
+    def line(self, root: Path) -> str:
+        """``STATUS path -> task: detail (fix: ...)``, one line."""
+        where = f" -> {self.dest.relative_to(root).as_posix()}" if self.dest else ""
+        fix = f" (fix: {self.fix})" if self.fix else ""
+        return f"{self.status} {self.path}{where}: {self.detail}{fix}"
+
+
+@dataclass
+class ImportResult:
+    """One outcome per upstream file or folder, in the order they were read."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    on_outcome: Callable[[Outcome], None] | None = None
+    """Called with each outcome as it is decided (the CLI prints it at once)."""
+
+    def add(self, outcome: Outcome) -> None:
+        """Record one outcome and pass it on."""
+        self.outcomes.append(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+
+    @property
+    def written(self) -> list[Path]:
+        """Task folders written (imported, GPU-only included)."""
+        return [o.dest for o in self.outcomes if o.dest is not None]
+
+    @property
+    def refused(self) -> list[Outcome]:
+        """Files or folders not imported, each with the reason and the fix."""
+        return [o for o in self.outcomes if o.status == "refused"]
 
 
 def slug(text: str) -> str:

@@ -1,14 +1,20 @@
 """KernelBench problem files become torch2triton or torch2cuda tasks.
 
 A KernelBench problem is one Python file: ``class Model(nn.Module)``, module-level
-integer sizes, ``get_inputs()`` and ``get_init_inputs()``; a solution defines ``class
+sizes, ``get_inputs()`` and ``get_init_inputs()``; a solution defines ``class
 ModelNew``. The imported task keeps the file verbatim twice: as ``problem.py`` beside
 the reference (the ground truth: Model run in float64 with weights from a fixed seed)
-and as the non-editable ``source/problem.py`` the candidate imports its sizes and init
-inputs from. The editable ``source/model_new.py`` starts as a copy of ``Model`` named
-``ModelNew`` plus ``kernelbench_entry`` (how the evaluator calls it). The module-level
-sizes become the shape: tuning shapes are the file's sizes, held-out and CPU shapes are
-derived from them (and the CPU ones tried on the reference at import). The torch
+and as the non-editable ``source/problem.py`` the candidate's sizes and init inputs
+come from, through ``source/kb_loader.py``, which reruns the file with a shape's sizes
+so derived values follow. The editable ``source/model_new.py`` starts as a copy of the
+problem (Model renamed ``ModelNew``, with its helpers) plus ``kernelbench_entry`` (how
+the evaluator calls it).
+
+Shapes come from running the problem in a child process on the meta device
+(:mod:`aka.importers._kb_probe`): the sizes that move a tensor dimension are scaled,
+nothing else. A problem whose shapes cannot be made small enough for the CPU, or whose
+reference fails there, is imported GPU-only; one with no scalable size or no held-out
+shape that runs is refused. Every file gets one line saying which, and why. The torch
 functions ``Model.forward`` calls, and the original ``Model``, are forbidden to the
 candidate.
 """
@@ -16,14 +22,25 @@ candidate.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aka.errors import InputError
-from aka.importers._common import origin, prepare, slug, write_spec
-from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_REFERENCE
+from aka.importers._common import ImportResult, Outcome, Status, origin, prepare, slug, write_spec
+from aka.importers._kb_probe import MARK
+from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 from aka.pyast import dotted_name, import_aliases, resolve
 
+PROBE_TIMEOUT_S = 300.0
+"""A problem whose reading (meta analysis and the CPU run) takes longer is refused or GPU-only."""
+PROBE_MEMORY_MB = 4096
+"""The reading process's data limit: a CPU shape that needs more fails there, not here."""
 KINDS = {"torch2triton": "triton", "torch2cuda": "cuda"}
 ALLOCATORS = {
     "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
@@ -39,19 +56,10 @@ class Problem:
 
     path: Path
     source: str
-    model_source: str
-    sizes: dict[str, int]
+    body: str
+    """The file without its imports, get_inputs, get_init_inputs and __main__ block."""
     forward_calls: list[str]
     imports: list[str]
-
-
-@dataclass
-class ImportResult:
-    """Task folders written, and files left out with the reason."""
-
-    written: list[Path] = field(default_factory=list)
-    skipped: list[tuple[Path, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def _forward_calls(model: ast.ClassDef, aliases: dict[str, str]) -> list[str]:
@@ -104,96 +112,124 @@ def read_problem(path: Path) -> Problem:
                 where=str(path),
                 fix=f"define {name}() returning a list of {what} (KernelBench format)",
             )
-    sizes: dict[str, int] = {}
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant)
-            and type(node.value.value) is int
-        ):
-            sizes[node.targets[0].id] = node.value.value
     imports = [
         ast.get_source_segment(source, n) or ""
         for n in tree.body
         if isinstance(n, ast.Import | ast.ImportFrom)
     ]
-    model = classes["Model"]
     return Problem(
         path=path,
         source=source,
-        model_source=ast.get_source_segment(source, model) or "",
-        sizes=sizes,
-        forward_calls=_forward_calls(model, import_aliases(tree)),
+        body=_body(source, tree),
+        forward_calls=_forward_calls(classes["Model"], import_aliases(tree)),
         imports=imports,
     )
 
 
-def heldout_size(v: int) -> int:
-    """A nearby size no tuning shape has: about 1/8 larger and odd (small sizes kept)."""
-    return v if v < 8 else (v + max(1, v // 8)) | 1
+def _body(source: str, tree: ast.Module) -> str:
+    """Everything ModelNew may need from the file (helpers, module-level values), Model renamed."""
+    keep = []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"):
+            continue
+        if isinstance(node, ast.If) and "__main__" in ast.dump(node.test):
+            continue
+        keep.append(ast.get_source_segment(source, node, padded=True) or "")
+    return re.sub(r"\bModel\b", "ModelNew", "\n\n\n".join(keep))
 
 
-def cpu_size(v: int) -> int:
-    """A size small enough for the CPU: divided by 4 until at most 64."""
-    while v > 64:
-        v //= 4
-    return v
+def probe(
+    path: Path, *, timeout_s: float = PROBE_TIMEOUT_S
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run :mod:`aka.importers._kb_probe` on ``path`` in a child process.
 
-
-def derive_shapes(sizes: dict[str, int]) -> dict[str, list[dict[str, int]]]:
-    """Tuning, held-out and CPU shapes from the problem's sizes."""
-    held = {k: heldout_size(v) for k, v in sizes.items()}
-    cpu = {k: cpu_size(v) for k, v in sizes.items()}
-    cpu_held = {k: v + 1 if v >= 4 else v for k, v in cpu.items()}
-    shapes: dict[str, list[dict[str, int]]] = {"tuning": [sizes]}
-    if held != sizes:
-        shapes["heldout"] = [held]
-    shapes["cpu"] = [cpu]
-    if cpu_held != cpu:
-        shapes["cpu_heldout"] = [cpu_held]
-    return shapes
-
-
-def _model_new(problem: Problem) -> str:
-    import re
-
-    return re.sub(r"\bModel\b", "ModelNew", problem.model_source)
-
-
-def _try_cpu(dest: Path, shapes: list[dict[str, int]]) -> str | None:
-    """Run the written reference on the CPU shapes; the error, or None when it works."""
-    import hashlib
-    import importlib.util
-    import sys
-
-    path = dest / "reference.py"
-    name = "_aka_kb_check_" + hashlib.blake2s(str(path).encode(), digest_size=6).hexdigest()
+    Returns the analysis and the CPU run (each ``{"error": ...}`` when that part failed
+    or did not finish); the problem's own code never runs in this process.
+    """
+    request = json.dumps({"path": str(path.resolve()), "memory_mb": PROBE_MEMORY_MB})
     try:
-        import torch
+        done = subprocess.run(
+            [sys.executable, "-m", "aka.importers._kb_probe"],
+            input=request, capture_output=True, text=True, timeout=timeout_s, check=False,
+        )  # fmt: skip
+        stdout, stderr, code = done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        stdout, stderr, code = out, f"stopped after {timeout_s:.0f} s", None
+    docs = [json.loads(x[len(MARK) :]) for x in stdout.splitlines() if x.startswith(MARK)]
+    tail = (stderr.strip().splitlines() or [f"exit status {code}"])[-1][:300]
+    if code is not None and code < 0:
+        tail = f"killed by signal {-code} (over {PROBE_MEMORY_MB} MB?)"
+    analysis = docs[0] if docs else {"error": f"the reading process failed: {tail}"}
+    cpu = docs[1] if len(docs) > 1 else {"error": f"the CPU run did not finish: {tail}"}
+    return analysis, cpu
 
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for shape in shapes:
-            module.reference(*module.make_inputs(shape, torch.float32, "cpu", 0), **shape)
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    finally:
-        sys.modules.pop(name, None)
-    return None
+
+@dataclass(frozen=True)
+class Plan:
+    """Shapes and devices for one problem, and the line that says so."""
+
+    status: Status
+    detail: str
+    fix: str = ""
+    shapes: dict[str, list[dict[str, int]]] | None = None
+    devices: tuple[str, ...] = ("cuda",)
 
 
-def write_task(problem: Problem, dest: Path, *, kind: str, name: str) -> list[str]:
-    """Write one task folder from a parsed problem; returns notes for the user."""
+FIX_SIZES = (
+    "give each size a module-level name (batch_size = 128) that get_inputs() and "
+    "get_init_inputs() use, so it can be scaled"
+)
+
+
+def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: bool) -> Plan:
+    """Decide the task's shapes from what the problem built (pure: tested on its own)."""
+    if "error" in analysis:
+        return Plan(
+            "refused", str(analysis["error"]),
+            "the file must import and build its inputs with only torch installed; "
+            "run it with `python FILE` to see the error",
+        )  # fmt: skip
+    movers: dict[str, int] = analysis["movers"]
+    kept = "; ".join(f"{k}: {why}" for k, why in analysis.get("kept", {}).items())
+    if not movers:
+        why = f"no module-level size moves a tensor dimension (sizes {analysis['sizes']})"
+        return Plan("refused", why + (f"; {kept}" if kept else ""), FIX_SIZES)
+    if not analysis.get("heldout"):
+        return Plan(
+            "refused", f"no held-out shape near {movers} builds the problem",
+            "make Model accept sizes other than the file's (e.g. odd or 1/8 larger)",
+        )  # fmt: skip
+    shapes: dict[str, list[dict[str, int]]] = {
+        "tuning": [movers], "heldout": [analysis["heldout"]],
+    }  # fmt: skip
+    detail = f"tuning {movers}; held-out {analysis['heldout']}"
+    if not cpu_possible:
+        return Plan("imported", detail, shapes=shapes)
+    cpu, cpu_held = analysis.get("cpu"), analysis.get("cpu_heldout")
+    if not cpu or not cpu_held:
+        why = "no CPU shape small enough builds the problem" if not cpu else (
+            f"no CPU held-out shape near {cpu} builds the problem"
+        )  # fmt: skip
+        return Plan("imported GPU-only", why, FIX_SIZES, shapes=shapes)
+    if "error" in cpu_run:
+        why = f"the reference fails on the CPU shapes {cpu}, {cpu_held}: {cpu_run['error']}"
+        return Plan("imported GPU-only", why, "", shapes=shapes)
+    shapes |= {"cpu": [cpu], "cpu_heldout": [cpu_held]}
+    return Plan("imported", f"{detail}; cpu {cpu}", shapes=shapes, devices=("cuda", "cpu"))
+
+
+def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan) -> None:
+    """Write one task folder from a parsed problem and its shape plan."""
+    assert plan.shapes is not None
     backend = KINDS[kind]
-    notes: list[str] = []
     (dest / "source").mkdir(parents=True, exist_ok=True)
     (dest / "problem.py").write_text(problem.source)
     (dest / "source" / "problem.py").write_text(problem.source)
-    (dest / "reference.py").write_text(KERNELBENCH_REFERENCE.format(name=name))
+    (dest / "source" / "kb_loader.py").write_text(KERNELBENCH_LOADER)
+    (dest / "reference.py").write_text(KERNELBENCH_REFERENCE)
     imports = "\n".join(problem.imports)
     if "import torch\n" not in f"{imports}\n":
         imports = f"import torch\n{imports}"
@@ -203,21 +239,9 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str) -> list[st
             name=name,
             backend=backend.capitalize() if backend == "triton" else "CUDA",
             imports=imports,
-            model_new=_model_new(problem),
+            body=problem.body,
         )
     )
-    shapes = derive_shapes(problem.sizes)
-    devices = ["cuda"]
-    if backend == "triton":
-        error = _try_cpu(dest, shapes["cpu"] + shapes.get("cpu_heldout", []))
-        if error is None:
-            devices.append("cpu")
-        else:
-            notes.append(f"{name}: CPU shapes dropped (the reference failed on them: {error})")
-            shapes.pop("cpu", None)
-            shapes.pop("cpu_heldout", None)
-    if "heldout" not in shapes:
-        notes.append(f"{name}: no held-out shape could be derived from sizes {problem.sizes}")
     what = "Triton kernels" if backend == "triton" else "CUDA kernels (torch.utils.cpp_extension)"
     spec = {
         "name": name,
@@ -236,14 +260,33 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str) -> list[st
         "pass_shape": True,
         "dtypes": ["float32"],
         "tolerances": {"float32": {"atol": 1.0e-4, "rtol": 1.0e-4}},
-        "shapes": shapes,
+        "shapes": plan.shapes,
         "seeds": 3,
-        "devices": devices,
+        "devices": list(plan.devices),
         "forbidden": [*problem.forward_calls, "problem.Model"],
         "requires": ["triton"] if backend == "triton" else ["torch.utils.cpp_extension"],
     }
     write_spec(dest, spec)
-    return notes
+
+
+def import_one(file: Path, root: Path, *, kind: str, suite: str, force: bool) -> Outcome:
+    """Read, probe and write one problem file; the outcome says which and why.
+
+    Raises:
+        InputError: the file is not a KernelBench problem, or the task folder exists.
+    """
+    problem = read_problem(file)
+    name = slug(file.stem)
+    dest = root / kind / suite / name
+    if dest.exists() and not force:
+        prepare(dest, force=force)  # raises, naming --force
+    analysis, cpu_run = probe(file)
+    decided = plan(analysis, cpu_run, cpu_possible=KINDS[kind] == "triton")
+    if decided.status == "refused":
+        return Outcome(file, "refused", decided.detail, decided.fix)
+    prepare(dest, force=force)
+    write_task(problem, dest, kind=kind, name=name, plan=decided)
+    return Outcome(file, decided.status, decided.detail, decided.fix, dest=dest)
 
 
 def import_kernelbench(
@@ -253,11 +296,13 @@ def import_kernelbench(
     kind: str = "torch2triton",
     suite: str = "kernelbench",
     force: bool = False,
+    on_outcome: Callable[[Outcome], None] | None = None,
 ) -> ImportResult:
     """Import one problem file, or every problem file under a folder.
 
     A single file that is not a problem raises; in a folder, solution files (``ModelNew``
-    only) and broken files are skipped with the reason.
+    only) and broken files are refused with the reason. Problems that are read but
+    cannot be scaled are refused in either case (an outcome, not an exception).
 
     Raises:
         InputError: unknown ``kind``, a missing path, or a broken single file.
@@ -273,18 +318,12 @@ def import_kernelbench(
             fix="pass a KernelBench problem file or folder",
         )
     files = [path] if path.is_file() else sorted(path.rglob("*.py"))
-    result = ImportResult()
+    result = ImportResult(on_outcome=on_outcome)
     for file in files:
         try:
-            problem = read_problem(file)
+            result.add(import_one(file, root, kind=kind, suite=suite, force=force))
         except InputError as exc:
             if path.is_file():
                 raise
-            result.skipped.append((file, exc.message))
-            continue
-        name = slug(file.stem)
-        dest = root / kind / suite / name
-        prepare(dest, force=force)
-        result.notes += write_task(problem, dest, kind=kind, name=name)
-        result.written.append(dest)
+            result.add(Outcome(file, "refused", exc.message, exc.fix or ""))
     return result

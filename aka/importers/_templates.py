@@ -2,34 +2,98 @@
 
 from __future__ import annotations
 
-KERNELBENCH_REFERENCE = '''"""Reference for the imported KernelBench problem {name}: its Model, run in float64.
-
-Sizes come from the shape (they override the problem's module-level sizes); inputs come
-from the problem's get_inputs() under the trial's seed; weights from a fixed seed.
-"""
-
+_LOADER_BODY = '''import ast
 import hashlib
-import importlib.util
 import sys
+import types
 from pathlib import Path
 
+PROBLEM = Path(__file__).resolve().parent / "problem.py"
+_PROBLEMS = {}
+
+
+def _assigned(stmt):
+    """Module-level names a statement binds (chained and tuple targets included)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _override(namespace, names, shape):
+    for key, value in shape.items():
+        base, _, index = key.partition("[")
+        if base not in names:
+            continue
+        if not index:
+            namespace[base] = value
+        else:  # one element of a list or tuple of sizes, e.g. layer_sizes[1]
+            items = list(namespace[base])
+            items[int(index.rstrip("]"))] = value
+            namespace[base] = type(namespace[base])(items)
+
+
+def load_problem(shape, path=None):
+    """The problem module run with ``shape``'s sizes (cached per shape)."""
+    path = Path(path or PROBLEM)
+    key = (str(path), tuple(sorted(shape.items())))
+    if key in _PROBLEMS:
+        return _PROBLEMS[key]
+    digest = hashlib.blake2s(repr(key).encode(), digest_size=8).hexdigest()
+    module = types.ModuleType("_aka_kb_" + digest)
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module  # classes defined in it find their module
+    assigned = set()
+    for stmt in ast.parse(path.read_text(), filename=str(path)).body:
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
+        exec(code, vars(module))
+        names = _assigned(stmt)
+        _override(vars(module), names, shape)
+        assigned |= names
+    module.__aka_assigned__ = sorted(assigned)
+    _PROBLEMS[key] = module
+    return module
+
+
+def share_values(problem, module_name):
+    """Give the module named module_name the problem's module-level values at this shape,
+    for the names it defines too (a Model that reads batch_size from its module)."""
+    target = sys.modules.get(module_name)
+    for name in problem.__aka_assigned__ if target is not None else []:
+        if hasattr(target, name):
+            setattr(target, name, getattr(problem, name))
+'''
+KERNELBENCH_LOADER = (
+    '''"""Loads the KernelBench problem beside this file with a shape's sizes (not editable).
+
+load_problem(shape) runs problem.py statement by statement; each size in the shape
+replaces the file's value where that name is assigned, so values derived from it
+(bias_shape = (out_channels, 1, 1)) are computed from the new size.
+"""
+
+'''
+    + _LOADER_BODY
+)
+"""``source/kb_loader.py`` of an imported KernelBench task."""
+
+KERNELBENCH_REFERENCE = (
+    '''"""Reference for an imported KernelBench problem: its Model, run in float64.
+
+Sizes come from the shape through load_problem (values derived from them recomputed);
+inputs come from the problem's get_inputs() under the trial's seed; weights from a
+fixed seed.
+"""
+
+'''
+    + _LOADER_BODY
+    + """
 import torch
 
-PROBLEM = Path(__file__).resolve().parent / "problem.py"
 WEIGHT_SEED = 0
-_MODELS = {{}}
-
-
-def _problem(shape):
-    name = "_aka_kb_" + hashlib.blake2s(str(PROBLEM).encode(), digest_size=6).hexdigest()
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, PROBLEM)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    vars(module).update(shape)
-    return module
+_MODELS = {}
 
 
 def _cast(x, dtype, device):
@@ -39,7 +103,7 @@ def _cast(x, dtype, device):
 
 
 def make_inputs(shape, dtype, device, seed):
-    problem = _problem(shape)
+    problem = load_problem(shape)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         inputs = problem.get_inputs()
@@ -47,7 +111,7 @@ def make_inputs(shape, dtype, device, seed):
 
 
 def reference(*inputs, **shape):
-    problem = _problem(shape)
+    problem = load_problem(shape)
     device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), "cpu")
     key = (tuple(sorted(shape.items())), str(device))
     model = _MODELS.get(key)
@@ -59,21 +123,24 @@ def reference(*inputs, **shape):
     args = [_cast(x, torch.float64, device) for x in inputs]
     with torch.no_grad():
         return model(*args)
-'''
+"""
+)
 
 KERNELBENCH_ENTRY = '''"""{kind} task from the KernelBench problem {name}: make ModelNew fast with {backend} kernels.
 
-ModelNew starts as a copy of the problem's Model. Rewrite its forward (and __init__ if
-you need to) with your own {backend} kernels; keep the parameters Model creates, in the
-same order, because the weights come from seeding the constructor. Sizes and init
-inputs come from problem.py (not editable). kernelbench_entry is how the evaluator calls
-the model: leave it as it is.
+ModelNew starts as a copy of the problem's Model (with the helpers and module-level
+values it uses). Rewrite its forward (and __init__ if you need to) with your own
+{backend} kernels; keep the parameters Model creates, in the same order, because the
+weights come from seeding the constructor. Sizes and init inputs come from problem.py
+(not editable), run with the shape's sizes by kb_loader. kernelbench_entry is how the
+evaluator calls the model: leave it as it is.
 """
 
 {imports}
 import problem as _problem
+from kb_loader import load_problem, share_values
 
-{model_new}
+{body}
 
 
 WEIGHT_SEED = 0
@@ -82,8 +149,8 @@ _MODELS = {{}}
 
 def kernelbench_entry(*inputs, **shape):
     """Build ModelNew once per shape, device and dtype (seeded like the reference), run it."""
-    for size, value in shape.items():
-        setattr(_problem, size, value)
+    problem = load_problem(shape)
+    share_values(problem, __name__)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     device = tensors[0].device if tensors else torch.device("cpu")
     dtype = next((x.dtype for x in tensors if x.is_floating_point()), torch.float32)
@@ -92,17 +159,16 @@ def kernelbench_entry(*inputs, **shape):
     if model is None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(WEIGHT_SEED)
-            model = ModelNew(*_problem.get_init_inputs())
+            model = ModelNew(*problem.get_init_inputs())
         model = _MODELS.setdefault(key, model.to(device=device, dtype=dtype).eval())
     with torch.no_grad():
         return model(*inputs)
 '''
 
-AKA_TIMING_HELPER = '''# aka timing helper, placed here by `aka tasks import aka`: median of timed runs with the
-# L2 flushed before each one; CUDA events on a GPU, perf_counter elsewhere.
-def aka_time_ms(fn, *args, warmup=3, reps=20, flush_mb=256, **kwargs):
-    """Median milliseconds of fn(*args, **kwargs) over reps runs, after warmup runs."""
-    import statistics
+AKA_TIMING_HELPER = '''# aka timing helper, placed here by `aka tasks import aka`: timed runs with the L2
+# flushed before each one; CUDA events on a GPU, perf_counter elsewhere.
+def aka_time_samples(fn, *args, warmup=3, reps=20, flush_mb=256, **kwargs):
+    """Milliseconds of each of reps runs of fn(*args, **kwargs), after warmup runs."""
     import time
 
     try:
@@ -115,7 +181,7 @@ def aka_time_ms(fn, *args, warmup=3, reps=20, flush_mb=256, **kwargs):
     for _ in range(warmup):
         fn(*args, **kwargs)
     times = []
-    for _ in range(reps):
+    for _ in range(max(1, int(reps))):
         if cuda:
             flush.zero_()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -128,8 +194,35 @@ def aka_time_ms(fn, *args, warmup=3, reps=20, flush_mb=256, **kwargs):
             t0 = time.perf_counter()
             fn(*args, **kwargs)
             times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return times
+
+
+def aka_time_ms(fn, *args, warmup=3, reps=20, flush_mb=256, **kwargs):
+    """Median milliseconds of fn(*args, **kwargs) over reps runs, after warmup runs."""
+    import statistics
+
+    return statistics.median(aka_time_samples(fn, *args, warmup=warmup, reps=reps, flush_mb=flush_mb, **kwargs))
 '''
+
+AKA_COMPAT_HELPERS = {
+    "_measure_cuda_event_fallback": '''
+
+def _measure_cuda_event_fallback(fn, repetition=100, *args, **kwargs):
+    """The name this runner calls: per-run milliseconds of fn(), timed by aka."""
+    return aka_time_samples(fn, warmup=0, reps=repetition)
+''',
+    "_benchmark_cuda_graph_or_events": '''
+
+def _benchmark_cuda_graph_or_events(fn, warmup=10, repetition=100, *args, timed_run=None, **kwargs):
+    """The name this runner calls: (median milliseconds, metadata) of fn(), timed by aka."""
+    ms = aka_time_ms(fn, warmup=warmup, reps=repetition)
+    if timed_run is not None and hasattr(timed_run, "_bind"):
+        timed_run._bind(fn, fn())
+    return ms, {"benchmark_method": "aka_time_ms", "benchmark_samples": int(repetition)}
+''',
+}
+"""Upstream helper names runners call, defined over aka's helper (by name, so a block that
+defines them keeps working after the block is replaced)."""
 
 SCAFFOLD_REFERENCE = '''"""Reference for {name}: out = x * sigmoid(x) * scale, per row (scale has one value per column).
 

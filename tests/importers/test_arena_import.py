@@ -18,6 +18,7 @@ from aka.tasks import TaskSpec, load_task
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ARENA = FIXTURES / "agentkernelarena"
+UPSTREAM = FIXTURES / "agentkernelarena_upstream"
 BROKEN = FIXTURES / "agentkernelarena_broken"
 
 
@@ -49,7 +50,7 @@ def test_unavailable_platform_is_imported_with_its_reason(imported: Path, cli) -
     assert amd.spec.commands is not None
     assert amd.spec.commands.skip_reason == "needs an AMD Instinct MI300 (gfx942) and ROCm"
     res = cli("tasks", "import", "aka", str(ARENA / "amd_only"), "--root", str(imported), "--force")
-    assert "skipped on this platform" in res.out
+    assert "cannot run on this platform: needs an AMD Instinct MI300" in res.out
 
 
 @pytest.mark.parametrize(
@@ -177,3 +178,52 @@ def test_import_api_matches_cli(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no config\.yaml"):
         (tmp_path / "empty").mkdir()
         import_agentkernelarena(tmp_path / "empty", tmp_path / "other")
+
+
+@pytest.fixture
+def upstream(tmp_path: Path, cli) -> tuple[Path, str, str]:
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "aka", str(UPSTREAM), "--root", str(root), "--platform", "sm_90")
+    assert res.code == 0, res.err
+    return root, res.out, res.err
+
+
+def test_amd_only_kernels_are_refused_with_one_line_each(upstream: tuple[Path, str, str]) -> None:
+    root, out, err = upstream
+    refused = [line for line in err.splitlines() if line.startswith("refused ")]
+    assert len(refused) == 3  # hip2hip, torch2hip, flydsl2flydsl
+    for kind in ("hip2hip", "torch2hip", "flydsl2flydsl"):
+        (line,) = [r for r in refused if f"a {kind} task" in r]
+        assert "AMD GPUs" in line and "fix:" in line
+    assert "instructions" not in err  # hip2hip's `instructions: null` is not the reason
+    assert "1 imported, 0 imported GPU-only, 3 refused" in out
+    assert not (root / "command" / "agentkernelarena" / "tanh").exists()
+
+
+def test_null_instructions_and_active_status_are_accepted(upstream: tuple[Path, str, str]) -> None:
+    root, _, _ = upstream
+    task = load_task(root / "command" / "agentkernelarena" / "triton_row_scale", root=root)
+    assert task.spec.commands is not None and task.spec.commands.skip_reason is None
+    assert "row_scale_kernel" in task.spec.instructions
+
+
+def test_runner_calling_upstream_helper_names_times_with_aka(
+    upstream: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    root, _, _ = upstream
+    folder = root / "command" / "agentkernelarena" / "triton_row_scale"
+    runner = (folder / "scripts" / "task_runner.py").read_text()
+    block = runner.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert "def _benchmark_cuda_graph_or_events(" in block and "def aka_time_ms(" in block
+    assert "not materialized" not in block  # the stubs that raised are gone
+    assert "def _shape_label(" in block  # a helper aka does not know is kept as written
+    spec = load_task(folder, root=root).spec.commands
+    assert spec is not None
+    base, cand = _copies(folder, tmp_path)
+    out = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
+    assert out["correct"], out["error"]
+    times = [t["pair"] for t in out["timing"]]
+    assert [t["test_case_id"] for t in times] == ["perf1", "perf2"]
+    assert all(t["speedup"] > 0 for t in times)
+    report = read_report(base / spec.report)
+    assert all(ms > 0 for ms, _ in report.values())  # upstream's stubs made these -1.0

@@ -26,7 +26,7 @@ def imported(tmp_path: Path, cli) -> Path:
     root = tmp_path / "tasks"
     res = cli("tasks", "import", "kernelbench", str(KB), "--root", str(root))
     assert res.code == 0, res.err
-    assert "imported torch2triton/kernelbench/7_scaled_tanh_sum" in res.out
+    assert "-> torch2triton/kernelbench/7_scaled_tanh_sum: tuning" in res.out
     assert "12_linear_gelu_solution.py" in res.err and "ModelNew" in res.err  # a solution, skipped
     return root
 

@@ -1,0 +1,293 @@
+"""Read a KernelBench problem by running it, in a child process, on torch's meta device.
+
+Sizes in a problem file are written every way Python allows (``N = 2048 * 2``,
+``height = width = 256``, ``layer_sizes = [400, 800]``, ``bias_shape = (out_channels,
+1, 1)``), so reading literals misses many and scales the wrong ones. Instead the
+problem runs here with the loader the task itself uses (:data:`KERNELBENCH_LOADER`):
+``get_inputs()``, ``get_init_inputs()``, ``Model(...)`` and its forward run on the meta
+device, which records shapes without allocating. A size is scaled only when
+
+- it is a *root*: assigned from constants alone (values computed from other sizes are
+  recomputed by the loader, never scaled themselves);
+- it is at least :data:`MIN_SIZE` and its name is not a window hyperparameter
+  (:data:`NEVER_SCALE`: kernel_size, padding, stride, dilation, ...);
+- it *moves a dimension*: doubling it alone changes the shape of an input, a parameter,
+  a buffer or the output.
+
+Candidate held-out and CPU shapes are accepted only when the problem still builds and
+runs on them (on meta), and CPU shapes must hold at most :data:`CPU_ELEMENTS` elements
+and run for real in float64 on the CPU. Run as ``python -m aka.importers._kb_probe``
+with ``{"path": ..., "memory_mb": ...}`` on stdin; it prints result lines prefixed with
+:data:`MARK` (the problem's own prints go elsewhere), first the analysis, then the CPU
+run, so a parent that times out still has the analysis.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aka.importers._templates import KERNELBENCH_LOADER
+
+MARK = "@@aka-kb-probe@@ "
+MIN_SIZE = 8
+"""Sizes below this are kept as written (reduction dims, tiny batches, small windows)."""
+NEVER_SCALE = re.compile(r"kernel|ksize|pad|stride|dilat|group|pool|window|scale|factor|axis|eps")
+"""Names that size a window or pick an axis: scaling them changes the problem."""
+CPU_ELEMENTS = 1 << 16
+"""At most this many elements (inputs, parameters, outputs) in a CPU shape."""
+CPU_SECONDS = 5.0
+"""A CPU shape whose float64 forward takes longer than this makes the task GPU-only."""
+
+Shape = dict[str, int]
+
+
+def _loader() -> Any:
+    namespace: dict[str, Any] = {"__name__": "_aka_kb_loader", "__file__": __file__}
+    exec(compile(KERNELBENCH_LOADER, "kb_loader.py", "exec"), namespace)
+    return namespace["load_problem"]
+
+
+def roots(source: str) -> set[str]:
+    """Names assigned at module level from constants alone (no other module-level name)."""
+    bound: set[str] = set()
+    found: set[str] = set()
+    for stmt in ast.parse(source).body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            used = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+            (found.update if not used & bound else found.difference_update)(names)
+            bound |= names
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            found.discard(stmt.target.id)
+    return found
+
+
+def size_values(module: Any, names: set[str]) -> Shape:
+    """``name`` for an int, ``name[i]`` for each int of a list or tuple of ints."""
+    out: Shape = {}
+    for name in sorted(names):
+        value = vars(module).get(name)
+        if type(value) is int:
+            out[name] = value
+        elif isinstance(value, list | tuple) and value and all(type(v) is int for v in value):
+            out.update({f"{name}[{i}]": v for i, v in enumerate(value)})
+    return out
+
+
+def _shapes(xs: Any) -> list[Any]:
+    import torch
+
+    if isinstance(xs, torch.Tensor):
+        return [list(xs.shape)]
+    if isinstance(xs, list | tuple):
+        return [s for x in xs for s in _shapes(x)]
+    return []
+
+
+def _numel(shapes: list[list[int]]) -> int:
+    total = 0
+    for s in shapes:
+        n = 1
+        for d in s:
+            n *= d
+        total += n
+    return total
+
+
+def describe(load: Any, path: Path, shape: Shape) -> dict[str, Any]:
+    """What the problem builds at ``shape`` on meta: shapes per stage, or where it failed."""
+    import torch
+
+    out: dict[str, Any] = {"stages": []}
+    try:
+        module = load(shape, path)
+        out["stages"].append("load")
+        with torch.device("meta"):
+            init = module.get_init_inputs()
+            inputs = module.get_inputs()
+            out["inputs"] = _shapes(inputs)
+            out["stages"].append("inputs")
+            model = module.Model(*init)
+            out["params"] = [list(p.shape) for p in (*model.parameters(), *model.buffers())]
+            out["stages"].append("model")
+            with torch.no_grad():
+                out["outputs"] = _shapes(model(*inputs))
+            out["stages"].append("forward")
+    except Exception as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    out["elements"] = sum(_numel(out.get(k, [])) for k in ("inputs", "params", "outputs"))
+    return out
+
+
+def _signature(d: dict[str, Any]) -> str:
+    return json.dumps([d.get("inputs"), d.get("params"), d.get("outputs")])
+
+
+def _valid(d: dict[str, Any], base: dict[str, Any]) -> bool:
+    """Gets as far as the file's own sizes got, with no empty input."""
+    return d["stages"] == base["stages"] and all(_numel([s]) > 0 for s in d.get("inputs", []))
+
+
+def heldout_candidates(tuning: Shape) -> list[Shape]:
+    """About 1/8 larger: odd sizes first, then multiples of 8, then the first size alone."""
+    first = next(iter(tuning))
+    return [
+        {k: (v + max(1, v // 8)) | 1 for k, v in tuning.items()},
+        {k: (v + v // 8 + 7) // 8 * 8 for k, v in tuning.items()},
+        {k: (v + max(1, v // 8)) | 1 if k == first else v for k, v in tuning.items()},
+        {k: v + 8 if k == first else v for k, v in tuning.items()},
+    ]
+
+
+def shrink(tuning: Shape, fits: Any) -> Shape | None:
+    """A CPU shape: the largest size halved, or every size when halving it alone breaks
+    the problem (sizes tied to each other), until ``fits`` accepts the shape. ``fits``
+    returns True (small enough), False (too big) or None (the problem breaks). None when
+    no shape fits.
+    """
+    shape, frozen = dict(tuning), set()
+    for _ in range(128):
+        if fits(shape):
+            return shape
+        free = [k for k in shape if k not in frozen and shape[k] > 4]
+        if not free:
+            return None
+        k = max(free, key=lambda n: shape[n])
+        steps = [{**shape, k: max(4, shape[k] // 2)}, {n: max(4, v // 2) for n, v in shape.items()}]
+        shape_next = next((s for s in steps if fits(s) is not None), None)
+        if shape_next is None:
+            frozen.add(k)
+        else:
+            shape = shape_next
+    return None
+
+
+def cpu_heldout_candidates(cpu: Shape) -> list[Shape]:
+    """Near the CPU shape and unseen: +1 (odd), +2, then the first size alone."""
+    first = next(iter(cpu))
+    return [
+        {k: v + 1 if v >= 4 else v for k, v in cpu.items()},
+        {k: v + 2 if v >= 4 else v for k, v in cpu.items()},
+        {k: v + 1 if k == first else v for k, v in cpu.items()},
+    ]
+
+
+def _movers(
+    load: Any, path: Path, sizes: Shape, base: dict[str, Any]
+) -> tuple[Shape, dict[str, str]]:
+    """Sizes that move a dimension when doubled; sizes that break the problem when
+    doubled alone are tried together (a width tied to a channel count)."""
+    movers: Shape = {}
+    kept: dict[str, str] = {}
+    for key, v in sizes.items():
+        if v < MIN_SIZE or NEVER_SCALE.search(key.partition("[")[0].lower()):
+            continue
+        tries = [describe(load, path, {key: v * 2}), describe(load, path, {key: v + 8})]
+        ok = [d for d in tries if _valid(d, base)]
+        if not ok:
+            kept[key] = f"changing it alone breaks the problem ({tries[0].get('error')})"
+        elif any(_signature(d) != _signature(base) for d in ok):
+            movers[key] = v
+        else:
+            kept[key] = "no tensor dimension follows it"
+    tied = {k: sizes[k] for k, why in kept.items() if why.startswith("changing")}
+    if len(tied) > 1:
+        together = describe(load, path, {k: v * 2 for k, v in tied.items()})
+        if _valid(together, base) and _signature(together) != _signature(base):
+            movers |= tied
+            for k in tied:
+                del kept[k]
+    return dict(sorted(movers.items())), kept
+
+
+def analyze(path: Path) -> dict[str, Any]:
+    """Tuning, held-out and CPU shapes of the problem at ``path``, with what was decided."""
+    load = _loader()
+    names = roots(path.read_text())
+    base = describe(load, path, {})
+    if "inputs" not in base["stages"]:
+        return {"error": f"the problem does not run: {base.get('error')}"}
+    sizes = size_values(load({}, path), names)
+    movers, kept = _movers(load, path, sizes, base)
+    result: dict[str, Any] = {"sizes": sizes, "movers": movers, "kept": kept, "base": base}
+    if not movers:
+        return result
+    result["heldout"] = next(
+        (h for h in heldout_candidates(movers) if _valid(describe(load, path, h), base)), None
+    )
+
+    def fits(shape: Shape) -> bool | None:
+        d = describe(load, path, shape)
+        return None if not _valid(d, base) else d["elements"] <= CPU_ELEMENTS
+
+    cpu = shrink(movers, fits)
+    result["cpu"] = cpu
+    if cpu is not None:
+        result["cpu_heldout"] = next(
+            (
+                h
+                for h in cpu_heldout_candidates(cpu)
+                if h != cpu and (d := describe(load, path, h)) and _valid(d, base)
+                and d["elements"] <= 2 * CPU_ELEMENTS
+            ),
+            None,
+        )  # fmt: skip
+    return result
+
+
+def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
+    """Each shape's float64 forward on the CPU, as the reference runs it: seconds or the error."""
+    import torch
+
+    load = _loader()
+    seconds = []
+    for shape in shapes:
+        try:
+            module = load(shape, path)
+            torch.manual_seed(0)
+            inputs = [
+                x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in module.get_inputs()
+            ]
+            model = module.Model(*module.get_init_inputs()).double().eval()
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                model(*inputs)
+            seconds.append(time.perf_counter() - t0)
+        except Exception as exc:
+            return {"error": f"at {shape}: {type(exc).__name__}: {exc}"[:300]}
+        if seconds[-1] > CPU_SECONDS:
+            return {"error": f"at {shape}: one float64 forward took {seconds[-1]:.1f} s"}
+    return {"seconds": seconds}
+
+
+def _emit(doc: dict[str, Any]) -> None:
+    sys.__stdout__.write(MARK + json.dumps(doc) + "\n")  # type: ignore[union-attr]
+    sys.__stdout__.flush()  # type: ignore[union-attr]
+
+
+def main() -> None:
+    """Child entry: the request on stdin, result lines on stdout; the problem's prints go to stderr."""
+    import resource
+
+    request = json.loads(sys.stdin.read())
+    limit = int(request.get("memory_mb", 4096)) << 20
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    sys.stdout = sys.stderr  # a problem that prints cannot corrupt the result lines
+    path = Path(request["path"])
+    result = analyze(path)
+    _emit(result)
+    cpu = [s for s in (result.get("cpu"), result.get("cpu_heldout")) if s]
+    if cpu:
+        _emit(run_on_cpu(path, cpu))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Validate each task in its own process, with a memory cap and a time limit.
+
+One task that allocates too much (CPU shapes written at GPU size), hangs or crashes the
+interpreter must not take the other tasks' results with it: ``aka tasks validate``
+validated every task in one process, and one run was OOM-killed at 23 GB before any
+result was printed. Here each task runs :func:`aka.validate.validate_task` in a child
+(``python -m aka.validate_isolated``) whose data segment is capped with
+``resource.setrlimit(RLIMIT_DATA)``; the child records its own ``TaskValidated`` event
+and reports the result on stdout. When the child dies or times out, the parent records
+a failed ``process`` check naming what happened and the fix, so every task gets a result.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aka import events as ev
+from aka.task_checks import TaskValidation
+from aka.validate import record_validation
+
+if TYPE_CHECKING:
+    from aka.config import ArmConfig
+    from aka_ledger import Ledger
+
+MARK = "@@aka-validation@@ "
+DEFAULT_MEMORY_GB = {"cpu": 16.0, "cuda": None}
+"""The cap when none is given: on a GPU none, since the CUDA driver maps host memory
+(pinned buffers, unified addressing) that a data-segment limit could refuse."""
+
+
+def _request(
+    ledger_dir: Path, folder: Path, root: Path | None, device: str, run_id: str,
+    quick: bool, review: ArmConfig | None, memory_gb: float | None,
+) -> str:  # fmt: skip
+    doc = {
+        "ledger": str(ledger_dir), "folder": str(folder), "root": str(root) if root else None,
+        "device": device, "run_id": run_id, "quick": quick,
+        "review": review.model_dump(mode="json") if review else None, "memory_gb": memory_gb,
+    }  # fmt: skip
+    return json.dumps(doc)
+
+
+def _died(code: int | None, memory_gb: float | None, timeout_s: float) -> tuple[str, str]:
+    """What happened to a child that gave no result, and the fix."""
+    cap = f"{memory_gb:g} GB" if memory_gb else "no cap"
+    if code is None:
+        return (
+            f"did not finish within {timeout_s:.0f} s",
+            "make the reference and the CPU shapes smaller, or pass a larger --task-timeout",
+        )
+    if code < 0:
+        return (
+            f"was killed by signal {-code} (memory cap: {cap}; the system may have run out)",
+            "give the task smaller shapes for this device, or raise --memory-gb",
+        )
+    return (
+        f"exited with status {code} before reporting",
+        "run `aka tasks validate` on this task alone to see its output",
+    )
+
+
+def validate_in_child(
+    ledger: Ledger,
+    ledger_dir: Path,
+    folder: Path,
+    *,
+    root: Path | None,
+    device: str,
+    run_id: str,
+    quick: bool = False,
+    review: ArmConfig | None = None,
+    memory_gb: float | None = None,
+    timeout_s: float = 1800.0,
+) -> TaskValidation:
+    """Validate one task folder in a child process; always returns a result.
+
+    The child appends its ``TaskValidated`` event to the ledger at ``ledger_dir``; when
+    it reports nothing, one is appended here (through ``ledger``) with a failed
+    ``process`` check.
+    """
+    request = _request(ledger_dir, folder, root, device, run_id, quick, review, memory_gb)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "aka.validate_isolated"],
+            input=request, capture_output=True, text=True, timeout=timeout_s, check=False,
+        )  # fmt: skip
+        stdout, stderr, code = done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        stderr, code = "", None
+    for line in stdout.splitlines():
+        if line.startswith(MARK):
+            return _from_json(json.loads(line[len(MARK) :]))
+    key = folder.resolve().relative_to(root.resolve()).as_posix() if root else folder.name
+    out = TaskValidation(key=key)
+    what, fix = _died(code, memory_gb, timeout_s)
+    tail = " | ".join(stderr.strip().splitlines()[-3:])[-600:]
+    detail = f"the validation process {what}" + (f": {tail}" if tail else "")
+    out.add("process", "fail", detail, fix=fix)
+    return record_validation(ledger, run_id, device, out)
+
+
+def _to_json(res: TaskValidation) -> dict[str, Any]:
+    return {
+        "key": res.key, "task_tree": res.task_tree, "eval_ids": res.eval_ids,
+        "checks": [c.model_dump(mode="json") for c in res.checks],
+    }  # fmt: skip
+
+
+def _from_json(doc: dict[str, Any]) -> TaskValidation:
+    return TaskValidation(
+        key=doc["key"],
+        task_tree=doc["task_tree"],
+        eval_ids=list(doc["eval_ids"]),
+        checks=[ev.CheckResult.model_validate(c) for c in doc["checks"]],
+    )
+
+
+def main() -> None:
+    """Child entry: the request on stdin; the result on stdout after :data:`MARK`."""
+    import resource
+
+    from aka.config import ArmConfig
+    from aka.validate import validate_task
+    from aka_ledger import Ledger
+
+    req = json.loads(sys.stdin.read())
+    if req["memory_gb"]:
+        limit = int(req["memory_gb"] * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # what a reference prints cannot corrupt the result line
+    review = ArmConfig.model_validate(req["review"]) if req["review"] else None
+    with Ledger.open(Path(req["ledger"]), registry=ev.REGISTRY, create=True) as led:
+        res = validate_task(
+            led, Path(req["folder"]), root=Path(req["root"]) if req["root"] else None,
+            device=req["device"], run_id=req["run_id"], review=review, quick=req["quick"],
+        )  # fmt: skip
+    real_stdout.write(MARK + json.dumps(_to_json(res)) + "\n")
+    real_stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

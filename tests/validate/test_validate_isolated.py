@@ -1,0 +1,104 @@
+"""Each task is validated in its own process under a memory cap; every result is printed.
+
+One task that dies (killed, out of memory) must not take the others' results with it,
+and every failure says how to fix it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+AFFINE = "torch/ops/affine"
+REF = (Path(__file__).resolve().parents[1] / "fixtures/tasks" / AFFINE / "reference.py").read_text()
+
+
+def _clone(tasks_root: Path, name: str, reference_tail: str = "") -> Path:
+    dest = tasks_root / "torch" / "ops" / name
+    shutil.copytree(tasks_root / AFFINE, dest)
+    spec = yaml.safe_load((dest / "task.yaml").read_text())
+    spec["name"] = name
+    (dest / "task.yaml").write_text(yaml.safe_dump(spec))
+    if reference_tail:
+        (dest / "reference.py").write_text(REF + reference_tail)
+    return dest
+
+
+KILLED = """
+
+import os as _os
+import signal as _signal
+
+_reference = reference
+
+
+def reference(x):
+    _os.kill(_os.getpid(), _signal.SIGKILL)  # the process dies mid-validation
+    return _reference(x)
+"""
+
+GREEDY = """
+
+_reference = reference
+
+
+def reference(x):
+    torch.empty(1 << 33, dtype=torch.uint8)  # 8 GiB (untouched): over a 4 GiB cap
+    return _reference(x)
+"""
+
+
+def test_a_killed_task_does_not_hide_the_others(tasks_root: Path, tmp_path: Path, cli) -> None:
+    _clone(tasks_root, "killed", KILLED)
+    res = cli(
+        "tasks", "validate", "--root", str(tasks_root), "--device", "cpu", "--quick",
+        "--ledger", str(tmp_path / "led"),
+    )  # fmt: skip
+    assert res.code == 1
+    assert f"PASS  {AFFINE}" in res.out  # printed though its neighbour died
+    assert "FAIL  torch/ops/killed" in res.out
+    assert "killed by signal 9" in res.out and "fix:" in res.out
+    assert "1 of 2 task(s) failed" in res.err
+
+
+def test_memory_cap_applies_to_each_task(tasks_root: Path, tmp_path: Path, cli) -> None:
+    _clone(tasks_root, "greedy", GREEDY)
+    res = cli(
+        "tasks", "validate", "torch/ops/greedy", "--root", str(tasks_root), "--device", "cpu",
+        "--quick", "--memory-gb", "4", "--ledger", str(tmp_path / "led"),
+    )  # fmt: skip
+    assert res.code == 1
+    assert "reference_stage" in res.out and "allocate" in res.out and "fix:" in res.out
+
+
+def test_every_failure_names_a_fix(tasks_root: Path, tmp_path: Path, cli) -> None:
+    bad = _clone(tasks_root, "broken")
+    spec = yaml.safe_load((bad / "task.yaml").read_text())
+    spec |= {"targets": ["no_such_symbol"], "forbidden": ["torch.no_such_op"]}
+    spec["shapes"]["cpu_heldout"] = spec["shapes"]["cpu"]
+    (bad / "task.yaml").write_text(yaml.safe_dump(spec))
+    (bad / "reference.py").write_text(REF.replace("x.double() * 2 + 1", "x.double() * 1e-9"))
+    res = cli(
+        "tasks", "validate", "torch/ops/broken", "--root", str(tasks_root), "--device", "cpu",
+        "--quick", "--ledger", str(tmp_path / "led"),
+    )  # fmt: skip
+    fails = [line for line in res.out.splitlines() if line.strip().startswith("fail")]
+    names = {line.split()[1].rstrip(":") for line in fails}
+    assert {"targets_exist", "forbidden_resolve", "heldout_shapes", "null_zeros"} <= names
+    assert all("(fix: " in line for line in fails), fails
+
+
+def test_a_task_for_another_device_says_so(tasks_root: Path, tmp_path: Path, cli) -> None:
+    gpu = _clone(tasks_root, "gpu_only")
+    spec = yaml.safe_load((gpu / "task.yaml").read_text())
+    spec["devices"] = ["cuda"]
+    spec["shapes"]["tuning"] = [{"N": 1 << 26}]
+    (gpu / "task.yaml").write_text(yaml.safe_dump(spec))
+    res = cli(
+        "tasks", "validate", "torch/ops/gpu_only", "--root", str(tasks_root), "--device", "cpu",
+        "--ledger", str(tmp_path / "led"),
+    )  # fmt: skip
+    assert res.code == 0, res.out + res.err
+    assert "runs on ['cuda'] only" in res.out and "--device cuda" in res.out

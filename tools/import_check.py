@@ -1,0 +1,135 @@
+"""Import an upstream suite and validate every task on one device, in one call.
+
+Usage::
+
+    python tools/import_check.py kernelbench KernelBench/level1 --device cuda --out l1.json
+    python tools/import_check.py kernelbench KernelBench/level2 --device cpu --quick
+    python tools/import_check.py aka AgentKernelArena/tasks/triton2triton/vllm --device cuda
+    python tools/import_check.py kernelbench KernelBench/level1 --root tasks_l1 --no-import
+
+Every upstream file (KernelBench) or task folder (AgentKernelArena) becomes one row
+``{problem, import, result, why}``: ``import`` is imported / imported GPU-only /
+refused; ``result`` is pass, fail, refused, or ``not run`` (a GPU-only task on the
+CPU); ``why`` holds the import reason or the failed checks with their fixes. Each task
+is validated in its own process (``aka.validate_isolated``) under the memory cap, so
+one task cannot take the others down. The rows go to ``--out`` as JSON, and a summary
+with a markdown table of the rows that did not pass is printed.
+
+Needs only the aka package and its evaluator's dependencies (torch, triton, numpy,
+pyyaml, pydantic, pyarrow, blake3): no duckdb or polars on this path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from aka import events as ev
+from aka.importers import ImportResult, Outcome, import_agentkernelarena, import_kernelbench
+from aka.tasks import TASK_FILE, load_task
+from aka.validate import new_validation_id
+from aka.validate_isolated import DEFAULT_MEMORY_GB, validate_in_child
+from aka_ledger import Ledger
+
+
+def _import(args: argparse.Namespace, root: Path) -> list[Outcome]:
+    def show(o: Outcome) -> None:
+        print(o.line(root), flush=True)
+
+    if args.format == "kernelbench":
+        result: ImportResult = import_kernelbench(
+            args.path, root, kind=args.type, force=True, on_outcome=show
+        )
+    else:
+        result = import_agentkernelarena(
+            args.path, root, force=True, platform=args.platform, on_outcome=show
+        )
+    return result.outcomes
+
+
+def _existing(root: Path) -> list[Outcome]:
+    """Tasks already imported under ``root`` (``--no-import``), as imported outcomes."""
+    return [
+        Outcome(p.parent, "imported", "already imported", dest=p.parent)
+        for p in sorted(root.rglob(TASK_FILE))
+    ]
+
+
+def _why(checks: list[ev.CheckResult]) -> str:
+    failed = [c for c in checks if c.status == "fail" and not c.review]
+    return "; ".join(f"{c.name}: {c.detail}" for c in failed)[:1500]
+
+
+def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[str, Any]]:
+    """Import (unless ``--no-import``), then validate each imported task; one row per file."""
+    outcomes = _existing(root) if args.no_import else _import(args, root)
+    kind = "cpu" if args.device == "cpu" else "cuda"
+    cap = DEFAULT_MEMORY_GB[kind] if args.memory_gb is None else args.memory_gb
+    rows: list[dict[str, Any]] = []
+    rid = new_validation_id()
+    with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
+        for o in outcomes[: args.limit or None]:
+            row = {"problem": o.path.name, "import": o.status, "result": "", "why": ""}
+            rows.append(row)
+            if o.dest is None:
+                row |= {"result": "refused", "why": f"{o.detail} (fix: {o.fix})"}
+                continue
+            if kind not in load_task(o.dest, root=root).spec.devices:
+                row |= {"result": "not run", "why": f"GPU-only: {o.detail}"}
+                continue
+            res = validate_in_child(
+                led, ledger_dir, o.dest, root=root, device=args.device, run_id=rid,
+                quick=args.quick, memory_gb=cap or None, timeout_s=args.task_timeout,
+            )  # fmt: skip
+            row |= {"result": "pass" if res.ok else "fail", "why": _why(res.checks)}
+            print(f"{row['result'].upper():<5} {o.path.name} {row['why'][:300]}", flush=True)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows that did not pass, as a markdown table (problem, result, why)."""
+    lines = ["| problem | result | why |", "|---|---|---|"]
+    for r in rows:
+        if r["result"] != "pass":
+            why = str(r["why"]).replace("|", "\\|").replace("\n", " ")[:300]
+            lines.append(f"| {r['problem']} | {r['result']} | {why} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the check; exit 0 whatever the results (the table is the output)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("format", choices=["kernelbench", "aka"])
+    ap.add_argument("path", type=Path, help="An upstream folder (or one file / task folder).")
+    ap.add_argument("--device", default="cuda", help="cpu, cuda or cuda:N.")
+    ap.add_argument("--quick", action="store_true", help="Static and reference checks only.")
+    ap.add_argument(
+        "--type", default="torch2triton", help="KernelBench: torch2triton or torch2cuda."
+    )
+    ap.add_argument("--platform", default=None, help="AgentKernelArena: sm_90, cpu, ...")
+    ap.add_argument("--root", type=Path, default=None, help="Where tasks go (default: temp).")
+    ap.add_argument("--no-import", action="store_true", help="Validate the tasks under --root.")
+    ap.add_argument("--out", type=Path, default=None, help="JSON rows written here.")
+    ap.add_argument("--limit", type=int, default=0, help="Validate only the first N rows.")
+    ap.add_argument("--memory-gb", type=float, default=None, help="Cap per task's process.")
+    ap.add_argument("--task-timeout", type=float, default=1800.0, help="Seconds per task.")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="aka-import-check-") as tmp:
+        root = args.root or Path(tmp) / "tasks"
+        rows = check(args, root, Path(tmp) / "ledger")
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=2))
+    counts = Counter(r["result"] for r in rows)
+    imports = Counter(r["import"] for r in rows)
+    print(f"\n{len(rows)} rows; import: {dict(imports)}; result on {args.device}: {dict(counts)}")
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
