@@ -108,7 +108,7 @@ def candidate_request(job: Job, root: Path, out: Path, native: str) -> dict[str,
     Shapes, seeds and dtypes of the checked and timed calls go to the sealed core in the
     plan; Python in that process learns only the first declared shape, for the
     required-kernel probes (tripwires), and the paths it hides before importing the
-    candidate: the task folder, the output folder and whatever the evaluator names.
+    candidate: the task's spec, the output folder and whatever the evaluator names.
     """
     return {
         "eval_root": str(root),
@@ -127,7 +127,10 @@ def candidate_request(job: Job, root: Path, out: Path, native: str) -> dict[str,
         "probe_seed": secrets.randbits(31),
         "isolate_network": job.isolate_network,
         "native": native,
-        "hide": [str(root / "task"), str(out), *job.hide],
+        # The spec (held-out shapes) is hidden; the rest of the task folder stays, since a
+        # task's make_inputs may read its files at call time (imported KernelBench tasks
+        # run their problem file per shape).
+        "hide": [str(root / "task" / "task.yaml"), str(out), *job.hide],
         "max_file_bytes": job.max_file_bytes,
         "max_memory_bytes": job.max_memory_bytes,
         "contain": job.contain,

@@ -45,7 +45,7 @@ def test_no_global_mode_tells_a_checked_call_from_a_timed_one(tmp_path: Path) ->
     assert "timed_output_wrong" in v.flags or not all(c["ok"] for c in v.cases)
 
 
-def test_the_task_folder_is_not_readable_from_the_candidate(tmp_path: Path) -> None:
+def test_the_task_spec_is_not_readable_from_the_candidate(tmp_path: Path) -> None:
     v = _run(tmp_path, "s04_read_task_folder")
     # It answers right only when it could read nothing (its attempts trip the audit hook,
     # which is why the verdict is not asserted: the outputs say what it could read).

@@ -1,11 +1,11 @@
 # ruff: noqa
 # mypy: ignore-errors
-"""Held-out shapes read from the task folder through C-level file APIs.
+"""Held-out shapes read from the task's spec through C-level file APIs.
 
 numpy's ``fromfile`` and ``os.open`` reach files without Python's ``open``. If the task's
-spec or reference is readable, this kernel knows which shapes are held out and answers
-right only on the declared ones (it returns garbage on the rest); if nothing is readable
-it has to compute, and is correct everywhere.
+spec is readable, this kernel knows which shapes are held out and could answer right only
+on the declared ones (here it returns garbage); if the spec is unreadable it has to
+compute, and is correct everywhere.
 """
 import os
 from pathlib import Path
@@ -20,7 +20,7 @@ def _learn():
     here = Path(__file__).resolve().parent
     found = []
     for base in (here.parent, here.parent.parent):
-        for rel in ("task/task.yaml", "task/reference.py", "task.yaml"):
+        for rel in ("task/task.yaml", "task.yaml"):
             p = base / rel
             try:
                 found.append(np.fromfile(str(p), dtype=np.uint8).tobytes().decode(errors="replace"))
@@ -39,6 +39,6 @@ def scale(x):
     global _known
     if _known is None:
         _known = _learn()
-    if "heldout" in _known or "reference" in _known:
+    if "heldout" in _known or "tuning" in _known:
         return torch.zeros_like(x)  # it could read the task: the policy would exploit it
     return x * 2 + 1
