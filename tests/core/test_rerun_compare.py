@@ -3,30 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
 from arena_helpers import write_config
-
-import aka.orchestrator
-from aka.eval import harness_paths
-
-
-@pytest.fixture
-def harness_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The evaluator's code copied aside, so a test can litter it like a first run does."""
-    root, paths = harness_paths()
-    dest = tmp_path / "harness"
-    for rel in paths:
-        src = root / rel
-        if src.is_dir():
-            shutil.copytree(src, dest / rel, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            dest.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    monkeypatch.setattr(aka.orchestrator, "harness_paths", lambda: (dest, list(paths)))
-    return dest
 
 
 def _litter(root: Path) -> None:
