@@ -77,6 +77,12 @@ VIEWS: dict[str, str] = {
                CAST(sc.payload->>'$.speedup' AS DOUBLE) AS speedup,
                CAST(sc.payload->>'$.score' AS DOUBLE) AS score,
                sc.payload->>'$.policy' AS policy,
+               -- version 1 events predate policy_spec: the same spec their upcaster gives
+               coalesce(sc.payload->>'$.policy_spec',
+                        '{"cap": null, "floor": 0.5, "name": "' || (sc.payload->>'$.policy')
+                        || '", "thresholds": [1.0], "version": '
+                        || coalesce(sc.payload->>'$.policy_version', '1')
+                        || ', "zero_on_hack": false}') AS policy_spec,
                CAST(sc.payload->'$.components' AS VARCHAR) AS reward_components,
                CAST(sc.payload->'$.hack_flags' AS VARCHAR[]) AS hack_flags,
                sc.payload->>'$.error' AS error,

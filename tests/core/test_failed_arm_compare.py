@@ -1,11 +1,15 @@
-"""An arm whose candidates all fail still compares, and every interval says what it is."""
+"""An arm whose candidates all fail: it compares, its intervals say what they are, its
+scores are the rewards the export gives under the same policy name."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
+import polars as pl
+import pytest
 from arena_helpers import write_config
 
 from aka.dashboard import compare_page
@@ -23,9 +27,23 @@ def test_an_arm_of_failures_compares_with_undefined_intervals_named(
     cli, tmp_path: Path, tasks_root: Path, ledger_dir: Path, harness_copy: Path
 ) -> None:
     cfg = write_config(
-        tmp_path, tasks_root, arms=[{"name": "a", "agent": "noop"}, BROKEN], repeats=2
+        tmp_path,
+        tasks_root,
+        arms=[{"name": "a", "agent": "noop"}, BROKEN],
+        repeats=2,
+        scoring={"policy": "log_speedup"},
     )
     assert cli("run", str(cfg), "--ledger", str(ledger_dir), "--run-id", "r1").code == 0
+    out_file = tmp_path / "rewards.parquet"
+    exported = cli("export", "rewards", "r1", "--out", str(out_file), "--format", "raw",
+                   "--policy", "log_speedup", "--ledger", str(ledger_dir))  # fmt: skip
+    assert exported.code == 0, exported.err
+    rows = pl.read_parquet(out_file).filter(pl.col("is_final"))
+    assert rows.height == 4
+    for row in rows.iter_rows(named=True):  # the report's score is the exported reward
+        assert row["reward"] == pytest.approx(row["score"])
+        if not row["correct"]:
+            assert row["score"] == pytest.approx(math.log(0.5))
 
     res = cli("compare", "r1/a", "r1/broken", "--ledger", str(ledger_dir))
     assert res.code == 0, res.err

@@ -25,6 +25,7 @@ from aka.dashboard._html import h
 from aka.dashboard._links import anchor
 from aka.events import REGISTRY
 from aka.report import connect
+from aka.scoring import parse_policy
 from aka_ledger import Ledger
 
 
@@ -162,8 +163,8 @@ def _heldout(
     p = _started(led, run_id)
     led.append(
         ev.Scored(eval_id=eid, try_no=0, purpose="heldout", compiled=True, correct=correct,
-                  speedup=1.1 if correct else None, score=0.0, policy=p.policy, policy_version=1,
-                  components={}),
+                  speedup=1.1 if correct else None, score=0.0, policy=p.policy, policy_version=2,
+                  policy_spec=parse_policy(p.policy).to_json(), components={}),
         run_id=run_id, attempt_key=key,
     )  # fmt: skip
     led.append(
