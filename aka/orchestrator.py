@@ -33,6 +33,7 @@ from aka.config import RunConfig, load_config, parse_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
 from aka.errors import InputError, NotFoundError
 from aka.eval import EvalRequest, evaluate, harness_paths
+from aka.liveness import holding
 from aka.repo_tasks import task_tree
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, select
@@ -384,26 +385,37 @@ def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunSta
 
 
 ProgressFn = Callable[[AttemptPlan, ev.Scored | None, int, int], None]
+"""Called after each attempt: (plan, its final score or None, attempts done, total)."""
+StartFn = Callable[[AttemptPlan, int, int], None]
+"""Called before each attempt: (plan, its 1-based position, total)."""
 
 
 def drive(
-    ledger: Ledger, run_id: str, *, worker_id: str | None = None, progress: ProgressFn | None = None
+    ledger: Ledger,
+    run_id: str,
+    *,
+    worker_id: str | None = None,
+    progress: ProgressFn | None = None,
+    on_start: StartFn | None = None,
 ) -> RunState:
-    """Run every pending attempt of ``run_id`` until none is left; the run and resume loop."""
+    """Run every pending attempt of ``run_id`` until none is left; the run and resume loop.
+
+    While it works, this process holds the run's lock (:mod:`aka.liveness`), so a run
+    whose driver was killed reads as interrupted rather than running.
+    """
     ctx = open_run(ledger, run_id)
     worker = worker_id or f"{socket.gethostname()}/{ctx.started.device}/{os.getpid()}"
     try:
-        while True:
-            todo = plan(run_state(ledger, run_id), max_tries=ctx.config.max_tries)
-            if not todo:
-                break
-            total = len(todo)
-            for i, p in enumerate(todo, 1):
-                scored = execute_attempt(ledger, run_id, p, worker_id=worker, ctx=ctx)
-                if progress:
-                    progress(p, scored, i, total)
-        state = finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
-        return state
+        with holding(ledger.root, run_id):
+            while todo := plan(run_state(ledger, run_id), max_tries=ctx.config.max_tries):
+                total = len(todo)
+                for i, p in enumerate(todo, 1):
+                    if on_start:
+                        on_start(p, i, total)
+                    scored = execute_attempt(ledger, run_id, p, worker_id=worker, ctx=ctx)
+                    if progress:
+                        progress(p, scored, i, total)
+            return finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
     finally:
         ctx.tasks.close()
 

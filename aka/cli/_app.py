@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Annotated
 
 import typer
 
@@ -20,6 +21,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+def _version(value: bool) -> None:
+    if value:
+        from aka import __version__
+
+        typer.echo(f"aka {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print aka's version and exit."
+        ),
+    ] = False,
+) -> None:
+    """aka: an arena where AI agents optimize GPU kernels, on an event-sourced ledger."""
+
 
 # Each module below adds its commands to `app`; order is the order in `aka --help`.
 COMMAND_MODULES: tuple[str, ...] = (

@@ -35,11 +35,13 @@ def pct(x: Any) -> str:
 
 
 def speedup(x: Any) -> str:
-    """A speedup as ``1.23×``, coloured above and below 1."""
+    """A speedup as ``1.23×``, uncoloured: without an interval it is no evidence either way.
+
+    :func:`speedup_ci` colours a speedup whose interval excludes 1.
+    """
     if x is None or not isinstance(x, int | float) or not math.isfinite(float(x)):
         return '<span class="muted">–</span>'
-    cls = "good" if x > 1.02 else "bad" if x < 0.98 else "flat"
-    return f'<span class="{cls}">{float(x):.3f}×</span>'
+    return f'<span class="flat">{float(x):.3f}×</span>'
 
 
 def _finite(x: Any) -> bool:

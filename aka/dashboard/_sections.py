@@ -109,7 +109,10 @@ def leaderboard_table(rows: Sequence[Row], links: Links, *, show_run: bool = Tru
         )
         cells = [str(i)]
         if show_run:
-            cells.append(link(links.run(r["run_id"]), h(r["label"])))
+            cells.append(
+                link(links.run(r["run_id"]), h(r["label"]))
+                + f'<br><span class="muted mono">{h(r["run_id"])}</span>'
+            )
         tokens = (
             "–"
             if r["tokens_in"] is None
@@ -155,7 +158,8 @@ def matrix_table(
     if not tasks:
         return '<p class="muted">no scored attempts yet</p>'
     head = "".join(
-        f'<th class="center" title="{h(rid)}">{h(label)}<br><b>{h(arm)}</b></th>'
+        f'<th class="center" title="{h(rid)}">{h(label)}<br>'
+        f'<span class="muted mono">{h(rid)}</span><br><b>{h(arm)}</b></th>'
         for rid, label, arm in columns
     )
     body = []

@@ -271,3 +271,20 @@ def test_strip_plot_is_well_formed_svg_with_one_mark_per_value(groups: Any, log:
     assert len(circles) == n
     xs = [float(c.get("cx", "nan")) for c in circles]
     assert all(0 <= x <= 620 for x in xs)
+
+
+def test_runs_with_one_label_are_told_apart_by_their_ids(arena: Arena) -> None:
+    from aka.dashboard._links import Links
+    from aka.dashboard._sections import leaderboard_table, matrix_table
+
+    LIVE = Links(static=False)
+
+    rows = leaderboard(connect(_open(arena.ledger)), [arena.run_id])
+    twin = [{**r, "run_id": "20260101T000000-twin-abc123"} for r in rows]
+    board = leaderboard_table([*rows, *twin], LIVE)
+    assert arena.run_id in board and "20260101T000000-twin-abc123" in board
+    cell = {"task": "t", "run_id": "twin-id", "arm": "base", "speedup": 1.0, "score": 220.0,
+            "n_correct": 1, "n": 1, "best_attempt": "t#base#0"}  # fmt: skip
+    matrix = matrix_table([cell], [(arena.run_id, LABEL, "base"), ("twin-id", LABEL, "base")], LIVE)
+    head = matrix.split("</thead>")[0]
+    assert ">twin-id<" in head and f">{arena.run_id}<" in head

@@ -30,3 +30,10 @@ def test_a_missing_or_infinite_interval_reads_undefined() -> None:
         assert "CI undefined" in ci(low, high)
     assert "[0.900, 1.100]" in ci(0.9, 1.1)
     assert "CI" not in speedup_ci(None, None, None), "a failed attempt has no speedup to qualify"
+
+
+def test_a_speedup_without_an_interval_is_never_coloured() -> None:
+    from aka.dashboard._html import speedup
+
+    for x in (0.2, 1.0, 3.5):
+        assert speedup(x).startswith('<span class="flat">')
