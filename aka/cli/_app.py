@@ -49,6 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._run",
     "aka.cli._tasks",
     "aka.cli._eval",
+    "aka.cli._check",
     "aka.cli._compare",
     "aka.cli._serve",
     "aka.cli._dashboard",
