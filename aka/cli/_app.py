@@ -22,6 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
 def _version(value: bool) -> None:
     if value:
         from aka import __version__
