@@ -158,3 +158,28 @@ def test_a_report_table_fits_an_80_column_terminal_and_wide_shows_all(
         assert top.count("┳") + 1 == (len(row) if wide else len(REPORT_COLUMNS))
         note = capsys.readouterr().err
         assert ("--wide shows them" in note) is not wide
+
+
+def test_the_bar_names_the_attempt_running_now() -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from aka.cli._run import _Bar
+    from aka.core import AttemptPlan
+    from aka.events import Scored
+
+    def plan(task: str, arm: str) -> AttemptPlan:
+        return AttemptPlan(f"{task}#{arm}#0", task, arm, "noop", 0, 0, 1)
+
+    progress = Progress(console=Console(file=io.StringIO(), width=200))
+    bar = _Bar(progress)
+    bar.started(plan("llm/softmax", "base"), 1, 2)
+    [task] = progress.tasks
+    assert task.description == "running llm/softmax \\[base] #0" and task.completed == 0
+    done = Scored(eval_id="e", try_no=1, purpose="final", compiled=True, correct=True,
+                  speedup=1.5, score=270.0, policy="agentkernelarena", policy_version=2,
+                  policy_spec="{}", components={})  # fmt: skip
+    bar(plan("llm/softmax", "base"), done, 1, 2)
+    bar.started(plan("llm/rms_norm", "treat"), 2, 2)
+    assert task.description.startswith("running llm/rms_norm \\[treat] #0")
+    assert "last: llm/softmax \\[base] score 270.0" in task.description and task.completed == 1
