@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from arena_helpers import write_config
+from arena_helpers import harness_copy, write_config  # noqa: F401
 
 from aka.dashboard import compare_page
 from aka.events import REGISTRY
@@ -24,7 +24,11 @@ BROKEN = {
 
 
 def test_an_arm_of_failures_compares_with_undefined_intervals_named(
-    cli, tmp_path: Path, tasks_root: Path, ledger_dir: Path, harness_copy: Path
+    cli,
+    tmp_path: Path,
+    tasks_root: Path,
+    ledger_dir: Path,
+    harness_copy: Path,  # noqa: F811 (the fixture imported above)
 ) -> None:
     cfg = write_config(
         tmp_path,

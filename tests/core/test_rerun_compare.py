@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from arena_helpers import write_config
+from arena_helpers import harness_copy, write_config  # noqa: F401
 
 
 def _litter(root: Path) -> None:
@@ -23,7 +23,11 @@ def _litter(root: Path) -> None:
 
 
 def test_the_same_config_twice_has_one_harness_and_compares(
-    cli, tmp_path: Path, tasks_root: Path, ledger_dir: Path, harness_copy: Path
+    cli,
+    tmp_path: Path,
+    tasks_root: Path,
+    ledger_dir: Path,
+    harness_copy: Path,  # noqa: F811 (the fixture imported above)
 ) -> None:
     cfg = write_config(tmp_path, tasks_root, arms=[{"name": "a", "agent": "noop"}], repeats=2)
     assert cli("run", str(cfg), "--ledger", str(ledger_dir), "--run-id", "r1").code == 0
