@@ -14,6 +14,7 @@ as ``aka run`` (so ``aka report``, ``aka export rewards`` and ``aka audit`` work
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -33,6 +34,7 @@ from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
 from aka.feedback import render_feedback
+from aka.liveness import holding
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
 from aka.runkeys import create_run_key, with_authority
 from aka.scoring import Measurements, score
@@ -145,6 +147,7 @@ class Evaluator:
         self._harness = harness_digest(self.ledger)
         self._arm = ""
         self._started = False
+        self._held = contextlib.ExitStack()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -153,7 +156,18 @@ class Evaluator:
         self.close()
 
     def close(self) -> None:
-        """Close the ledger if this evaluator opened it."""
+        """Finish the service run (every attempt was scored as it came), then let go.
+
+        The run's ``RunFinished`` marks it done for ``aka status``; the ledger is closed
+        if this evaluator opened it.
+        """
+        if self._started:
+            n = sum(self._counts.values())
+            self.ledger.append(
+                ev.RunFinished(attempts=n, scored=n), run_id=self.run_id, durable=True
+            )
+            self._started = False
+        self._held.close()
         if self._own:
             self.ledger.close()
 
@@ -200,6 +214,7 @@ class Evaluator:
         )
         create_run_key(self.run_id)
         self.ledger.append(started, run_id=self.run_id, durable=True)
+        self._held.enter_context(holding(self.ledger.root, self.run_id))
         self._started = True
 
     def evaluate(
@@ -358,3 +373,41 @@ class Evaluator:
             ).encode()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check(
+    ledger: Ledger,
+    kernel: Path,
+    task_key: str,
+    *,
+    tasks_root: str | Path = "tasks",
+    device: str = "auto",
+    editable: str | None = None,
+) -> EvalResult:
+    """Score one kernel file against a task, recorded as an attempt of its own run.
+
+    The file takes the place of the task's editable file (``editable`` names which one
+    when the task has several) and goes through the same evaluator as ``aka run``; the
+    run is labelled ``check`` and finished, so ``aka report``, ``aka audit`` and
+    ``aka compare`` read it like any other.
+
+    Raises:
+        InputError: the file is missing, or the task has several editable files and
+            ``editable`` does not name one of them.
+    """
+    kernel = Path(kernel)
+    if not kernel.is_file():
+        raise InputError(
+            f"{kernel} is not a file", where="KERNEL_FILE", fix="pass a kernel source file"
+        )
+    with Evaluator(ledger, tasks_root=tasks_root, device=device, label="check") as service:
+        task, _ = service._task(task_key)
+        names = list(task.spec.editable)
+        target = editable or (names[0] if len(names) == 1 else None)
+        if target is None or target not in names:
+            raise InputError(
+                f"task {task_key} has editable files {names}; which one is {kernel.name}?",
+                where="--as",
+                fix=f"pass --as with one of {names}",
+            )
+        return service.evaluate(task_key, {target: kernel.read_bytes()})

@@ -8,7 +8,7 @@ from pathlib import Path
 import blake3
 
 from aka import events as ev
-from aka.errors import NotFoundError
+from aka.errors import InputError, NotFoundError
 from aka_ledger import Ledger
 
 
@@ -51,19 +51,37 @@ def _verify(ledger: Ledger, digest: str) -> bool:
 def find_final(
     ledger: Ledger, attempt: str, run_id: str | None
 ) -> tuple[str, str, ev.Scored, ev.EvaluationStarted]:
-    """Locate an attempt's final score by attempt key (optionally within a run) or eval id."""
+    """Locate an attempt's final score by attempt key (optionally within a run) or eval id.
+
+    Attempt keys repeat across runs of one config (they name task, arm and repeat), so
+    a key found in several runs without ``run_id`` is an error that lists them, never
+    a silent pick of one.
+
+    Raises:
+        NotFoundError: no such scored attempt.
+        InputError: the key is scored in more than one run and ``run_id`` is None.
+    """
     envs = ledger.events(run_id=run_id, types=["Scored", "EvaluationStarted"])
     starts = {e.payload.eval_id: e for e in envs if isinstance(e.payload, ev.EvaluationStarted)}
+    found: dict[str, tuple[str, str, ev.Scored, ev.EvaluationStarted]] = {}
     for e in envs:
         p = e.payload
         if (
             isinstance(p, ev.Scored)
             and p.purpose == "final"
             and attempt in (e.attempt_key, p.eval_id)
+            and e.run_id not in found
         ):
             start = starts[p.eval_id].payload
             assert isinstance(start, ev.EvaluationStarted)
-            return e.run_id, e.attempt_key or "", p, start
+            found[e.run_id] = (e.run_id, e.attempt_key or "", p, start)
+    if len(found) == 1:
+        return next(iter(found.values()))
+    if found:
+        raise InputError(
+            f"attempt {attempt!r} is scored in {len(found)} runs: {', '.join(found)}",
+            fix=f"pass --run with one of them, e.g. `aka audit {attempt} --run {next(iter(found))}`",
+        )
     for e in ledger.events(run_id=run_id, types=["AttemptFinished"]):
         p = e.payload
         if e.attempt_key == attempt and isinstance(p, ev.AttemptFinished) and p.error:

@@ -11,7 +11,8 @@ its fields change and register an upcaster in :data:`REGISTRY`.
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -203,8 +204,13 @@ class KernelTimed(EventModel):
 
 
 class Scored(EventModel):
-    """Result: an evaluation's score, with every component kept for reshaping rewards."""
+    """Result: an evaluation's score, with every component kept for reshaping rewards.
 
+    Version 2 added ``policy_spec``; a version 1 event is upcast with the spec of the
+    version 1 policy it was scored under, so its stored score can be recomputed.
+    """
+
+    schema_version = 2
     type: Literal["Scored"] = "Scored"
     eval_id: str = Field(description="Evaluation this closes.")
     try_no: int = Field(ge=0, description="Try this belongs to.")
@@ -217,6 +223,10 @@ class Scored(EventModel):
     score: float = Field(description="The policy's score.")
     policy: str = Field(description="Scoring policy name.")
     policy_version: int = Field(description="Scoring policy version.")
+    policy_spec: str = Field(
+        description="The full policy as canonical JSON (aka.scoring.RewardPolicy.to_json): "
+        "aka.scoring.shape_reward(components, policy_spec) gives the score back."
+    )
     components: dict[str, float] = Field(description="Every number the score was made from.")
     hack_flags: list[str] = Field(default_factory=list, description="Detectors that fired.")
     evidence: list[str] = Field(
@@ -316,6 +326,23 @@ class MemorySnapshotted(EventModel):
     )
 
 
+def _scored_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Name the version 1 policy a version 1 score was made with.
+
+    Version 1 scoring had no hack rule of its own (a flagged candidate counted as
+    wrong), hence ``zero_on_hack`` false; its parameters were the defaults.
+    """
+    spec = {
+        "name": data["policy"],
+        "version": data.get("policy_version", 1),
+        "floor": 0.5,
+        "cap": None,
+        "thresholds": [1.0],
+        "zero_on_hack": False,
+    }
+    return {**data, "policy_spec": json.dumps(spec, sort_keys=True)}
+
+
 REGISTRY = EventRegistry(
     [
         RunStarted,
@@ -339,3 +366,5 @@ REGISTRY = EventRegistry(
     ]
 )
 """Every arena event type; pass it to :meth:`aka_ledger.Ledger.open`."""
+
+REGISTRY.upcaster("Scored", 1)(_scored_v1)

@@ -31,6 +31,7 @@ from aka.config import RunConfig, load_config, parse_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
 from aka.errors import InputError
 from aka.eval import harness_paths
+from aka.liveness import holding
 from aka.repo_tasks import task_tree
 from aka.runkeys import create_run_key, with_authority
 from aka.runlock import check_run_id, hold_run
@@ -192,15 +193,25 @@ def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunSta
 
 
 ProgressFn = Callable[[AttemptPlan, ev.Scored | None, int, int], None]
+"""Called after each attempt: (plan, its final score or None, attempts done, total)."""
+StartFn = Callable[[AttemptPlan, int, int], None]
+"""Called before each attempt: (plan, its 1-based position, total)."""
 
 
 class _InlineSource:
     """The run's pending attempts and their execution in this process (the inline runner)."""
 
-    def __init__(self, ledger: Ledger, ctx: RunContext, progress: ProgressFn | None):
+    def __init__(
+        self,
+        ledger: Ledger,
+        ctx: RunContext,
+        progress: ProgressFn | None,
+        on_start: StartFn | None = None,
+    ):
         self._ledger = ledger
         self._ctx = ctx
         self._progress = progress
+        self._on_start = on_start
         self._done = 0
         self._left = 0
 
@@ -211,6 +222,8 @@ class _InlineSource:
 
     def execute(self, p: AttemptPlan, *, device: str, worker_id: str) -> None:
         total = self._done + self._left
+        if self._on_start:
+            self._on_start(p, self._done + 1, max(total, self._done + 1))
         scored = execute_attempt(
             self._ledger, self._ctx.run_id, p, worker_id=worker_id, ctx=self._ctx
         )
@@ -226,30 +239,34 @@ def drive(
     worker_id: str | None = None,
     progress: ProgressFn | None = None,
     lease_ttl_s: float = 60.0,
+    on_start: StartFn | None = None,
 ) -> RunState:
     """Run every pending attempt of ``run_id`` until none is left; the run and resume loop.
 
     Attempts are claimed through the same lease files as every other runner's workers
     (:func:`aka.workloop.run_worker`), so an ``aka worker`` started by hand beside it, or
     a second driver that got past the run lock, never runs an attempt twice. An
-    in-memory ledger belongs to this process alone and runs without claims.
+    in-memory ledger belongs to this process alone and runs without claims. While it
+    works, this process holds the run's liveness lock (:mod:`aka.liveness`), so a run
+    whose driver was killed reads as interrupted rather than running.
     """
     ctx = open_run(ledger, run_id)
     worker = worker_id or f"{socket.gethostname()}/{ctx.started.device}/{os.getpid()}"
-    source = _InlineSource(ledger, ctx, progress)
+    source = _InlineSource(ledger, ctx, progress, on_start)
     try:
-        if ledger.root is None:
-            while todo := source.pending():
-                source.execute(todo[0], device=ctx.started.device, worker_id=worker)
-        else:
-            run_worker(
-                ledger.root,
-                run_id,
-                source,
-                worker_id=worker,
-                device=ctx.started.device,
-                lease_ttl_s=lease_ttl_s,
-            )
+        with holding(ledger.root, run_id):
+            if ledger.root is None:
+                while todo := source.pending():
+                    source.execute(todo[0], device=ctx.started.device, worker_id=worker)
+            else:
+                run_worker(
+                    ledger.root,
+                    run_id,
+                    source,
+                    worker_id=worker,
+                    device=ctx.started.device,
+                    lease_ttl_s=lease_ttl_s,
+                )
         return finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
     finally:
         ctx.tasks.close()

@@ -11,9 +11,12 @@ from aka_ledger import Ledger
 REPORT_SQL = """
 SELECT a.task, a.arm, a.agent, a.repeat,
        s.compiled, s.correct, s.speedup, s.score,
+       coalesce(se.n, 0) AS self_evals,
        s.candidate, s.try_no AS tries,
-       CASE WHEN s.attempt_key IS NULL THEN 'not scored: ' || coalesce(f.error, 'not run yet')
-            ELSE s.error END AS error,
+       CASE WHEN s.attempt_key IS NOT NULL THEN s.error
+            WHEN f.error IS NOT NULL THEN 'not scored: ' || f.error
+            WHEN st.attempt_key IS NULL THEN 'not run yet'
+            ELSE 'not scored yet: started, no final evaluation' END AS error,
        r.arm_digest, a.attempt_key
 FROM attempts a
 LEFT JOIN scores s USING (run_id, attempt_key)
@@ -23,9 +26,19 @@ LEFT JOIN (
     FROM events WHERE type = 'AttemptFinished' AND payload->>'$.status' = 'error'
     GROUP BY run_id, attempt_key
 ) f USING (run_id, attempt_key)
+LEFT JOIN (
+    SELECT DISTINCT run_id, attempt_key FROM events WHERE type = 'AttemptStarted'
+) st USING (run_id, attempt_key)
+LEFT JOIN (
+    SELECT run_id, attempt_key, count(*) AS n FROM all_scores WHERE purpose = 'self'
+    GROUP BY run_id, attempt_key
+) se USING (run_id, attempt_key)
 WHERE a.run_id = ?
 ORDER BY a."order"
 """
+"""The report: one row per planned attempt. ``self_evals`` counts the agent's own
+evaluations (``aka eval``) recorded for the attempt, finished or not, so an attempt
+that was interrupted before its final score still shows the work done in it."""
 
 
 def connect(ledger: Ledger) -> Any:

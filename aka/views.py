@@ -1,7 +1,8 @@
 """Typed DuckDB views over the ledger's ``events`` view: the arena's read side.
 
 Every report, comparison and reward table is a query over these views, and ``aka sql``
-users can query them directly (docs/views.md lists their columns). Views are derived,
+users can query them directly (docs/views.md, generated from :data:`VIEW_DOCS` and the
+views' own columns by ``tools/gen_views_docs.py``, lists them). Views are derived,
 never stored: replaying the same events always gives the same tables.
 """
 
@@ -77,6 +78,12 @@ VIEWS: dict[str, str] = {
                CAST(sc.payload->>'$.speedup' AS DOUBLE) AS speedup,
                CAST(sc.payload->>'$.score' AS DOUBLE) AS score,
                sc.payload->>'$.policy' AS policy,
+               -- version 1 events predate policy_spec: the same spec their upcaster gives
+               coalesce(sc.payload->>'$.policy_spec',
+                        '{"cap": null, "floor": 0.5, "name": "' || (sc.payload->>'$.policy')
+                        || '", "thresholds": [1.0], "version": '
+                        || coalesce(sc.payload->>'$.policy_version', '1')
+                        || ', "zero_on_hack": false}') AS policy_spec,
                CAST(sc.payload->'$.components' AS VARCHAR) AS reward_components,
                CAST(sc.payload->'$.hack_flags' AS VARCHAR[]) AS hack_flags,
                sc.payload->>'$.error' AS error,
@@ -192,6 +199,46 @@ VIEWS: dict[str, str] = {
     """,
 }
 """View name -> SQL, in dependency order."""
+
+VIEW_DOCS: dict[str, tuple[str, str]] = {
+    "events": ("event", "The ledger's own view: every event once, its payload as JSON."),
+    "runs": ("run", "Label, device, policy and provenance digests; planned and scored counts."),
+    "attempts": ("planned attempt", "Task, arm, agent, repeat and planned order."),
+    "evaluations": (
+        "evaluation",
+        "Final, self, held-out and validation evaluations: what was measured, and when.",
+    ),
+    "measurements": (
+        "timed shape",
+        "Per shape: baseline and candidate medians, speedup and its CI, samples, raw blob.",
+    ),
+    "all_scores": (
+        "Scored event",
+        "Every score (final and the agent's own), with the policy spec that made it.",
+    ),
+    "scores": (
+        "attempt's final score",
+        "The attempt table of docs/statistics.md: score, components, costs, provenance.",
+    ),
+    "arms": ("run and arm", "The resolved arm's digest (prompt, files, tools, env, memory)."),
+    "memory": ("memory snapshot", "Before/after trees of an arm's memory directory."),
+    "heldout": ("held-out evaluation", "A candidate re-measured on held-out shapes."),
+    "validations": ("task validation", "Whether a task passed `aka tasks validate`, and why."),
+    "workers": (
+        "run and writer (a worker process) that started attempts",
+        "Attempts started and finished, busy time, span and utilization.",
+    ),
+}
+"""View name -> (one row per, what it holds): the source of docs/views.md."""
+
+
+def view_columns(con: Any) -> dict[str, list[tuple[str, str]]]:
+    """Every view's (column, DuckDB type), from the views themselves (``DESCRIBE``)."""
+    names = ["events", *VIEWS]
+    return {
+        name: [(str(r[0]), str(r[1])) for r in con.execute(f"DESCRIBE {name}").fetchall()]
+        for name in names
+    }
 
 
 def install_views(con: Any) -> Any:

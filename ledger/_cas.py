@@ -4,11 +4,14 @@ A digest is ``"b3:" + 64 hex``. Storing the same bytes twice stores them once, a
 put is temp → fsync → rename, so any number of processes (on any number of nodes
 sharing the directory) may put the same blob at once. A *tree* snapshots a directory:
 a sorted manifest of (path, mode, digest, size) stored as a blob itself, so a tree
-digest pins the exact bytes and modes of every file.
+digest pins the exact bytes and modes of every file. Interpreter caches and editor
+litter (:data:`LITTER`) are never part of a tree, so running code that sits in a
+snapshotted directory does not change the directory's digest.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import json
 import os
@@ -29,6 +32,39 @@ TREE_FORMAT = "aka-tree/1"
 _CHUNK = 16 * 1024 * 1024
 _HEX = frozenset("0123456789abcdef")
 _COPY_STEP = 64 * 1024 * 1024
+
+LITTER: tuple[str, ...] = (
+    "__pycache__",
+    "*.pyc",
+    "*.pyo",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".ipynb_checkpoints",
+    ".DS_Store",
+    "Thumbs.db",
+    "*~",
+    ".*.swp",
+    ".*.swo",
+    ".#*",
+)
+"""Name patterns (``fnmatch``) of files and directories a snapshot leaves out.
+
+They are written by interpreters, tools and editors as a side effect of looking at or
+running the code (the first import of a harness writes ``__pycache__/*.pyc``), never
+by the author, so two snapshots of the same sources must not differ by them. A path is
+left out when any of its components matches. Trees recorded before this rule keep the
+digest they were recorded with: nothing is ever re-snapshotted.
+"""
+
+
+def is_litter(path: str) -> bool:
+    """Whether a relative POSIX path is (or lies under) a cache or editor leftover."""
+    return any(
+        fnmatch.fnmatchcase(part, pattern)
+        for part in PurePosixPath(path).parts
+        for pattern in LITTER
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +140,9 @@ class ContentStore:
     def snapshot(self, directory: Path, paths: Iterable[str] | None = None) -> str:
         """Store every file under ``directory`` (or only ``paths``) and return a tree digest.
 
+        Files matching :data:`LITTER` are left out, whether found by the walk or named
+        in ``paths``.
+
         Args:
             directory: the directory to snapshot.
             paths: relative paths (files or directories) to restrict the snapshot to.
@@ -114,7 +153,7 @@ class ContentStore:
         root = Path(directory)
         if not root.is_dir():
             raise LedgerError("not a directory", path=root, fix="snapshot an existing directory")
-        files = sorted(set(_walk(root, paths)))
+        files = sorted({rel for rel in _walk(root, paths) if not is_litter(rel)})
         entries = [self._entry(root, rel) for rel in files]
         return self.put(encode_tree(entries))
 
@@ -185,7 +224,7 @@ def _walk(root: Path, paths: Iterable[str] | None) -> Iterator[str]:
             yield start
         elif full.is_dir():
             for dirpath, dirnames, filenames in os.walk(full):
-                dirnames.sort()
+                dirnames[:] = sorted(d for d in dirnames if not is_litter(d))
                 base = Path(dirpath)
                 for name in filenames + [d for d in dirnames if (base / d).is_symlink()]:
                     yield (base / name).relative_to(root).as_posix()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Annotated
 
 import typer
 
@@ -21,6 +22,27 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def _version(value: bool) -> None:
+    if value:
+        from aka import __version__
+
+        typer.echo(f"aka {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print aka's version and exit."
+        ),
+    ] = False,
+) -> None:
+    """aka: an arena where AI agents optimize GPU kernels, on an event-sourced ledger."""
+
+
 # Each module below adds its commands to `app`; order is the order in `aka --help`.
 COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._groups",
@@ -28,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._run",
     "aka.cli._tasks",
     "aka.cli._eval",
+    "aka.cli._check",
     "aka.cli._compare",
     "aka.cli._export_prompts",
     "aka.cli._serve",

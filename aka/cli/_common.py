@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
 from aka_ledger import Ledger, Rejected
+
+T = TypeVar("T")
 
 LedgerOpt = Annotated[
     Path,
@@ -75,16 +78,55 @@ def warn_rejected(rejected: list[Rejected]) -> None:
     )
 
 
-def emit_rows(
-    rows: list[dict[str, object]], fmt: OutputFormat, *, title: str | None = None
-) -> None:
-    """Print rows as a rich table, JSON or CSV: the one renderer every read command uses."""
-    import csv
+WideOpt = Annotated[
+    bool, typer.Option("--wide", help="Show every column (tables fit the terminal otherwise).")
+]
+
+
+def json_ready(value: object) -> object:
+    """``value`` with NaN and infinities as None, so ``json.dumps`` writes valid JSON."""
+    import math
+
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def echo_json(value: object) -> None:
+    """Print ``value`` as JSON on stdout: the only thing a ``--format json`` command prints."""
     import json
+
+    typer.echo(json.dumps(json_ready(value), indent=2, default=str, allow_nan=False))
+
+
+def emit_rows(
+    rows: list[dict[str, object]],
+    fmt: OutputFormat,
+    *,
+    title: str | None = None,
+    columns: Sequence[str] | None = None,
+    wide: bool = False,
+) -> None:
+    """Print rows as a rich table, JSON or CSV: the one renderer every read command uses.
+
+    Args:
+        rows: the rows, every one with the same keys.
+        fmt: table, json or csv. JSON and CSV always carry every key.
+        title: the table's title.
+        columns: the keys a table shows on a terminal unless ``wide`` (None: all). The
+            table then fits the terminal's width, and a line on stderr says what was left
+            out and how to see it.
+        wide: show every column.
+    """
+    import csv
     import sys
 
     if fmt is OutputFormat.json:
-        typer.echo(json.dumps(rows, indent=2, default=str))
+        echo_json(rows)
         return
     if fmt is OutputFormat.csv:
         if rows:
@@ -94,15 +136,61 @@ def emit_rows(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    terminal = sys.stdout.isatty()
+    keys = list(rows[0]) if rows else list(columns or [])
+    hidden: list[str] = []
+    if columns is not None and not wide and terminal:
+        hidden = [k for k in keys if k not in columns]
+        keys = [k for k in keys if k in columns]
     table = Table(title=title, show_lines=False)
-    for col in rows[0] if rows else []:
+    for col in keys:
         table.add_column(str(col), overflow="fold")
     for row in rows:
         table.add_row(
             *(
-                "" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
-                for v in row.values()
+                Text("" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v))
+                for v in (row[k] for k in keys)
             )
         )
-    Console(width=200).print(table)
+    Console(width=None if terminal else 200).print(table)
+    if hidden:
+        typer.echo(
+            f"({len(hidden)} more column(s): {', '.join(hidden)}; --wide shows them, "
+            "--format json has every field)",
+            err=True,
+        )
+
+
+DASHBOARD_PORT = 8765
+"""``aka dashboard``'s default port."""
+SERVE_PORT = 8766
+"""``aka serve``'s default port: another one, so both can run side by side."""
+
+
+def bind(make: Callable[[], T], *, host: str, port: int, command: str) -> T:
+    """Call ``make`` (which binds ``host:port``); a port in use becomes a one-line error.
+
+    Raises:
+        InputError: the address is taken (or cannot be bound), naming the fix.
+    """
+    import errno
+
+    from aka.errors import InputError
+
+    try:
+        return make()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise InputError(
+                f"port {port} on {host} is already in use (another `aka {command}`?)",
+                where="--port",
+                fix=f"stop the other server, or pass --port N (--port 0 picks a free one); "
+                f"aka dashboard defaults to {DASHBOARD_PORT}, aka serve to {SERVE_PORT}",
+            ) from None
+        raise InputError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            where="--host/--port",
+            fix="use an address of this machine (127.0.0.1 stays local) and a free port",
+        ) from None

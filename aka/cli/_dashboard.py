@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from aka.cli._app import app
-from aka.cli._common import DEFAULT_LEDGER, LedgerOpt
+from aka.cli._common import DASHBOARD_PORT, DEFAULT_LEDGER, LedgerOpt, bind
 
 
 def is_loopback(host: str) -> bool:
@@ -24,7 +24,9 @@ def is_loopback(host: str) -> bool:
 
 @app.command()
 def dashboard(
-    port: Annotated[int, typer.Option("--port", help="Port (0 picks a free one).")] = 8765,
+    port: Annotated[
+        int, typer.Option("--port", help="Port (0 picks a free one).")
+    ] = DASHBOARD_PORT,
     host: Annotated[
         str, typer.Option("--host", help="Address to bind; keep the default to stay local.")
     ] = "127.0.0.1",
@@ -44,8 +46,13 @@ def dashboard(
     from aka.dashboard import make_server
 
     open_ledger(ledger)  # a missing ledger is a clean error, not a traceback
-    server = make_server(
-        ledger, host=host, port=port, quiet=not verbose, allow_hosts=allow_host or ()
+    server = bind(
+        lambda: make_server(
+            ledger, host=host, port=port, quiet=not verbose, allow_hosts=allow_host or ()
+        ),
+        host=host,
+        port=port,
+        command="dashboard",
     )
     if not is_loopback(host):
         typer.echo(

@@ -86,7 +86,12 @@ def compact(
 
 @app.command("sql")
 def sql(
-    query: Annotated[str, typer.Argument(help="A read-only SQL query over `events` (and views).")],
+    query: Annotated[
+        str | None, typer.Argument(help="A read-only SQL query over `events` (and views).")
+    ] = None,
+    schema: Annotated[
+        bool, typer.Option("--schema", help="List every view and its columns, then exit.")
+    ] = False,
     ledger: LedgerOpt = DEFAULT_LEDGER,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -95,6 +100,9 @@ def sql(
 
     from aka.errors import InputError
 
+    if schema or query is None:
+        _print_schema(ledger, fmt, asked=schema)
+        return
     led = _open(ledger)
     try:
         con = led.connect()
@@ -150,6 +158,32 @@ def _one_read_only(con: Any, query: str) -> None:
             where="QUERY",
             fix="give one SELECT (or WITH ..., FROM ..., VALUES, DESCRIBE, EXPLAIN) statement",
         )
+
+
+def _print_schema(ledger: Path, fmt: OutputFormat, *, asked: bool) -> None:
+    """Every view with its columns and types (docs/views.md says what each holds)."""
+    from aka.errors import InputError
+    from aka.report import connect
+    from aka.views import VIEW_DOCS, view_columns
+
+    if not asked:
+        raise InputError(
+            "give a QUERY, or --schema to list the views and their columns",
+            fix='e.g. aka sql "SELECT arm, avg(speedup) FROM scores GROUP BY arm"',
+        )
+    led = _open(ledger)
+    try:
+        columns = view_columns(connect(led))
+    finally:
+        led.close()
+    if fmt is OutputFormat.table:
+        for name, cols in columns.items():
+            what = VIEW_DOCS.get(name, ("event", ""))[0]
+            typer.echo(f"{name}  (one row per {what})")
+            typer.echo("  " + ", ".join(f"{c} {t}" for c, t in cols))
+        return
+    rows = [{"view": n, "column": c, "type": t} for n, cols in columns.items() for c, t in cols]
+    emit_rows(rows, fmt)
 
 
 @bench_app.command("ledger")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,6 +25,8 @@ from aka.cli._common import (
     FormatOpt,
     LedgerOpt,
     OutputFormat,
+    WideOpt,
+    echo_json,
     emit_rows,
     open_ledger,
 )
@@ -32,20 +36,50 @@ from aka.orchestrator import open_run
 from aka_ledger import Ledger
 
 
+def _outcome(scored: ev.Scored | None) -> str:
+    if scored is None:
+        return "error (infrastructure; retried on resume)"
+    state = "correct" if scored.correct else "compiled, wrong" if scored.compiled else "failed"
+    speed = f", speedup {scored.speedup:.3f}x" if scored.speedup is not None else ""
+    return f"score {scored.score:.1f} ({state}{speed})"
+
+
 class _Bar:
-    """A rich progress bar fed by the orchestrator's progress callback."""
+    """A rich progress bar: the attempt running now, and how many are done."""
 
     def __init__(self, progress: Progress):
         self.progress = progress
         self.task_id: TaskID | None = None
+        self.last = ""
 
-    def __call__(self, p: AttemptPlan, scored: ev.Scored | None, i: int, total: int) -> None:
+    def _update(self, completed: int, total: int, description: str) -> None:
         if self.task_id is None:
             self.task_id = self.progress.add_task("attempts", total=total)
-        what = "error" if scored is None else f"score {scored.score:.1f}"
         self.progress.update(
-            self.task_id, completed=i, total=total, description=f"{p.task} [{p.arm}] {what}"
+            self.task_id, completed=completed, total=total, description=description
         )
+
+    def started(self, p: AttemptPlan, i: int, total: int) -> None:
+        last = f"  (last: {self.last})" if self.last else ""
+        self._update(i - 1, total, escape(f"running {p.task} [{p.arm}] #{p.repeat}{last}"))
+
+    def __call__(self, p: AttemptPlan, scored: ev.Scored | None, i: int, total: int) -> None:
+        self.last = f"{p.task} [{p.arm}] {_outcome(scored)}"
+        self._update(i, total, f"done {escape(self.last)}")
+
+
+class _Lines:
+    """One flushed line per attempt started and finished: for logs, pipes and CI."""
+
+    def started(self, p: AttemptPlan, i: int, total: int) -> None:
+        typer.echo(f"[{i}/{total}] started {p.task} [{p.arm}] repeat {p.repeat}")
+        sys.stdout.flush()
+
+    def __call__(self, p: AttemptPlan, scored: ev.Scored | None, i: int, total: int) -> None:
+        typer.echo(
+            f"[{i}/{total}] finished {p.task} [{p.arm}] repeat {p.repeat}: {_outcome(scored)}"
+        )
+        sys.stdout.flush()
 
 
 def _progress() -> Progress:
@@ -56,6 +90,19 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         transient=False,
     )
+
+
+def _drive_inline(led: Ledger, rid: str) -> None:
+    """Drive the run here, with a bar on a terminal and a line per event elsewhere."""
+    from aka.orchestrator import drive
+
+    if not sys.stdout.isatty():
+        lines = _Lines()
+        drive(led, rid, progress=lines, on_start=lines.started)
+        return
+    with _progress() as progress:
+        bar = _Bar(progress)
+        drive(led, rid, progress=bar, on_start=bar.started)
 
 
 RunnerOpt = Annotated[
@@ -82,11 +129,11 @@ def _overrides(runner: str | None, gpus: str | None, workers: int | None) -> dic
 
 def _execute(led: Ledger, ledger_dir: Path, rid: str, settings: RunnerSettings) -> None:
     """Run a run's pending attempts inline or through workers, then close it."""
-    from aka.orchestrator import drive, finish_if_complete
+    from aka.liveness import holding
+    from aka.orchestrator import finish_if_complete
 
     if settings.kind == "inline":
-        with _progress() as progress:
-            drive(led, rid, progress=_Bar(progress))
+        _drive_inline(led, rid)
         return
     from aka_runners import DockerSpec, SlurmSpec, launch
 
@@ -98,16 +145,17 @@ def _execute(led: Ledger, ledger_dir: Path, rid: str, settings: RunnerSettings) 
         s = settings.slurm.model_dump()
         s["setup"] = "\n".join(s["setup"])
         slurm = SlurmSpec(**s)
-    result = launch(
-        rid,
-        ledger_dir,
-        runner=settings.kind,
-        gpus=settings.gpus or None,
-        workers=settings.workers,
-        lease_ttl_s=settings.lease_ttl_s,
-        docker=docker,
-        slurm=slurm,
-    )
+    with holding(led.root, rid):
+        result = launch(
+            rid,
+            ledger_dir,
+            runner=settings.kind,
+            gpus=settings.gpus or None,
+            workers=settings.workers,
+            lease_ttl_s=settings.lease_ttl_s,
+            docker=docker,
+            slurm=slurm,
+        )
     for summary in result.summaries:
         if summary:
             typer.echo(json.dumps(summary))
@@ -175,6 +223,12 @@ def resume(
     typer.echo(f"run {rid}: {n}/{len(state.attempts)} attempts scored")
 
 
+REPORT_COLUMNS = ("task", "arm", "repeat", "correct", "speedup", "score", "self_evals", "error")
+"""What ``aka report`` shows in a terminal; ``--wide`` adds the rest."""
+STATUS_COLUMNS = ("run_id", "label", "status", "scored", "attempts", "resume")
+"""What ``aka status`` shows in a terminal; ``--wide`` adds the rest."""
+
+
 @app.command()
 def report(
     run: Annotated[
@@ -185,6 +239,7 @@ def report(
         Path | None,
         typer.Option("--html", help="Write the run's views as one self-contained HTML page."),
     ] = None,
+    wide: WideOpt = False,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """One row per attempt: compiled, correct, speedup, score, candidate digest, error."""
@@ -206,24 +261,73 @@ def report(
                 r["arm_digest"] = (r["arm_digest"] or "")[:15]
             r["error"] = (r["error"] or "")[:60]
             r.pop("attempt_key")
-    emit_rows(rows, fmt, title=f"run {rid}")
+    emit_rows(rows, fmt, title=f"run {rid}", columns=REPORT_COLUMNS, wide=wide)
+
+
+def _leased(led: Ledger, run_id: str) -> bool:
+    """Whether a worker holds a live claim on one of the run's unscored attempts."""
+    import time
+
+    from aka.report import connect
+    from aka_runners import read_leases
+
+    if led.root is None:
+        return True
+    keys = connect(led).execute(
+        "SELECT attempt_key FROM attempts WHERE run_id = ? AND attempt_key NOT IN "
+        "(SELECT attempt_key FROM scores WHERE run_id = ?)",
+        [run_id, run_id],
+    )
+    now = time.time()
+    for (key,) in keys.fetchall():
+        leases = read_leases(led.root, run_id, key)
+        if leases and leases[-1].live(now):
+            return True
+    return False
+
+
+def run_statuses(led: Ledger) -> list[dict[str, object]]:
+    """Every run's row, a killed one marked ``interrupted`` with the command resuming it.
+
+    A run without ``RunFinished`` is running only while some process drives it (its
+    lock, :mod:`aka.liveness`) or a worker holds a live claim on one of its attempts.
+    """
+    from aka.liveness import is_driven
+    from aka.report import run_rows
+
+    rows = run_rows(led)
+    for r in rows:
+        rid = str(r["run_id"])
+        live = r["status"] != "running" or is_driven(led.root, rid) or _leased(led, rid)
+        if not live:
+            r["status"] = "interrupted"
+        r["resume"] = "" if live else f"aka resume {rid}"
+    return rows
 
 
 @app.command()
 def status(
     run: Annotated[str | None, typer.Argument(help="Run id (default: every run).")] = None,
     fmt: FormatOpt = OutputFormat.table,
+    wide: WideOpt = False,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
-    """Runs with their progress (scored / planned)."""
-    from aka.report import resolve_run, run_rows
+    """Runs with their progress (scored / planned); a killed run reads as interrupted."""
+    from aka.report import resolve_run
 
     led = open_ledger(ledger)
-    rows = run_rows(led)
+    rows = run_statuses(led)
     if run is not None:
         rid = resolve_run(led, run)
         rows = [r for r in rows if r["run_id"] == rid]
-    emit_rows(rows, fmt, title="runs")
+    emit_rows(rows, fmt, title="runs", columns=STATUS_COLUMNS, wide=wide)
+    stopped = [r for r in rows if r["status"] == "interrupted"]
+    if stopped and fmt is OutputFormat.table:
+        typer.echo(
+            f"{len(stopped)} run(s) interrupted (no process drives them); "
+            f"`{stopped[-1]['resume']}` continues the latest",
+            err=True,
+        )
 
 
 @app.command()
@@ -248,12 +352,6 @@ def audit(
     rid = resolve_run(led, run) if run else None
     a = audit_(led, attempt, run_id=rid)
     s = a.score
-    typer.echo(
-        f"run {a.run_id} attempt {a.attempt_key}: score {s.score:.2f} ({s.policy} v{s.policy_version}), compiled={s.compiled} correct={s.correct} speedup={s.speedup}"
-    )
-    typer.echo(
-        f"candidate {a.evaluation.candidate}  task {a.evaluation.task}  harness {a.evaluation.harness}  device {a.evaluation.device}"
-    )
     rows = [
         {
             "role": f.role,
@@ -264,12 +362,35 @@ def audit(
         }
         for f in a.files
     ]
-    emit_rows(rows, fmt, title="files behind the score")
-    if diff:
-        typer.echo(a.diff or "(no changes)")
     if export is not None:
         export_candidate(led, a, export)
-        typer.echo(f"candidate written to {export}")
+    if fmt is OutputFormat.json:
+        echo_json(
+            {
+                "run_id": a.run_id,
+                "attempt_key": a.attempt_key,
+                "score": s.model_dump(mode="json"),
+                "evaluation": a.evaluation.model_dump(mode="json"),
+                "files": rows,
+                "ok": a.ok,
+                **({"diff": a.diff} if diff else {}),
+            }
+        )
+    else:
+        head = fmt is not OutputFormat.table  # CSV on stdout holds the rows alone
+        typer.echo(
+            f"run {a.run_id} attempt {a.attempt_key}: score {s.score:.2f} ({s.policy} v{s.policy_version}), compiled={s.compiled} correct={s.correct} speedup={s.speedup}",
+            err=head,
+        )
+        typer.echo(
+            f"candidate {a.evaluation.candidate}  task {a.evaluation.task}  harness {a.evaluation.harness}  device {a.evaluation.device}",
+            err=head,
+        )
+        emit_rows(rows, fmt, title="files behind the score")
+        if diff:
+            typer.echo(a.diff or "(no changes)")
+    if export is not None:
+        typer.echo(f"candidate written to {export}", err=fmt is not OutputFormat.table)
     if not a.ok:
         typer.echo("error: some files do not match their digests", err=True)
         raise typer.Exit(1)

@@ -11,7 +11,7 @@ import typer
 
 from aka.api import Evaluator
 from aka.cli._app import app
-from aka.cli._common import DEFAULT_LEDGER, LedgerOpt, open_ledger
+from aka.cli._common import DEFAULT_LEDGER, SERVE_PORT, LedgerOpt, bind, open_ledger
 
 MAX_BODY = 16 << 20
 
@@ -118,20 +118,31 @@ def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServ
     return ThreadingHTTPServer((host, port), Handler)
 
 
+def _probe(host: str, port: int) -> ThreadingHTTPServer:
+    """A server on ``host:port`` that serves nothing: binding it proves the port is free."""
+    return ThreadingHTTPServer((host, port), BaseHTTPRequestHandler)
+
+
 @app.command()
 def serve(
     tasks_root: Annotated[Path, typer.Option("--root", help="Tasks folder.")] = Path("tasks"),
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = 8765,
+    port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = SERVE_PORT,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Evaluate candidates sent over HTTP; each lands in the ledger as an attempt."""
     from aka.api import Evaluator
 
     led = open_ledger(ledger, create=True)
+    # Bind before the evaluator records a run, so a taken port leaves nothing behind.
+    probe = bind(lambda: _probe(host, port), host=host, port=port, command="serve")
+    port = probe.server_address[1] if port == 0 else port
+    probe.server_close()
     with Evaluator(led, tasks_root=tasks_root, device=device) as evaluator:
-        server = make_server(evaluator, host, port)
+        server = bind(
+            lambda: make_server(evaluator, host, port), host=host, port=port, command="serve"
+        )
         typer.echo(
             f"aka serve: http://{host}:{server.server_address[1]}  (POST /evaluate, GET /health); run {evaluator.run_id}"
         )

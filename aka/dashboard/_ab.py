@@ -56,13 +56,20 @@ def scores_table(con: Any) -> pl.DataFrame:
 
 
 def compare_refs(con: Any, a: str, b: str, table: pl.DataFrame | None = None) -> Outcome:
-    """Compare ``b`` against ``a``; an input problem becomes :attr:`Outcome.problem`."""
+    """Compare ``b`` against ``a``; an input problem becomes :attr:`Outcome.problem`.
+
+    A page has no ``--force`` to pass, so setup differences (harness, policy, device,
+    task sets) never block it: the comparison runs and shows each difference as a
+    warning above the numbers. What no flag can fix (a side compared with itself, no
+    common task, an unknown run) is still the page's message.
+    """
     try:
         table = scores_table(con) if table is None else table
         result = compare(
             select_attempts(table, resolve_ref(con, a)),
             select_attempts(table, resolve_ref(con, b)),
             labels=(a, b),
+            force=True,
         )
     except AkaError as exc:
         return Outcome(a, b, None, str(exc))
@@ -164,8 +171,12 @@ def comparison_html(out: Outcome, links: Links, *, full: bool = True) -> str:
     kv = '<dl class="kv">' + "".join(f"<dt>{h(k)}</dt><dd>{val}</dd>" for k, val in stats) + "</dl>"
     kv = f'<div class="grid"><div>{kv}</div><div>{_ratio_plot(c)}</div></div>'
     more = link(links.compare(out.a, out.b), "open the full comparison →")
-    body = head + kv
-    warn = "".join(f'<p class="bad">forced: {h(w)}</p>' for w in c.warnings)
+    warn = "".join(
+        f'<p class="setup-warning" data-warning="setup">warning: {h(w)}; the numbers below may '
+        "reflect the setup as well as the agents</p>"
+        for w in c.warnings
+    )
+    body = warn + head + kv
     if full:
         arms = table(
             [Column("metric"), Column(f"A: {la}", "right"), Column(f"B: {lb}", "right")],
@@ -193,7 +204,7 @@ def comparison_html(out: Outcome, links: Links, *, full: bool = True) -> str:
         body += f'<div class="grid"><div><h3>per arm</h3>{arms}</div><div><h3>per task (geomean, floored)</h3>{tasks}</div></div>'
     elif more != "open the full comparison →":
         body += f"<p>{more}</p>"
-    body += warn + f'<p class="note">rule: {h(c.verdict_rule)}</p>'
+    body += f'<p class="note">rule: {h(c.verdict_rule)}</p>'
     return card(f"A/B: {title}", body, ident="ab")
 
 

@@ -35,19 +35,43 @@ def pct(x: Any) -> str:
 
 
 def speedup(x: Any) -> str:
-    """A speedup as ``1.23×``, coloured above and below 1."""
+    """A speedup as ``1.23×``, uncoloured: without an interval it is no evidence either way.
+
+    :func:`speedup_ci` colours a speedup whose interval excludes 1.
+    """
     if x is None or not isinstance(x, int | float) or not math.isfinite(float(x)):
         return '<span class="muted">–</span>'
-    cls = "good" if x > 1.02 else "bad" if x < 0.98 else "flat"
-    return f'<span class="{cls}">{float(x):.3f}×</span>'
+    return f'<span class="flat">{float(x):.3f}×</span>'
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(float(x))
 
 
 def ci(low: Any, high: Any, digits: int = 3, *, percent: bool = False) -> str:
-    """A confidence interval as ``[low, high]`` in muted text (shares as percentages)."""
-    if low is None or high is None:
-        return ""
+    """A confidence interval as ``[low, high]`` in muted text (shares as percentages).
+
+    An interval without two finite bounds says "CI undefined" rather than showing
+    nothing, so a reader never takes a missing interval for a narrow one.
+    """
+    if not (_finite(low) and _finite(high)):
+        return '<span class="muted ci">CI undefined</span>'
     lo, hi = (pct(low), pct(high)) if percent else (num(low, digits), num(high, digits))
     return f'<span class="muted ci">[{lo}, {hi}]</span>'
+
+
+def speedup_ci(x: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """A measured speedup with its interval, coloured only when the interval excludes 1.
+
+    A speedup of 1.3x whose interval spans 1 is not evidence of a faster kernel, so it
+    stays uncoloured; an attempt with no speedup (it failed) shows a dash and no interval.
+    """
+    if not _finite(x):
+        return '<span class="muted">–</span>'
+    cls = "flat"
+    if _finite(low) and _finite(high):
+        cls = "good" if float(low) > 1 else "bad" if float(high) < 1 else "flat"
+    return f'<span class="{cls}">{float(x):.3f}×</span>' + ci(low, high, digits)
 
 
 def digest(d: Any, *, link: str | None = None, short: int = 12) -> str:
@@ -204,6 +228,7 @@ code.digest { color:#475467; background:#f2f4f7; padding:1px 5px; border-radius:
 pre { background:#0f172a; color:#e2e8f0; padding:12px 14px; border-radius:8px; overflow:auto; max-height:520px; margin:6px 0; }
 pre.diff .add { color:#86efac; } pre.diff .del { color:#fca5a5; } pre.diff .hunk { color:#93c5fd; }
 .good { color:var(--good); font-weight:600; } .bad { color:var(--bad); font-weight:600; }
+.setup-warning { color:#92400e; background:#fef3c7; padding:6px 10px; border-radius:6px; }
 .flat { color:var(--ink); } .muted { color:var(--muted); } .ci { font-size:12px; margin-left:4px; }
 .badge { display:inline-block; padding:1px 8px; border-radius:999px; font-size:11.5px; font-weight:600;
   background:#eef2f6; color:#344054; }

@@ -15,7 +15,6 @@ from aka.dashboard._html import (
     Column,
     badge,
     card,
-    ci,
     digest,
     h,
     link,
@@ -23,6 +22,7 @@ from aka.dashboard._html import (
     pct,
     progress_bar,
     speedup,
+    speedup_ci,
     table,
     yesno,
 )
@@ -109,7 +109,10 @@ def leaderboard_table(rows: Sequence[Row], links: Links, *, show_run: bool = Tru
         )
         cells = [str(i)]
         if show_run:
-            cells.append(link(links.run(r["run_id"]), h(r["label"])))
+            cells.append(
+                link(links.run(r["run_id"]), h(r["label"]))
+                + f'<br><span class="muted mono">{h(r["run_id"])}</span>'
+            )
         tokens = (
             "–"
             if r["tokens_in"] is None
@@ -155,7 +158,8 @@ def matrix_table(
     if not tasks:
         return '<p class="muted">no scored attempts yet</p>'
     head = "".join(
-        f'<th class="center" title="{h(rid)}">{h(label)}<br><b>{h(arm)}</b></th>'
+        f'<th class="center" title="{h(rid)}">{h(label)}<br>'
+        f'<span class="muted mono">{h(rid)}</span><br><b>{h(arm)}</b></th>'
         for rid, label, arm in columns
     )
     body = []
@@ -210,7 +214,7 @@ def attempts_table(rows: Sequence[Row], links: Links) -> str:
                 badge(r["state"], STATE_KIND.get(r["state"], "")),
                 yesno(r["compiled"]),
                 yesno(r["correct"]),
-                speedup(r["speedup"]) + ci(r["speedup_ci_low"], r["speedup_ci_high"], 2),
+                speedup_ci(r["speedup"], r["speedup_ci_low"], r["speedup_ci_high"], 2),
                 num(r["score"], 1),
                 digest(r["candidate"]),
                 "–" if r["agent_wall_s"] is None else f"{r['agent_wall_s']:.1f} s",

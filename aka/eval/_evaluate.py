@@ -25,7 +25,7 @@ from aka import events as ev
 from aka.config import TimingSettings
 from aka.eval import _detect
 from aka.eval._pipeline import Job, Verdict, run_child, run_job
-from aka.scoring import POLICY_VERSION, Measurements, score
+from aka.scoring import Measurements, score
 from aka.tasks import Task
 from aka_ledger import Ledger
 
@@ -171,8 +171,9 @@ def _scored(req: EvalRequest, eval_id: str, verdict: Verdict, timed: bool) -> ev
         correct=bool(s.components["correct"]) and timed_ok,
         speedup=s.speedup,
         score=s.score,
-        policy=req.policy,
-        policy_version=POLICY_VERSION,
+        policy=s.policy.name,
+        policy_version=s.policy.version,
+        policy_spec=s.policy.to_json(),
         components={**s.components, "shapes_in_noise_band": float(in_noise)},
         hack_flags=verdict.flags,
         evidence=verdict.evidence,

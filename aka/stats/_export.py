@@ -199,6 +199,13 @@ def reward_frame(
     return shaped.select(*_head(format, data_source), *COMMON_COLUMNS)
 
 
+def _umask() -> int:
+    """The process's umask (reading it means setting it; it is put straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def export_rewards(
     table: AttemptTable,
     out: Path,
@@ -220,6 +227,9 @@ def export_rewards(
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
+        # mkstemp makes the file 0600; give it the mode a plain open() would under the
+        # caller's umask, so a shared export directory stays readable as its owner set it.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             frame.write_parquet(fh)
             fh.flush()

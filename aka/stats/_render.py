@@ -7,6 +7,7 @@ import math
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from aka.stats._compare import Comparison
 from aka.stats._summary import ArmSummary
@@ -20,7 +21,10 @@ def _pct(x: float) -> str:
     return "n/a" if not math.isfinite(x) else f"{100 * x:.1f}%"
 
 
-def _ci(ci: tuple[float, float], fmt: str = "num") -> str:
+def _ci(ci: tuple[float, float], fmt: str = "num", *, n_tasks: int) -> str:
+    """The interval's bounds, or why it has none (a bootstrap over tasks needs two)."""
+    if not all(math.isfinite(x) for x in ci):
+        return f"undefined ({n_tasks} task, needs 2+)" if n_tasks < 2 else "undefined"
     f = _pct if fmt == "pct" else _num
     return f"[{f(ci[0])}, {f(ci[1])}]"
 
@@ -68,14 +72,24 @@ def _arm_rows(a: ArmSummary, b: ArmSummary) -> list[tuple[str, str, str]]:
 def _paired_rows(cmp: Comparison) -> list[tuple[str, str]]:
     p = cmp.paired
     conf = f"{1 - cmp.alpha:.0%} CI"
+    n = p.n_tasks
     return [
         (
             "tasks paired",
-            f"{p.n_tasks} (B better {p.tasks_better}, worse {p.tasks_worse}, tied {p.tasks_tied})",
+            f"{n} (B better {p.tasks_better}, worse {p.tasks_worse}, tied {p.tasks_tied})",
         ),
-        ("speedup ratio B/A", f"{_num(p.speedup_ratio)}  {conf} {_ci(p.speedup_ratio_ci)}"),
-        ("delta log speedup", f"{_num(p.delta_log_speedup)}  {conf} {_ci(p.delta_log_speedup_ci)}"),
-        ("delta fast_1.0", f"{_pct(p.delta_fast_1)}  {conf} {_ci(p.delta_fast_1_ci, 'pct')}"),
+        (
+            "speedup ratio B/A",
+            f"{_num(p.speedup_ratio)}  {conf} {_ci(p.speedup_ratio_ci, n_tasks=n)}",
+        ),
+        (
+            "delta log speedup",
+            f"{_num(p.delta_log_speedup)}  {conf} {_ci(p.delta_log_speedup_ci, n_tasks=n)}",
+        ),
+        (
+            "delta fast_1.0",
+            f"{_pct(p.delta_fast_1)}  {conf} {_ci(p.delta_fast_1_ci, 'pct', n_tasks=n)}",
+        ),
         ("permutation p", _num(p.permutation_p, 4)),
         ("Wilcoxon p", _num(p.wilcoxon_p, 4)),
         ("effect size", f"d_z {_num(p.cohens_dz, 2)}, rank-biserial {_num(p.rank_biserial, 2)}"),
@@ -89,17 +103,18 @@ def _paired_rows(cmp: Comparison) -> list[tuple[str, str]]:
 def render_table(cmp: Comparison, *, width: int = 100) -> str:
     """The comparison as plain text tables (no color codes), ending with the verdict."""
     la, lb = cmp.labels
-    arms = Table(title=f"{la} vs {lb}: per arm (failures at speedup {cmp.floor:g})")
+    arms = Table(title=Text(f"{la} vs {lb}: per arm (failures at speedup {cmp.floor:g})"))
     arms.add_column("metric")
-    arms.add_column(la, justify="right")
-    arms.add_column(lb, justify="right")
+    arms.add_column(Text(la), justify="right")
+    arms.add_column(Text(lb), justify="right")
+    # Cells are text, not Rich markup: an interval "[0.9, 1.1]" would read as a tag.
     for row in _arm_rows(cmp.a, cmp.b):
-        arms.add_row(*row)
-    paired = Table(title=f"paired per task ({lb} minus {la})")
+        arms.add_row(*(Text(cell) for cell in row))
+    paired = Table(title=Text(f"paired per task ({lb} minus {la})"))
     paired.add_column("statistic")
     paired.add_column("value")
     for name, value in _paired_rows(cmp):
-        paired.add_row(name, value)
+        paired.add_row(Text(name), Text(value))
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False)
     console.print(arms)

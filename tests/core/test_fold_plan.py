@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from aka import events as ev
 from aka.core import attempt_key, fold, initial_plan, is_complete, plan
+from aka.scoring import RewardPolicy
 from aka_ledger import Envelope
 
 RUN = "r1"
@@ -47,7 +48,8 @@ def _scored(try_no: int) -> ev.Scored:
         speedup=1.0,
         score=220.0,
         policy="agentkernelarena",
-        policy_version=1,
+        policy_version=2,
+        policy_spec=RewardPolicy().to_json(),
         components={"compiled": 1.0},
     )
 

@@ -25,6 +25,7 @@ from aka.dashboard._html import h
 from aka.dashboard._links import anchor
 from aka.events import REGISTRY
 from aka.report import connect
+from aka.scoring import parse_policy
 from aka_ledger import Ledger
 
 
@@ -162,8 +163,8 @@ def _heldout(
     p = _started(led, run_id)
     led.append(
         ev.Scored(eval_id=eid, try_no=0, purpose="heldout", compiled=True, correct=correct,
-                  speedup=1.1 if correct else None, score=0.0, policy=p.policy, policy_version=1,
-                  components={}),
+                  speedup=1.1 if correct else None, score=0.0, policy=p.policy, policy_version=2,
+                  policy_spec=parse_policy(p.policy).to_json(), components={}),
         run_id=run_id, attempt_key=key,
     )  # fmt: skip
     led.append(
@@ -270,3 +271,20 @@ def test_strip_plot_is_well_formed_svg_with_one_mark_per_value(groups: Any, log:
     assert len(circles) == n
     xs = [float(c.get("cx", "nan")) for c in circles]
     assert all(0 <= x <= 620 for x in xs)
+
+
+def test_runs_with_one_label_are_told_apart_by_their_ids(arena: Arena) -> None:
+    from aka.dashboard._links import Links
+    from aka.dashboard._sections import leaderboard_table, matrix_table
+
+    LIVE = Links(static=False)
+
+    rows = leaderboard(connect(_open(arena.ledger)), [arena.run_id])
+    twin = [{**r, "run_id": "20260101T000000-twin-abc123"} for r in rows]
+    board = leaderboard_table([*rows, *twin], LIVE)
+    assert arena.run_id in board and "20260101T000000-twin-abc123" in board
+    cell = {"task": "t", "run_id": "twin-id", "arm": "base", "speedup": 1.0, "score": 220.0,
+            "n_correct": 1, "n": 1, "best_attempt": "t#base#0"}  # fmt: skip
+    matrix = matrix_table([cell], [(arena.run_id, LABEL, "base"), ("twin-id", LABEL, "base")], LIVE)
+    head = matrix.split("</thead>")[0]
+    assert ">twin-id<" in head and f">{arena.run_id}<" in head

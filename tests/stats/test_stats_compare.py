@@ -181,6 +181,24 @@ def test_setup_differences_are_refused_and_kept_as_warnings_with_force(
     assert f"WARNING (forced): {forced.warnings[0]}"[:60] in render_table(forced)
 
 
+def test_a_side_that_timed_nothing_has_no_device_to_disagree_with() -> None:
+    """All of B's candidates failed: no timing, no fingerprint, nothing to refuse."""
+    a, b = experiment(13)
+    b = b.with_columns(
+        pl.lit(False).alias("correct"),
+        pl.lit(None, dtype=pl.Float64).alias("speedup"),
+        pl.lit(None, dtype=pl.String).alias("device"),
+    )
+    result = compare(a, b)
+    assert result.warnings == ()
+    assert result.b.correct_rate == 0.0
+    one_timed = b.with_columns(
+        pl.when(pl.col("task") == "t000").then(pl.lit("other-gpu")).otherwise(None).alias("device")
+    )
+    with pytest.raises(InputError, match="device fingerprints differ"):
+        compare(a, one_timed)
+
+
 def test_different_task_sets_compare_only_the_common_tasks_when_forced() -> None:
     a, b = experiment(11, n_tasks=12)
     b = b.filter(pl.col("task") != "t000")
