@@ -11,8 +11,6 @@ docs/trainers.md lists them).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +20,7 @@ import polars as pl
 from aka.errors import InputError
 from aka.events import REGISTRY
 from aka.prompt import render_prompt
+from aka.stats import write_parquet_atomic
 from aka.tasks import Task, select
 from aka_ledger import Ledger
 
@@ -194,16 +193,5 @@ def export_prompts(
     frame = prompt_frame(
         usable, digests, format=format, device=device, repeat=repeat, max_turns=max_turns
     )
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            frame.write_parquet(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    out = write_parquet_atomic(frame, Path(out))
     return out, skipped

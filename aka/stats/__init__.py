@@ -26,6 +26,7 @@ from aka.stats._export import (
     ExportFormat,
     export_rewards,
     reward_frame,
+    write_parquet_atomic,
 )
 from aka.stats._render import render_table
 from aka.stats._summary import DEFAULT_FLOOR, FAST_P_THRESHOLDS, ArmSummary
@@ -56,4 +57,5 @@ __all__ = [
     "rewards",
     "select_attempts",
     "verdict_rule",
+    "write_parquet_atomic",
 ]

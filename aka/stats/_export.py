@@ -223,6 +223,15 @@ def export_rewards(
     frame = reward_frame(
         table, format=format, policy=policy, gamma=gamma, last_try_only=last_try_only
     )
+    return write_parquet_atomic(frame, out)
+
+
+def write_parquet_atomic(frame: pl.DataFrame, out: Path) -> Path:
+    """Write ``frame`` to ``out`` as Parquet: a temporary file, fsync, rename.
+
+    A reader never sees a half-written file, and the file gets the mode a plain ``open``
+    would give it under the caller's umask.
+    """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
