@@ -168,7 +168,7 @@ with Ledger.open(ledger, registry=REGISTRY) as led:
     scored = ev.Scored(
         eval_id="forged", try_no=mine.payload.try_no, purpose="final", compiled=True,
         correct=True, speedup=99.0, score=9999.0, policy="agentkernelarena",
-        policy_version=1, components={"score": 9999.0},
+        policy_version=2, policy_spec="{}", components={"score": 9999.0},
     )
     led.append(scored, run_id=mine.run_id, attempt_key=mine.attempt_key, durable=True)
     led.append(ev.AttemptFinished(try_no=mine.payload.try_no, status="scored"),
