@@ -330,6 +330,13 @@ class FileContentStore(ContentStore):
         if before.st_size <= _CHUNK:
             return self.put(src.read_bytes())
         tmp = self._tmp_path()
+        try:
+            return self._put_copy(src, before, tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def _put_copy(self, src: Path, before: os.stat_result, tmp: Path) -> str:
         stop = threading.Event()
         with open(src, "rb") as fin, open(tmp, "wb") as fout:
             copier = threading.Thread(target=_copy, args=(fin, fout, before.st_size, stop))
@@ -367,10 +374,14 @@ class FileContentStore(ContentStore):
 
     def _commit(self, digest: str, write: object) -> None:
         tmp = self._tmp_path()
-        with open(tmp, "wb") as fh:
-            write(fh)  # type: ignore[operator]
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(tmp, "wb") as fh:
+                write(fh)  # type: ignore[operator]
+                fh.flush()
+                os.fsync(fh.fileno())
+        except BaseException:  # a full disk, a kill: no half-written temp is left behind
+            tmp.unlink(missing_ok=True)
+            raise
         self._install(tmp, digest)
 
     def _install(self, tmp: Path, digest: str) -> None:
