@@ -72,9 +72,8 @@ def test_every_view_loads(arena: Arena, serve, page: Any) -> None:
 def _audit_json(cli: Any, arena: Arena, key: str) -> tuple[str, list[dict[str, Any]]]:
     res = cli("audit", key, "--run", arena.run_id, "--ledger", str(arena.ledger), "-f", "json")
     assert res.code == 0, res.err
-    head, _, rows = res.out.partition("\n[")
-    candidate = head.split("candidate ", 1)[1].split()[0]
-    return candidate, json.loads("[" + rows)
+    doc = json.loads(res.out)  # --format json prints one JSON document, nothing else
+    return doc["evaluation"]["candidate"], doc["files"]
 
 
 def test_leaderboard_click_reaches_the_exact_source(cli, arena: Arena, serve, page: Any) -> None:
@@ -158,7 +157,7 @@ def test_a_page_in_progress_updates_itself(arena: Arena, serve, page: Any, tmp_p
         page.wait_for_timeout(200)
     assert page.locator("body[data-live]").count() == 0
     assert page.evaluate("window.__same_document") is True  # swapped in place, not reloaded
-    row = page.locator("main table tr", has_text="live-run")
+    row = page.locator("main table tr", has_text="live-run").first  # the runs table's row
     assert "finished" in row.inner_text()
     _local_only(page, server.url)
 
