@@ -27,6 +27,7 @@ from aka.config import RunConfig
 from aka.core import AttemptPlan
 from aka.errors import InfrastructureError, NotFoundError
 from aka.eval import EvalRequest, evaluate
+from aka.eval import _workers as eval_workers
 from aka.runkeys import with_authority
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, baseline_task
@@ -66,7 +67,8 @@ def open_run(ledger: Ledger, run_id: str) -> RunContext:
     """Load a run's config and tasks from its RunStarted event and the content store.
 
     The ledger gets the arena's signing authority if it has none, so the outcome
-    events the orchestrator and evaluator append carry the run key's MAC.
+    events the orchestrator and evaluator append carry the run key's MAC; this process's
+    evaluation workers take the run's evaluator settings (warm or fresh processes).
     """
     with_authority(ledger)
     found = ledger.events(run_id=run_id, types=["RunStarted"])
@@ -79,6 +81,7 @@ def open_run(ledger: Ledger, run_id: str) -> RunContext:
     started = found[0].payload
     assert isinstance(started, ev.RunStarted)
     config = RunConfig.model_validate_json(ledger.cas.get(started.config))
+    eval_workers.for_run(config.evaluator.warm_workers)
     return RunContext(run_id=run_id, config=config, started=started, tasks=TaskCache(ledger.cas))
 
 

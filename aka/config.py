@@ -153,6 +153,17 @@ class TimingSettings(_Strict):
     )
 
 
+class EvaluatorSettings(_Strict):
+    """How the evaluator runs its processes (never what it measures or how it judges)."""
+
+    warm_workers: bool = Field(
+        default=True,
+        description="Fork evaluation processes from a warm zygote, with the next evaluation's "
+        "processes prepared ahead and stopped while a candidate times (docs/eval_workers.md); "
+        "false starts a fresh interpreter per process (slower, same verdicts).",
+    )
+
+
 class ScoringSettings(_Strict):
     """Which pure scoring policy turns measurements into a score."""
 
@@ -225,6 +236,7 @@ class RunConfig(_Strict):
     device: str = Field(default="auto", description="'cpu', 'cuda', 'cuda:N' or 'auto'.")
     scoring: ScoringSettings = Field(default_factory=ScoringSettings)
     timing: TimingSettings = Field(default_factory=TimingSettings)
+    evaluator: EvaluatorSettings = Field(default_factory=EvaluatorSettings)
     max_tries: int = Field(default=3, ge=1, le=20, description="Tries per attempt after crashes.")
     runner: RunnerSettings = Field(default_factory=RunnerSettings)
 

@@ -279,6 +279,7 @@ def prepare_run(
     label: str | None = None,
     run_id: str | None = None,
     runner: dict[str, object] | None = None,
+    warm_workers: bool | None = None,
     on_drop: Callable[[str, str], None] | None = None,
 ) -> tuple[str, RunConfig]:
     """Load and validate the config (with CLI overrides), then record the run's start."""
@@ -290,6 +291,9 @@ def prepare_run(
         config = parse_config(
             {**config.model_dump(mode="json"), "runner": merged}, where=str(config_path)
         )
+    if warm_workers is not None:
+        evaluator = config.evaluator.model_copy(update={"warm_workers": warm_workers})
+        config = config.model_copy(update={"evaluator": evaluator})
     root = Path(config.tasks_root)
     if not root.is_absolute() and not root.exists():
         root = config_path.parent.parent / config.tasks_root  # configs/x.yaml -> ../tasks
@@ -308,6 +312,7 @@ def started_run(
     label: str | None = None,
     run_id: str | None = None,
     runner: dict[str, object] | None = None,
+    warm_workers: bool | None = None,
     on_drop: Callable[[str, str], None] | None = None,
 ) -> Iterator[tuple[str, RunConfig]]:
     """:func:`prepare_run` under the run lock, held until the ``with`` block ends.
@@ -320,8 +325,9 @@ def started_run(
         if run_id is not None:
             stack.enter_context(hold_run(ledger, run_id))
         rid, config = prepare_run(
-            ledger, config_path, label=label, run_id=run_id, runner=runner, on_drop=on_drop
-        )
+            ledger, config_path, label=label, run_id=run_id, runner=runner,
+            warm_workers=warm_workers, on_drop=on_drop,
+        )  # fmt: skip
         if run_id is None:
             stack.enter_context(hold_run(ledger, rid))
         yield rid, config

@@ -16,13 +16,16 @@
 #   bash tools/device_session.sh s   the sealed evaluation core: its CUDA build, the red-team
 #                                    corpus cold and through warm workers, eval throughput
 #                                    (3 tasks x 3), the engine's GPU tests
+#   bash tools/device_session.sh t   the sealed core's build, the red-team corpus through warm
+#                                    workers, eval throughput (3 tasks x 3), the engine's
+#                                    GPU tests
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
 #                                    red-team corpus through warm workers, profiles
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -99,6 +102,12 @@ s)
   AKA_EVAL_WARM=1 step redteamwarm 150 python3 tools/redteam_gpu.py --out $R/redteam_warm.json
   step evalbench 200 python3 -m aka.cli._bench_eval --device cuda --tasks 3 --repeat 3 --output $R/bench.json
   step gputests 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/timing/test_gpu.py
+  ;;
+t)
+  step sealbuild 200 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
+  AKA_EVAL_WARM=1 step redteamwarm 150 python3 tools/redteam_gpu.py --out $R/redteam_warm.json
+  step evalbench 190 python3 -m aka.cli._bench_eval --device cuda --tasks 3 --repeat 3 --output $R/bench.json
+  step gputests 50 python3 -m pytest -q -m gpu -p no:cacheprovider tests/timing/test_gpu.py
   ;;
 esac
 tar czf $OUT/results.tgz -C $R . 2>/dev/null

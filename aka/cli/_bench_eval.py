@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _warm
-from aka.eval._pipeline import Job, child_env, run_job
+from aka.eval._pipeline import Job, run_job
+from aka.eval._switches import Switches
+from aka.eval._workers import Workers
 
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "triton2triton"
 TIMING = {"target_rel_ci": 0.005, "max_time_s": 0.2, "min_samples": 5}
@@ -49,7 +50,8 @@ def _job(task: Path, device: str) -> Job:
                time=True, timing=dict(TIMING), seed=1)  # fmt: skip
 
 
-def evaluate_baseline(task: Path, device: str, *, naive: bool = False) -> dict[str, Any]:
+def evaluate_baseline(task: Path, device: str, workers: Workers, *, naive: bool = False
+                      ) -> dict[str, Any]:  # fmt: skip
     """Evaluate the task's own source as a candidate; wall time, kernel time, verdict."""
     job = _job(task, device)
     with tempfile.TemporaryDirectory(prefix="aka-bench-eval-") as tmp:
@@ -60,7 +62,7 @@ def evaluate_baseline(task: Path, device: str, *, naive: bool = False) -> dict[s
                 task / "source", root / name, ignore=shutil.ignore_patterns("__pycache__")
             )
         start = time.perf_counter()
-        verdict = run_job(job, root, split_stages=naive)
+        verdict = run_job(job, root, workers=workers, split_stages=naive)
         wall = time.perf_counter() - start
     kernel = sum(
         arm["median_s"] * arm["n"]
@@ -75,13 +77,18 @@ def evaluate_baseline(task: Path, device: str, *, naive: bool = False) -> dict[s
             "stage_s": verdict.stage_s, "shapes": shapes}  # fmt: skip
 
 
-def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, Any]:
-    _warm.use_warm_workers(warm)
+def _mode(tasks: list[Path], device: str, repeat: int, warm: bool,
+          workers: Workers | None = None) -> dict[str, Any]:  # fmt: skip
+    """One mode's runs; ``workers`` (warm mode only) is left running for the caller."""
+    own = workers is None
+    workers = workers or Workers(Switches.from_env().with_warm(warm))
     start = time.perf_counter()
     try:
-        runs = [evaluate_baseline(t, device, naive=not warm) for _ in range(repeat) for t in tasks]
+        runs = [evaluate_baseline(t, device, workers, naive=not warm)
+                for _ in range(repeat) for t in tasks]  # fmt: skip
     finally:
-        _warm.use_warm_workers(None)
+        if own:
+            workers.shutdown()
     total = time.perf_counter() - start
     over = [r["overhead_s"] for r in runs]
     # After the first pass: each task evaluated before in this mode (compiled kernels
@@ -115,13 +122,13 @@ def run_bench(device: str = "cpu", tasks: int = 2, repeat: int = 1) -> dict[str,
     """Both modes over the same tasks; warm includes the zygote's start in its total."""
     chosen = triton_tasks(tasks)
     naive = _mode(chosen, device, repeat, warm=False)
-    warm = _mode(chosen, device, repeat, warm=True)
-    _warm.use_warm_workers(True)
-    try:  # the zygote is still up: did it stay off CUDA while its children used it?
-        zygote = _warm.zygote_status(child_env(device))
+    workers = Workers(Switches.from_env().with_warm(True))
+    try:
+        warm = _mode(chosen, device, repeat, warm=True, workers=workers)
+        # The zygote is still up: did it stay off CUDA while its children used it?
+        zygote = workers.zygote_status(device)
     finally:
-        _warm.use_warm_workers(None)
-        _warm.shutdown()
+        workers.shutdown()
     return {
         "device": device,
         "tasks": [str(t.relative_to(TASKS_ROOT)) for t in chosen],

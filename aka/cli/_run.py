@@ -171,6 +171,14 @@ def run(
     runner: RunnerOpt = None,
     gpus: GpusOpt = None,
     workers: WorkersOpt = None,
+    warm_workers: Annotated[
+        bool | None,
+        typer.Option(
+            "--warm-workers/--cold-workers",
+            help="Evaluation processes forked warm (the default) or each a fresh interpreter; "
+            "overrides the config's evaluator.warm_workers and is recorded with the run.",
+        ),
+    ] = None,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Run every task with every arm; each step becomes an event in the ledger."""
@@ -182,8 +190,9 @@ def run(
         typer.echo(f"dropped {key}: {why}", err=True)
 
     with started_run(
-        led, config, label=label, run_id=run_id, runner=over, on_drop=dropped
-    ) as (rid, cfg):
+        led, config, label=label, run_id=run_id, runner=over, warm_workers=warm_workers,
+        on_drop=dropped,
+    ) as (rid, cfg):  # fmt: skip
         _execute(led, ledger, rid, cfg.runner)
     led.close()
     typer.echo(f"run {rid} finished; `aka report {rid}` shows the results")

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
         build_eval_dir,
         evaluate,
         harness_paths,
-        run_child,
     )
     from aka.eval._static import Finding, forbidden_uses, hack_findings
 
@@ -32,7 +31,6 @@ __all__ = [
     "forbidden_uses",
     "hack_findings",
     "harness_paths",
-    "run_child",
 ]
 
 _WHERE = {
@@ -40,7 +38,6 @@ _WHERE = {
     "build_eval_dir": "_evaluate",
     "evaluate": "_evaluate",
     "harness_paths": "_evaluate",
-    "run_child": "_evaluate",
     "Finding": "_static",
     "forbidden_uses": "_static",
     "hack_findings": "_static",

@@ -40,6 +40,7 @@ from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Guards
+from aka.eval._wire import CandidateRequest, decode
 
 MAX_ERROR_CHARS = 4000
 
@@ -78,7 +79,7 @@ def _entry(module: ModuleType, entry_file: str, symbol: str) -> Callable[..., An
     return fn
 
 
-def _probes(req: dict[str, Any], cand: Callable[..., Any], make_inputs: Any, guards: Guards,
+def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, guards: Guards,
             launches: LaunchCounter) -> list[str]:  # fmt: skip
     """Required-kernel tripwires on the request's probe shape; returns notes.
 
@@ -89,8 +90,8 @@ def _probes(req: dict[str, Any], cand: Callable[..., Any], make_inputs: Any, gua
     import torch
 
     notes: list[str] = []
-    shape, dtype, seed = req["probe_shape"], getattr(torch, req["probe_dtype"]), req["probe_seed"]
-    device = req["device"]
+    shape, dtype, seed = req.probe_shape, getattr(torch, req.probe_dtype), req.probe_seed
+    device = req.device
 
     def call(filled: bool = False) -> Any:
         """One call; ``filled``: fresh allocations NaN-filled, so an output that reuses
@@ -100,7 +101,7 @@ def _probes(req: dict[str, Any], cand: Callable[..., Any], make_inputs: Any, gua
             torch.use_deterministic_algorithms(True, warn_only=True)
             torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
         try:
-            out = cand(*args, **shape) if req["pass_shape"] else cand(*args)
+            out = cand(*args, **shape) if req.pass_shape else cand(*args)
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
         finally:
@@ -108,7 +109,7 @@ def _probes(req: dict[str, Any], cand: Callable[..., Any], make_inputs: Any, gua
                 torch.use_deterministic_algorithms(False)
         return out
 
-    if req["backend"] == "triton" and launches.hooked:
+    if req.backend == "triton" and launches.hooked:
         launches.launches, launches.counting = 0, True
         try:
             ref = call()
@@ -128,7 +129,7 @@ def _probes(req: dict[str, Any], cand: Callable[..., Any], make_inputs: Any, gua
             guards.flag(
                 "kernel_not_used", f"shape {shape}: output unchanged with every launch a no-op"
             )
-    if req["backend"] == "cuda" and device.startswith("cuda"):
+    if req.backend == "cuda" and device.startswith("cuda"):
         names = cuda_kernel_names(call)
         if isinstance(names, str):
             notes.append(f"CUDA kernel check skipped: {names}")
@@ -137,28 +138,31 @@ def _probes(req: dict[str, Any], cand: Callable[..., Any], make_inputs: Any, gua
     return notes
 
 
-def run(req: dict[str, Any], result_fd: int) -> None:
-    """Load, seal, contain, import the candidate, run the plan; everything leaves framed."""
+def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> None:
+    """Load, seal, contain, import the candidate, run the plan; everything leaves framed.
+
+    ``network`` and ``pid_ns`` say how this process was isolated before it read ``req``.
+    """
     import torch
 
     from aka.eval import _contain, _native
 
     result: dict[str, Any] = {"kind": "result", "compiled": None, "flags": [], "notes": [],
-                              "error": None, "network": req.get("network", "unknown")}  # fmt: skip
-    device = req["device"]
-    out_fd = os.open(req["out_dir"], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                              "error": None, "network": network}  # fmt: skip
+    device = req.device
+    out_fd = os.open(req.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         ref = load_file_module(
-            Path(req["task_dir"]) / req["reference"], f"_ref_{secrets.token_hex(4)}", keep=False
+            Path(req.task_dir) / req.reference, f"_ref_{secrets.token_hex(4)}", keep=False
         )
         make_inputs = ref.make_inputs
         del ref  # the reference function is not kept in this process
         base = load_file_module(
-            Path(req["base_dir"]) / req["entry_file"], f"_base_{secrets.token_hex(4)}", keep=False
+            Path(req.base_dir) / req.entry_file, f"_base_{secrets.token_hex(4)}", keep=False
         )
-        baseline = _entry(base, req["entry_file"], req["entry_symbol"])
-        core = _native.load(req["native"])
-        seal = core.Seal(0, result_fd, out_fd, device, make_inputs, baseline, req["pass_shape"])
+        baseline = _entry(base, req.entry_file, req.entry_symbol)
+        core = _native.load(req.native)
+        seal = core.Seal(0, result_fd, out_fd, device, make_inputs, baseline, req.pass_shape)
     except Exception as exc:
         result["error"] = f"harness failed to load the reference or baseline: {_short_error(exc)}"
         os.write(2, (json.dumps(result) + "\n").encode())
@@ -167,34 +171,34 @@ def run(req: dict[str, Any], result_fd: int) -> None:
         torch.empty(1, device=device)
         torch.cuda.synchronize(device)
     contained = _contain.hide(
-        req.get("hide") or [],
-        keep=req["eval_root"],
+        req.hide,
+        keep=req.eval_root,
         private=(tempfile.gettempdir(), "/dev/shm"),
-        enabled=req.get("contain", True),
+        enabled=req.contain,
     )
     limits = _contain.limit(
         device,
-        max_file_bytes=req["max_file_bytes"],
-        address_space_bytes=req.get("max_memory_bytes"),
+        max_file_bytes=req.max_file_bytes,
+        address_space_bytes=req.max_memory_bytes,
     )
-    result["contained"] = "; ".join([contained, str(req.get("pid_ns")), *limits])
-    seal.send_py(json.dumps({"kind": "mark", "name": "started", "network": req.get("network")}))
+    result["contained"] = "; ".join([contained, pid_ns, *limits])
+    seal.send_py(json.dumps({"kind": "mark", "name": "started", "network": network}))
     launches = LaunchCounter()
-    if req["backend"] == "triton":
+    if req.backend == "triton":
         launches.install()
-    cand_dir = Path(req["cand_dir"])
+    cand_dir = Path(req.cand_dir)
     guards = Guards(
         cand_dir,
-        deny_roots=[Path(req["eval_root"]), Path(req["out_dir"])],
+        deny_roots=[Path(req.eval_root), Path(req.out_dir)],
         allow_roots=[Path(tempfile.gettempdir()), Path(sys.prefix), Path(sys.base_prefix)],
     )
     guards.install([])
-    seal.send_py(json.dumps({"kind": "mark", "name": "loaded", "network": req.get("network")}))
+    seal.send_py(json.dumps({"kind": "mark", "name": "loaded", "network": network}))
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
     try:
-        module = load_file_module(cand_dir / req["entry_file"], "aka_candidate")
-        candidate = _entry(module, req["entry_file"], req["entry_symbol"])
+        module = load_file_module(cand_dir / req.entry_file, "aka_candidate")
+        candidate = _entry(module, req.entry_file, req.entry_symbol)
         result["compiled"] = {"ok": True, "error": None, "wall_s": time.perf_counter() - t0}
     except Exception as exc:
         result["compiled"] = {"ok": False, "error": _short_error(exc),
@@ -204,7 +208,7 @@ def run(req: dict[str, Any], result_fd: int) -> None:
         seal.send_py(json.dumps({"kind": "mark", "name": "compiled"}))
         seal.run(candidate)
         guards.check_state("plan")
-        if req.get("probe_shape"):
+        if req.probe_shape:
             try:
                 result["notes"] += _probes(req, candidate, make_inputs, guards, launches)
             except Exception as exc:
@@ -219,19 +223,22 @@ def main() -> None:
     """Read the request line from stdin; the core reads the key and plan after it."""
     import faulthandler
 
-    from aka.eval._contain import contain_descendants
+    from aka.eval._contain import NO_PIDNS, contain_descendants
 
     faulthandler.enable()  # a crash in native code leaves its Python stack on stderr
     fd = int(sys.argv[1])
     # Before any thread or CUDA context exists; the device kind is in the arguments.
-    pid_ns = contain_descendants(pid_namespace=not any("cuda" in a for a in sys.argv[2:]))
-    prepared = prepare(sys.argv[2:], isolate=True)
-    req = read_request()
-    adopt(req)
-    req["network"] = prepared or enter_network(req.get("isolate_network", True))
-    req["pid_ns"] = pid_ns
+    args = [a for a in sys.argv[2:] if a != NO_PIDNS]
+    # No PID namespace for CUDA: the driver does not start in a new one under gVisor.
+    pid_ns = contain_descendants(
+        pid_namespace=NO_PIDNS not in sys.argv and not any("cuda" in a for a in args)
+    )
+    prepared = prepare(args, isolate=True)
+    req, delivery = decode(CandidateRequest, read_request())
+    adopt(delivery)
+    network = prepared or enter_network(req.isolate_network)
     warnings.filterwarnings("ignore")
-    profiled(req, "child", run, req, fd)
+    profiled(req.profile, "child", run, req, fd, network, pid_ns)
     os.close(fd)
 
 

@@ -37,8 +37,9 @@ MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 24, 38, 36
 _LAST_CAP = 63
 
-# The evaluator sets it to 0 only to measure what the PID namespace costs or to debug.
-PIDNS_ENV = "AKA_EVAL_PIDNS"
+# The argument an evaluation process gets when the evaluator's ``pid_namespace`` switch
+# is off (aka.eval._switches): only to measure what the PID namespace costs or to debug.
+NO_PIDNS = "--no-pidns"
 _libc: ctypes.CDLL | None = None
 
 
@@ -114,7 +115,7 @@ def contain_descendants(*, pid_namespace: bool) -> str:
     if not sys.platform.startswith("linux"):
         return f"no reaper: {sys.platform}"
     ns = "no PID namespace: not asked"
-    if pid_namespace and os.environ.get(PIDNS_ENV, "1") != "0":
+    if pid_namespace:
         ns = (
             "own PID namespace"
             if _c().unshare(CLONE_NEWPID) == 0

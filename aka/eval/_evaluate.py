@@ -24,12 +24,13 @@ from typing import Any
 from aka import events as ev
 from aka.config import TimingSettings
 from aka.eval import _detect
-from aka.eval._pipeline import Job, Verdict, run_child, run_job
+from aka.eval._pipeline import Job, Verdict, run_job
+from aka.eval._workers import current
 from aka.scoring import Measurements, score
 from aka.tasks import Task
 from aka_ledger import Ledger
 
-__all__ = ["EvalRequest", "build_eval_dir", "evaluate", "harness_paths", "run_child"]
+__all__ = ["EvalRequest", "build_eval_dir", "evaluate", "harness_paths"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
     """
     spec = req.task.spec
     shapes = spec.shapes.for_device(req.device, heldout=req.heldout)
+    switches = current().switches
     return Job(
         reference=spec.reference,
         editable=list(spec.editable),
@@ -125,6 +127,8 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
         ceilings=req.ceilings,
         timeout_s=eval_timeout(req, shapes),
         hide=hide,
+        isolate_network=switches.isolate_network,
+        contain=switches.contain,
     )
 
 

@@ -15,8 +15,9 @@ candidate's warm-up comes before its first sample.
 
 Only harness code is ever stopped: a prepared process runs nothing of a candidate
 before its request arrives, and :func:`release` continues it before it gets one.
-``AKA_EVAL_GATE=0`` in the evaluator's environment answers every request at once and
-stops nothing (to measure what the gate is worth; never needed otherwise).
+A :class:`Gate` belongs to the evaluator's :class:`aka.eval._workers.Workers`;
+``Gate(stop=False)`` (the ``gate`` switch off) answers every request at once and stops
+nothing (to measure what the gate is worth; never needed otherwise).
 """
 
 from __future__ import annotations
@@ -26,13 +27,7 @@ import os
 import signal
 import threading
 
-__all__ = ["close", "closed", "open_", "register", "release", "waiting"]
-
-GATE_ENV = "AKA_EVAL_GATE"
-
-_lock = threading.Lock()
-_waiting: dict[str, set[int]] = {}  # device -> pids of prepared processes without a request
-_closed: dict[str, int] = {}  # device -> candidate processes timing now (0 or 1 in practice)
+__all__ = ["Gate"]
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
@@ -45,50 +40,53 @@ def _signal(pid: int, sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
-def _stop(pid: int) -> None:
-    if os.environ.get(GATE_ENV, "1") != "0":
-        _signal(pid, signal.SIGSTOP)
+class Gate:
+    """Per device: which prepared processes wait, and whether a candidate is timing."""
 
+    def __init__(self, *, stop: bool = True) -> None:
+        self.stop = stop
+        self._lock = threading.Lock()
+        self._waiting: dict[str, set[int]] = {}  # device -> prepared pids without a request
+        self._closed: dict[str, int] = {}  # device -> candidate processes timing now
 
-def register(device: str, pid: int) -> None:
-    """A prepared process started on ``device``; stopped at once if the device is timed."""
-    with _lock:
-        _waiting.setdefault(device, set()).add(pid)
-        if _closed.get(device):
-            _stop(pid)
+    def _stop(self, pid: int) -> None:
+        if self.stop:
+            _signal(pid, signal.SIGSTOP)
 
+    def register(self, device: str, pid: int) -> None:
+        """A prepared process started on ``device``; stopped at once if the device is timed."""
+        with self._lock:
+            self._waiting.setdefault(device, set()).add(pid)
+            if self._closed.get(device):
+                self._stop(pid)
 
-def release(device: str, pid: int) -> None:
-    """The process is about to get its request (or to be stopped for good): let it run."""
-    with _lock:
-        _waiting.get(device, set()).discard(pid)
-        _signal(pid, signal.SIGCONT)
+    def release(self, device: str, pid: int) -> None:
+        """The process is about to get its request (or to be stopped for good): let it run."""
+        with self._lock:
+            self._waiting.get(device, set()).discard(pid)
+            _signal(pid, signal.SIGCONT)
 
+    def close(self, device: str) -> None:
+        """A candidate process on ``device`` is about to time: stop every waiting process."""
+        with self._lock:
+            self._closed[device] = self._closed.get(device, 0) + 1
+            for pid in self._waiting.get(device, set()):
+                self._stop(pid)
 
-def close(device: str) -> None:
-    """A candidate process on ``device`` is about to time: stop every waiting process."""
-    with _lock:
-        _closed[device] = _closed.get(device, 0) + 1
-        for pid in _waiting.get(device, set()):
-            _stop(pid)
+    def open(self, device: str) -> None:
+        """The candidate process that closed the gate is gone: let the waiting ones go on."""
+        with self._lock:
+            self._closed[device] = max(0, self._closed.get(device, 0) - 1)
+            if not self._closed[device]:
+                for pid in self._waiting.get(device, set()):
+                    _signal(pid, signal.SIGCONT)
 
+    def closed(self, device: str) -> bool:
+        """Whether a candidate process on ``device`` is timing now."""
+        with self._lock:
+            return bool(self._closed.get(device))
 
-def open_(device: str) -> None:
-    """The candidate process that closed the gate is gone: let the waiting ones go on."""
-    with _lock:
-        _closed[device] = max(0, _closed.get(device, 0) - 1)
-        if not _closed[device]:
-            for pid in _waiting.get(device, set()):
-                _signal(pid, signal.SIGCONT)
-
-
-def closed(device: str) -> bool:
-    """Whether a candidate process on ``device`` is timing now."""
-    with _lock:
-        return bool(_closed.get(device))
-
-
-def waiting(device: str) -> set[int]:
-    """Pids of the prepared processes on ``device`` that have no request yet."""
-    with _lock:
-        return set(_waiting.get(device, set()))
+    def waiting(self, device: str) -> set[int]:
+        """Pids of the prepared processes on ``device`` that have no request yet."""
+        with self._lock:
+            return set(self._waiting.get(device, set()))

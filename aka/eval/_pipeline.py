@@ -11,6 +11,7 @@ runs it on a bare device machine; :func:`aka.eval.evaluate` wraps it with events
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import sysconfig
@@ -21,17 +22,14 @@ from typing import Any
 
 from aka.eval import _detect, _native, _ops, _plan, _spares
 from aka.eval._outputs import output_dir
-from aka.eval._proc import CHILD_TIMEOUT_S, child_env, run_child, start
+from aka.eval._proc import CHILD_TIMEOUT_S, child_env
 from aka.eval._profiling import request_field
 from aka.eval._static import forbidden_uses, hack_findings
+from aka.eval._wire import CandidateRequest, CheckerRequest
+from aka.eval._workers import Workers, current
 
-__all__ = ["CHILD_TIMEOUT_S", "Job", "Verdict", "child_env", "run_child", "run_job"]
+__all__ = ["CHILD_TIMEOUT_S", "Job", "Verdict", "child_env", "run_job"]
 
-# Set to 0 in the evaluator's environment to run candidates with the network (the
-# variable itself never reaches the candidate: AKA_* is not passed on).
-ISOLATE_ENV = "AKA_EVAL_ISOLATE_NETWORK"
-# Set to 0 to run candidates without the private mount namespace (measuring its cost only).
-CONTAIN_ENV = "AKA_EVAL_CONTAIN"
 CHILD, CHECKER = _spares.MODULES
 
 
@@ -63,12 +61,12 @@ class Job:
     timing: dict[str, Any]
     seed: int
     ceilings: dict[str, float] | None = None
-    isolate_network: bool = field(default_factory=lambda: os.environ.get(ISOLATE_ENV, "1") != "0")
+    isolate_network: bool = True
     timeout_s: float = CHILD_TIMEOUT_S
     hide: tuple[str, ...] = ()
     max_file_bytes: int = 16 << 30
     max_memory_bytes: int | None = field(default_factory=lambda: default_memory_cap())
-    contain: bool = field(default_factory=lambda: os.environ.get(CONTAIN_ENV, "1") != "0")
+    contain: bool = True
 
 
 @dataclass
@@ -102,7 +100,9 @@ def static_findings(job: Job, cand: Path) -> list[dict[str, str]]:
     return out
 
 
-def candidate_request(job: Job, root: Path, out: Path, native: str) -> dict[str, Any]:
+def candidate_request(
+    job: Job, root: Path, out: Path, native: str, profile: Path | None = None
+) -> CandidateRequest:
     """The candidate process's request: paths and the probe shape, nothing secret.
 
     Shapes, seeds and dtypes of the checked and timed calls go to the sealed core in the
@@ -110,51 +110,51 @@ def candidate_request(job: Job, root: Path, out: Path, native: str) -> dict[str,
     required-kernel probes (tripwires), and the paths it hides before importing the
     candidate: the task's spec, the output folder and whatever the evaluator names.
     """
-    return {
-        "eval_root": str(root),
-        "task_dir": str(root / "task"),
-        "base_dir": str(root / "base"),
-        "cand_dir": str(root / "cand"),
-        "out_dir": str(out),
-        "reference": job.reference,
-        "entry_file": job.entry_file,
-        "entry_symbol": job.entry_symbol,
-        "pass_shape": job.pass_shape,
-        "backend": job.backend,
-        "device": job.device,
-        "probe_shape": job.shapes[0],
-        "probe_dtype": job.dtypes[0],
-        "probe_seed": secrets.randbits(31),
-        "isolate_network": job.isolate_network,
-        "native": native,
+    return CandidateRequest(
+        eval_root=str(root),
+        task_dir=str(root / "task"),
+        base_dir=str(root / "base"),
+        cand_dir=str(root / "cand"),
+        out_dir=str(out),
+        reference=job.reference,
+        entry_file=job.entry_file,
+        entry_symbol=job.entry_symbol,
+        pass_shape=job.pass_shape,
+        backend=job.backend,
+        device=job.device,
+        probe_shape=job.shapes[0],
+        probe_dtype=job.dtypes[0],
+        probe_seed=secrets.randbits(31),
+        isolate_network=job.isolate_network,
+        native=native,
         # The spec (held-out shapes) is hidden; the rest of the task folder stays, since a
         # task's make_inputs may read its files at call time (imported KernelBench tasks
         # run their problem file per shape).
-        "hide": [str(root / "task" / "task.yaml"), str(out), *job.hide],
-        "max_file_bytes": job.max_file_bytes,
-        "max_memory_bytes": job.max_memory_bytes,
-        "contain": job.contain,
-        **request_field(),
-    }
+        hide=[str(root / "task" / "task.yaml"), str(out), *job.hide],
+        max_file_bytes=job.max_file_bytes,
+        max_memory_bytes=job.max_memory_bytes,
+        contain=job.contain,
+        profile=request_field(profile),
+    )
 
 
 def checker_request(
-    job: Job, root: Path, out: Path, records: list[dict[str, Any]]
-) -> dict[str, Any]:
+    job: Job, root: Path, out: Path, records: list[dict[str, Any]], profile: Path | None = None
+) -> CheckerRequest:
     """The checker's request: the reference and the recorded outputs (with digest keys)."""
-    return {
-        "task_dir": str(root / "task"),
-        "reference": job.reference,
-        "out_dir": str(out),
-        "pass_shape": job.pass_shape,
-        "tolerances": job.tolerances,
-        "dtypes": job.dtypes,
-        "device": job.device,
-        "records": records,
-        "native": str(_native.ensure_built(job.device)),
-        "timed_shapes": job.shapes if job.time else [],
-        **request_field(),
-    }
+    return CheckerRequest(
+        task_dir=str(root / "task"),
+        reference=job.reference,
+        out_dir=str(out),
+        pass_shape=job.pass_shape,
+        tolerances=job.tolerances,
+        dtypes=job.dtypes,
+        device=job.device,
+        records=records,
+        native=str(_native.ensure_built(job.device)),
+        timed_shapes=job.shapes if job.time else [],
+        profile=request_field(profile),
+    )
 
 
 RECORD_FLAGS = {
@@ -236,22 +236,23 @@ def parent_flags(job: Job, result: dict[str, Any], work: list[Any]) -> list[dict
 
 
 def _sealed(
-    job: Job, request: dict[str, Any], out: Path, *, cwd: Path, stages: tuple[str, ...]
+    job: Job, request: CandidateRequest, out: Path, *, cwd: Path, stages: tuple[str, ...],
+    workers: Workers,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One candidate process over ``stages`` of the plan; its result and the assembly."""
     plan = _plan.make_plan(job.shapes, job.dtypes, seed=job.seed, seeds=job.seeds,
                            time=job.time, timing=job.timing, stages=stages)  # fmt: skip
     out.mkdir(exist_ok=True)
-    cand = start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network)
+    cand = workers.start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network)
     # The next evaluation's processes start up while this candidate loads, compiles
     # and checks; the gate stops them while it times.
-    _spares.refill(job.device, job.isolate_network)
+    workers.refill(job.device, job.isolate_network)
     stdlib = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
     # The paths the candidate's code objects carry (as imported, and resolved).
-    dirs = {Path(request["cand_dir"]), Path(request["cand_dir"]).resolve()}
+    dirs = {Path(request.cand_dir), Path(request.cand_dir).resolve()}
     rels = [r for r in job.editable if r.endswith(".py")] or [job.entry_file]
     text = plan.text(tuple(sorted(str(d / r) for d in dirs for r in rels)), tuple(stdlib))
-    cand.send({**request, "out_dir": str(out)}, cwd, text)
+    cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)
     result = cand.collect(job.timeout_s)
     assembled = _plan.assemble(plan, result.get("core") or [])
     for rec in assembled["records"]:  # outputs are digested under this process's key
@@ -310,7 +311,7 @@ def timing_results(job: Job, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run_processes(
-    job: Job, root: Path, *, split_stages: bool = False
+    job: Job, root: Path, *, workers: Workers | None = None, split_stages: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The candidate process(es), then the checker process; returns all three results.
 
@@ -319,20 +320,23 @@ def run_processes(
     everything it started are gone. ``split_stages`` runs a process per stage instead
     of one (the naive path ``aka bench eval`` compares against).
     """
+    workers = workers or current()
     native = str(_native.ensure_built(job.device))
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)
-    checker = start(CHECKER, cwd=scratch, device=job.device, isolate=job.isolate_network)
+    checker = workers.start(CHECKER, cwd=scratch, device=job.device, isolate=job.isolate_network)
+    profile = workers.switches.profile_dir
     try:
         with output_dir(root) as out:
-            request = candidate_request(job, root, out, native)
+            request = candidate_request(job, root, out, native, profile)
             t0 = time.perf_counter()
             if split_stages:
                 stages = [("compile",), ("correctness",), ("timing",)]
                 parts, walls = [], {}
                 for st in stages:
                     t = time.perf_counter()
-                    parts.append(_sealed(job, request, out / st[0], cwd=scratch, stages=st))
+                    parts.append(_sealed(job, request, out / st[0], cwd=scratch, stages=st,
+                                         workers=workers))  # fmt: skip
                     walls[st[0]] = time.perf_counter() - t
                     res, asm = parts[-1]
                     if not (res.get("compiled") or {}).get("ok") or asm["error"]:
@@ -343,7 +347,7 @@ def run_processes(
                 result["stage_s"] = walls
             else:
                 result, assembled = _sealed(job, request, out / "c", cwd=scratch,
-                                            stages=("correctness", "timing"))  # fmt: skip
+                                            stages=("correctness", "timing"), workers=workers)  # fmt: skip
                 assembled["records"] = [
                     {**r, "file": f"c/{r['file']}" if r.get("file") else None}
                     for r in assembled["records"]
@@ -351,7 +355,7 @@ def run_processes(
             t1 = time.perf_counter()
             checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
             if assembled["records"]:
-                checker.send(checker_request(job, root, out, assembled["records"]), scratch)  # fmt: skip
+                checker.send(checker_request(job, root, out, assembled["records"], profile), scratch)  # fmt: skip
                 checked = checker.collect_trusted(job.timeout_s)
             result["stage_s"] = result.get("stage_s") or stage_times(
                 result.get("marks") or [], t0, t1
@@ -387,10 +391,18 @@ def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[s
     return out
 
 
-def run_job(job: Job, root: Path, *, split_stages: bool = False) -> Verdict:
-    """Evaluate the candidate laid out under ``root``; every detector's findings merged."""
+def run_job(
+    job: Job, root: Path, *, workers: Workers | None = None, split_stages: bool = False
+) -> Verdict:
+    """Evaluate the candidate laid out under ``root``; every detector's findings merged.
+
+    ``workers``: the process layer to evaluate with (default: this process's,
+    :func:`aka.eval._workers.current`).
+    """
     static = static_findings(job, root / "cand")
-    result, assembled, checked = run_processes(job, root, split_stages=split_stages)
+    result, assembled, checked = run_processes(
+        job, root, workers=workers, split_stages=split_stages
+    )
     core_ran = bool(assembled["records"]) or bool(assembled["timing"])
     compiled = result.get("compiled") or (
         {"ok": True, "error": None, "wall_s": 0.0}

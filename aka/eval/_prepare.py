@@ -18,13 +18,13 @@ reads the gate's answer from the same stdin (:func:`wait_for_gate`).
 
 from __future__ import annotations
 
-import json
 import os
 import select
 from collections.abc import Callable
 from typing import Any
 
 from aka.eval._sandbox import isolate_network
+from aka.eval._wire import Delivery
 
 PREPARE = "--prepare"
 GATE_MARK = "gate"  # the mark a candidate process sends before timing (aka.eval._gate)
@@ -77,8 +77,8 @@ def enter_network(isolate: bool) -> str:
     return isolate_network() if isolate else "not isolated: disabled (AKA_EVAL_ISOLATE_NETWORK=0)"
 
 
-def read_request() -> dict[str, Any]:
-    """The request: one JSON line on stdin, read a byte at a time.
+def read_request() -> bytes:
+    """The request: one line on stdin (:mod:`aka.eval._wire`), read a byte at a time.
 
     What follows the line belongs to others: a candidate process's key and plan are the
     sealed core's to read, then the gate's answer.
@@ -89,7 +89,7 @@ def read_request() -> dict[str, Any]:
         if not chunk:
             break
         line += chunk
-    return dict(json.loads(bytes(line)))
+    return bytes(line)
 
 
 def wait_for_gate(send: Callable[[dict[str, Any]], None]) -> None:
@@ -105,10 +105,8 @@ def wait_for_gate(send: Callable[[dict[str, Any]], None]) -> None:
         raise RuntimeError("the evaluator did not open the timing gate (stdin closed or read)")
 
 
-def adopt(req: dict[str, Any]) -> None:
-    """Take the working directory and variables the request names (a prepared process)."""
-    cwd = req.pop("cwd", None)
-    env = req.pop("env", None) or {}
-    if cwd:
-        os.chdir(cwd)
-    os.environ.update({str(k): str(v) for k, v in env.items()})
+def adopt(delivery: Delivery) -> None:
+    """Take the working directory and variables the delivery names (a prepared process)."""
+    if delivery.cwd:
+        os.chdir(delivery.cwd)
+    os.environ.update(delivery.env)

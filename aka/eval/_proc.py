@@ -1,12 +1,12 @@
 """Evaluation processes seen from the evaluator: started, handed a request, collected.
 
-A :class:`Proc` is one candidate or checker process: a fresh interpreter (``python -I``
-with an allowlisted environment, its own session, killed with the evaluator) or, with
-warm workers on, a child forked by the zygote with the same isolation
-(:mod:`aka.eval._warm`). Results come back as HMAC-signed frames on a pipe, each stamped
+A :class:`Proc` is one candidate or checker process, started by the evaluator's
+:class:`aka.eval._workers.Workers`: a child forked by a warm zygote (:mod:`aka.eval._warm`)
+or, with warm workers off, a fresh interpreter (``python -I`` with an allowlisted
+environment, its own session, killed with the evaluator), with the same isolation. Results come back as HMAC-signed frames on a pipe, each stamped
 with the evaluator's clock on arrival; stderr keeps a tail for error messages. A process
 can be started *prepared* (:mod:`aka.eval._prepare`) before its evaluation exists; the
-spare pool (:mod:`aka.eval._spares`) hands such processes to :func:`start`.
+spare pool (:mod:`aka.eval._spares`) hands such processes to ``Workers.start``.
 """
 
 from __future__ import annotations
@@ -23,12 +23,16 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aka.eval import _gate, _spares, _warm
-from aka.eval._contain import ESCAPED_EXIT
+from aka.eval import _warm
+from aka.eval._contain import ESCAPED_EXIT, NO_PIDNS
 from aka.eval._prepare import GATE_MARK, prepare_argv
 from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
+from aka.eval._wire import CandidateRequest, CheckerRequest, Delivery, encode
+
+if TYPE_CHECKING:
+    from aka.eval._workers import Workers
 
 CHILD_TIMEOUT_S = 1800.0
 # The module whose process times kernels: it asks before timing (aka.eval._gate), so
@@ -54,8 +58,6 @@ ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "MKL_", "CU
 def child_env(device: str) -> dict[str, str]:
     """The children's environment: an allowlist (no ``AKA_*``, no tokens or keys)."""
     env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
-    if os.environ.get("AKA_EVAL_PIDNS") == "0":  # a switch of the evaluator's, passed on
-        env["AKA_EVAL_PIDNS"] = "0"
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
         # One intra-op thread: CPU timings then do not depend on OpenMP spinning on a
@@ -127,9 +129,8 @@ def failure(error: str) -> dict[str, Any]:
 class Proc:
     """One evaluation process: started early, given its request later, then collected."""
 
-    def __init__(
-        self, module: str, *, cwd: Path, device: str, prepared: bool | None = None
-    ) -> None:
+    def __init__(self, module: str, *, cwd: Path, device: str, workers: Workers,
+                 prepared: bool | None = None) -> None:  # fmt: skip
         """Start ``module``; ``prepared`` (the isolation flag) starts it prepared, ahead.
 
         A prepared process gets a neutral working directory and no kernel-cache
@@ -137,6 +138,8 @@ class Proc:
         """
         self.module = module
         self.device = device
+        self.workers = workers
+        self.gate = workers.gate
         self.released = False  # handed to a background reaper (collect_trusted)
         self.prepared = prepared
         self.gated = False  # it closed the timing gate; open again once it is gone
@@ -145,12 +148,18 @@ class Proc:
         argv = [str(write_fd)]
         if prepared is None:
             argv += ["--device", device]  # containment differs by device kind
-            env = child_env(device) | _warm.cache_env(module, cwd)
+            env = child_env(device) | self._cache_env(cwd)
         else:
             argv += prepare_argv(device, prepared)
             env, cwd = child_env(device), Path(tempfile.gettempdir())
-        # Warm workers (AKA_EVAL_WARM=1): forked from a zygote with the same isolation.
-        warm = _warm.spawn(module, argv, cwd=cwd, env=env, result_fd=write_fd)
+        if not workers.switches.pid_namespace:
+            argv.append(NO_PIDNS)
+        # Warm workers: forked from a zygote with the same isolation.
+        warm = (
+            workers.zygotes.spawn(module, argv, cwd=cwd, env=env, result_fd=write_fd)
+            if workers.warm
+            else None
+        )
         self.proc: subprocess.Popen[bytes] | _warm.WarmProcess = warm or subprocess.Popen(
             [sys.executable, "-I", "-c", BOOTSTRAP, AKA_ROOT, module, *argv],
             stdin=subprocess.PIPE,
@@ -164,7 +173,7 @@ class Proc:
         )
         os.close(write_fd)
         if prepared is not None:
-            _gate.register(device, self.proc.pid)
+            self.gate.register(device, self.proc.pid)
         self.reader = _Reader(read_fd, self._frame, self._junk)
         self.reader.start()
         self.tail: list[bytes] = []
@@ -173,8 +182,9 @@ class Proc:
         )
         self.err.start()
 
-    def send(self, request: dict[str, Any], cwd: Path | None = None, plan: str = "") -> None:
-        """Hand the process its request: one JSON line on stdin.
+    def send(self, request: CandidateRequest | CheckerRequest, cwd: Path | None = None,
+             plan: str = "") -> None:  # fmt: skip
+        """Hand the process its request: one line on stdin (:mod:`aka.eval._wire`).
 
         A prepared process also gets ``cwd`` and the kernel-cache variables for it, and
         is let run if the timing gate had stopped it. A candidate process's key and
@@ -184,12 +194,12 @@ class Proc:
         """
         assert self.proc.stdin is not None
         sealed = self.module == GATED_MODULE
-        extra: dict[str, Any] = {} if sealed else {"key": self.key.hex()}
+        delivery = Delivery(key=None if sealed else self.key.hex())
         if self.prepared is not None:
-            _gate.release(self.device, self.proc.pid)
+            self.gate.release(self.device, self.proc.pid)
             if cwd is not None:
-                extra |= {"cwd": str(cwd), "env": _warm.cache_env(self.module, cwd)}
-        data = json.dumps({**request, **extra}).encode() + b"\n"
+                delivery = Delivery(delivery.key, str(cwd), self._cache_env(cwd))
+        data = encode(request, delivery)
         if sealed:
             data += self.key + b"\n" + plan.encode() + b"END\n"
         with contextlib.suppress(BrokenPipeError, ValueError):
@@ -197,6 +207,10 @@ class Proc:
             self.proc.stdin.flush()
             if not sealed:
                 self.proc.stdin.close()
+
+    def _cache_env(self, cwd: Path) -> dict[str, str]:
+        """A warm candidate process's kernel caches (shared by equal candidate trees)."""
+        return _warm.cache_env(self.module, cwd, warm=self.workers.warm)
 
     def _frame(self, data: bytes) -> None:
         """On the reader's thread: a signed ``gate`` mark stops the prepared processes.
@@ -219,7 +233,7 @@ class Proc:
             and frame.get("name") == GATE_MARK
         ):
             self.gated = True
-            _gate.close(self.device)
+            self.gate.close(self.device)
             assert self.proc.stdin is not None
             with contextlib.suppress(BrokenPipeError, ValueError, OSError):
                 self.proc.stdin.write(b"g")
@@ -239,7 +253,7 @@ class Proc:
                 self.proc.stdin.close()
         if self.gated:
             self.gated = False
-            _gate.open_(self.device)
+            self.gate.open(self.device)
 
     def alive(self) -> bool:
         """Whether the process is still running (a spare that died is not handed out)."""
@@ -248,7 +262,7 @@ class Proc:
     def kill(self) -> None:
         """Stop the process and everything in its group."""
         if self.prepared is not None:
-            _gate.release(self.device, self.proc.pid)
+            self.gate.release(self.device, self.proc.pid)
         # The process's reaper (aka.eval._contain) takes down what left the group when
         # asked with SIGTERM; the group is killed outright after a moment either way.
         with contextlib.suppress(ProcessLookupError):
@@ -353,34 +367,3 @@ def _py_body(frame: dict[str, Any]) -> dict[str, Any] | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) else None
-
-
-def run_child(
-    request: dict[str, Any],
-    *,
-    cwd: Path,
-    device: str,
-    timeout: float = CHILD_TIMEOUT_S,
-    module: str = "aka.eval._child",
-    plan: str = "",
-) -> dict[str, Any]:
-    """Run one evaluation process; return its result frame, or a result describing failure.
-
-    The result carries ``marks`` (frames the child sent along the way, each with the
-    parent's arrival time) and parent-side ``flags``: a tampered result channel, or a
-    process that outlived the evaluation.
-    """
-    proc = start(module, cwd=cwd, device=device, isolate=bool(request.get("isolate_network", True)))
-    proc.send(request, cwd, plan)
-    return proc.collect(timeout)
-
-
-def start(module: str, *, cwd: Path, device: str, isolate: bool) -> Proc:
-    """A spare prepared for this device and isolation if one is waiting, else a new one."""
-    spare = _spares.take(module, device, isolate)
-    return spare if isinstance(spare, Proc) else Proc(module, cwd=cwd, device=device)
-
-
-def prepared(module: str, device: str, isolate: bool) -> Proc:
-    """A process started prepared (the spare pool's factory)."""
-    return Proc(module, cwd=Path(tempfile.gettempdir()), device=device, prepared=isolate)

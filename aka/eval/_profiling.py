@@ -22,28 +22,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-PROFILE_ENV = "AKA_EVAL_PROFILE"
+from aka.eval._switches import PROFILE_ENV
+
 LIBRARIES = ("torch", "triton", "numpy", "sympy", "scipy")
 T = TypeVar("T")
 
 
-def request_field() -> dict[str, str]:
-    """``{"profile": folder}`` for a request when profiling is on (the folder created)."""
-    value = os.environ.get(PROFILE_ENV)
-    if not value:
-        return {}
-    folder = Path(value).resolve()
+def request_field(folder: Path | None) -> str | None:
+    """A request's ``profile`` field: the folder (created) when profiling is on."""
+    if folder is None:
+        return None
     folder.mkdir(parents=True, exist_ok=True)
-    return {"profile": str(folder)}
+    return str(folder)
 
 
-def profiled(req: dict[str, Any], name: str, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``, under cProfile when the request names a folder (popped from it).
+def profiled(folder: str | None, name: str, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, under cProfile when the request names a ``folder``.
 
     The folder is opened before ``fn`` runs and written through that descriptor: a
     candidate process narrows its filesystem view meanwhile (aka.eval._contain).
     """
-    folder = req.pop("profile", None)
     if not folder:
         return fn(*args)
     import cProfile

@@ -23,6 +23,7 @@ from aka.eval._child import _short_error, load_file_module
 from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
+from aka.eval._wire import CheckerRequest, WireError, decode
 
 # c10's names for scalar types (the core records ``c10::toString``).
 _SCALAR_TYPES: dict[str, Any] = {}
@@ -50,21 +51,21 @@ def _scalar_types() -> None:
 
 
 class _Checker:
-    def __init__(self, req: dict[str, Any]):
+    def __init__(self, req: CheckerRequest):
         import torch
 
         _scalar_types()
         self.torch = torch
         self.req = req
-        self.device = req["device"]
-        self.ref = load_file_module(Path(req["task_dir"]) / req["reference"], "aka_reference")
+        self.device = req.device
+        self.ref = load_file_module(Path(req.task_dir) / req.reference, "aka_reference")
         self.flags: list[dict[str, str]] = []
-        self.core = _native.load(req["native"]) if req.get("native") else None
+        self.core = _native.load(req.native) if req.native else None
 
     def output(self, rec: dict[str, Any], tag: str) -> Any:
         """The recorded output as a tensor, or an error string (missing, tampered)."""
         torch = self.torch
-        path = Path(self.req["out_dir"]) / rec["file"]
+        path = Path(self.req.out_dir) / rec["file"]
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -96,7 +97,7 @@ class _Checker:
         args = tuple(self.ref.make_inputs(shape, dt, self.device, seed))
         out = (
             self.ref.reference(*args, **shape)
-            if self.req["pass_shape"]
+            if self.req.pass_shape
             else self.ref.reference(*args)
         )
         return args, out
@@ -128,7 +129,7 @@ class _Checker:
         if not rec.get("file"):
             res["error"] = res["error"] or "no output recorded"
             return res
-        tol = self.req["tolerances"][dtype]
+        tol = self.req.tolerances[dtype]
         args, ref = self.expected(shape, dtype, seed)
         tag = f"{rec['kind']} shape {shape} {dtype} seed {seed}"
         if rec["kind"] == "case":
@@ -158,23 +159,23 @@ class _Checker:
         """The reference's ``work(shape, dtype)`` per timed shape, if it defines one."""
         fn = getattr(self.ref, "work", None)
         out: list[dict[str, Any] | None] = []
-        for shape in self.req["timed_shapes"]:
+        for shape in self.req.timed_shapes:
             try:
-                w = fn(shape, getattr(self.torch, self.req["dtypes"][0])) if fn else None
+                w = fn(shape, getattr(self.torch, self.req.dtypes[0])) if fn else None
                 out.append({k: float(v) for k, v in w.items()} if w else None)
             except Exception:
                 out.append(None)
         return out
 
 
-def run(req: dict[str, Any]) -> dict[str, Any]:
+def run(req: CheckerRequest) -> dict[str, Any]:
     """Check every record; return per-record results, flags and work estimates."""
     try:
         checker = _Checker(req)
     except Exception as exc:
         return {"error": f"checker failed to load the reference: {_short_error(exc)}"}
     results = []
-    for rec in req["records"]:
+    for rec in req.records:
         try:
             results.append(checker.check(rec))
         except Exception as exc:
@@ -188,10 +189,12 @@ def main() -> None:
 
     fd = int(sys.argv[1])
     prepare(sys.argv[2:], isolate=False)
-    req = read_request()
-    adopt(req)
-    channel = Channel(fd, bytes.fromhex(req.pop("key")))
-    out = profiled(req, "checker", run, req)
+    req, delivery = decode(CheckerRequest, read_request())
+    adopt(delivery)
+    if delivery.key is None:
+        raise WireError("the checker's request came without its channel key")
+    channel = Channel(fd, bytes.fromhex(delivery.key))
+    out = profiled(req.profile, "checker", run, req)
     channel.send({"kind": "result", **out})
     os.close(fd)
 

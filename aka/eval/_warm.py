@@ -1,18 +1,18 @@
 """Warm evaluation workers: evaluation processes forked from a zygote, not started cold.
 
-With ``AKA_EVAL_WARM=1`` in the evaluator's environment (or :func:`use_warm_workers`),
-:class:`aka.eval._proc.Proc` asks :func:`spawn` for its process instead of starting
-a fresh interpreter: a per-device :mod:`aka.eval._zygote` (started lazily, shut down at
-exit) forks it with the same isolation. :func:`spawn` returns a :class:`WarmProcess`,
-which quacks like the ``subprocess.Popen`` it replaces (``pid``, ``stdin``, ``stderr``,
-``wait``, ``returncode``). :func:`cache_env` gives candidate processes a compiled-kernel
-cache per candidate tree digest. If a zygote cannot start, the caller starts a fresh
-interpreter (``spawn`` returns ``None``).
+With warm workers on (the default; :class:`aka.eval._switches.Switches`),
+:class:`aka.eval._proc.Proc` asks :meth:`Zygotes.spawn` for its process instead of
+starting a fresh interpreter: a :mod:`aka.eval._zygote` per children's environment
+(started lazily, stopped with the evaluator's :class:`aka.eval._workers.Workers`) forks
+it with the same isolation. ``spawn`` returns a :class:`WarmProcess`, which quacks like
+the ``subprocess.Popen`` it replaces (``pid``, ``stdin``, ``stderr``, ``wait``,
+``returncode``). :func:`cache_env` gives candidate processes a compiled-kernel cache per
+candidate tree digest. If a zygote cannot start, the caller starts a fresh interpreter
+(``spawn`` returns ``None``).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import json
@@ -24,28 +24,9 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-WARM_ENV = "AKA_EVAL_WARM"
 CACHE_ROOT = Path.home() / ".cache" / "aka"
 START_TIMEOUT_S = 300.0
 _CACHE_KEYS = ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
-
-_lock = threading.Lock()
-_zygotes: dict[str, _Zygote] = {}
-_override: bool | None = None
-
-
-def use_warm_workers(on: bool | None = True) -> None:
-    """Turn warm workers on or off for this process (``None``: follow ``AKA_EVAL_WARM``)."""
-    global _override
-    _override = on
-    if on is False:
-        shutdown()
-
-
-def enabled() -> bool:
-    """Whether evaluation processes come from a zygote."""
-    return _override if _override is not None else os.environ.get(WARM_ENV, "0") == "1"
-
 
 def tree_digest(root: Path) -> str:
     """A digest of the files under ``root`` (relative paths and bytes, in sorted order)."""
@@ -56,14 +37,15 @@ def tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def cache_env(module: str, cwd: Path) -> dict[str, str]:
-    """Kernel cache variables for a candidate process when warm workers are on.
+def cache_env(module: str, cwd: Path, *, warm: bool = True) -> dict[str, str]:
+    """Kernel cache variables for a warm candidate process, shared by equal candidates.
 
     The candidate tree is ``cand/`` beside the process's working directory (see
-    :func:`aka.eval._pipeline.run_processes`); other processes get nothing.
+    :func:`aka.eval._pipeline.run_processes`); other processes, and every process when
+    warm workers are off, get nothing.
     """
     cand = cwd.parent / "cand"
-    if not enabled() or module != "aka.eval._child" or not cand.is_dir():
+    if not warm or module != "aka.eval._child" or not cand.is_dir():
         return {}
     base = CACHE_ROOT / "kernels" / tree_digest(cand)
     return {"TRITON_CACHE_DIR": str(base / "triton"), "TORCH_EXTENSIONS_DIR": str(base / "torch")}
@@ -157,60 +139,59 @@ def _key(env: dict[str, str]) -> str:
     return json.dumps({k: v for k, v in sorted(env.items()) if k not in _CACHE_KEYS})
 
 
-def zygote_for(env: dict[str, str]) -> _Zygote:
-    """The zygote for this environment (started on first use; cache variables aside)."""
-    key = _key(env)
-    with _lock:
-        if key not in _zygotes:
-            _zygotes[key] = _Zygote({k: v for k, v in env.items() if k not in _CACHE_KEYS})
-        return _zygotes[key]
+class Zygotes:
+    """One zygote per children's environment (cache variables aside), started on first use."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._zygotes: dict[str, _Zygote] = {}
 
-def zygote_status(env: dict[str, str]) -> dict[str, Any]:
-    """The zygote's pid, whether it initialized CUDA, and the modules it holds."""
-    return zygote_for(env).status()
+    def for_env(self, env: dict[str, str]) -> _Zygote:
+        """The zygote for this environment (started on first use)."""
+        key = _key(env)
+        with self._lock:
+            if key not in self._zygotes:
+                self._zygotes[key] = _Zygote({k: v for k, v in env.items() if k not in _CACHE_KEYS})
+            return self._zygotes[key]
 
+    def status(self, env: dict[str, str]) -> dict[str, Any]:
+        """The zygote's pid, whether it initialized CUDA, and the modules it holds."""
+        return self.for_env(env).status()
 
-def spawn(module: str, argv: list[str], *, cwd: Path, env: dict[str, str], result_fd: int
-          ) -> WarmProcess | None:  # fmt: skip
-    """Fork ``module`` from the warm zygote for ``env``; ``None`` if no zygote can start.
+    def spawn(self, module: str, argv: list[str], *, cwd: Path, env: dict[str, str],
+              result_fd: int) -> WarmProcess | None:  # fmt: skip
+        """Fork ``module`` from the zygote for ``env``; ``None`` if no zygote can start.
 
-    ``result_fd`` (the write end of the result pipe) is passed to the child under the
-    same number, so ``argv`` naming it stays valid; the caller closes its copy.
-    """
-    if not enabled():
-        return None
-    try:
-        zygote = zygote_for(env)
-    except OSError as exc:
-        print(f"aka: warm evaluation workers unavailable ({exc}); starting fresh", file=sys.stderr)
-        return None
-    in_r, in_w = os.pipe()
-    err_r, err_w = os.pipe()
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    head = {"module": module, "argv": argv, "env": env, "cwd": str(cwd), "result_fd": result_fd}
-    try:
-        zygote.request(head, [in_r, err_w, result_fd, theirs.fileno()])
-    finally:
-        for fd in (in_r, err_w):
-            os.close(fd)
-        theirs.close()
-    msg = ours.recv(4096)
-    if not msg:
-        raise OSError("the warm zygote died while forking an evaluation process")
-    pid = int(json.loads(msg)["pid"])
-    return WarmProcess(pid, ours, os.fdopen(in_w, "wb"), os.fdopen(err_r, "rb"))
+        ``result_fd`` (the write end of the result pipe) is passed to the child under the
+        same number, so ``argv`` naming it stays valid; the caller closes its copy.
+        """
+        try:
+            zygote = self.for_env(env)
+        except OSError as exc:
+            print(f"aka: warm evaluation workers unavailable ({exc}); starting fresh",
+                  file=sys.stderr)  # fmt: skip
+            return None
+        in_r, in_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        head = {"module": module, "argv": argv, "env": env, "cwd": str(cwd),
+                "result_fd": result_fd}  # fmt: skip
+        try:
+            zygote.request(head, [in_r, err_w, result_fd, theirs.fileno()])
+        finally:
+            for fd in (in_r, err_w):
+                os.close(fd)
+            theirs.close()
+        msg = ours.recv(4096)
+        if not msg:
+            raise OSError("the warm zygote died while forking an evaluation process")
+        pid = int(json.loads(msg)["pid"])
+        return WarmProcess(pid, ours, os.fdopen(in_w, "wb"), os.fdopen(err_r, "rb"))
 
-
-def shutdown() -> None:
-    """Stop every zygote (their children, spares included, are killed with them)."""
-    from aka.eval import _spares
-
-    _spares.clear()
-    with _lock:
-        for zygote in _zygotes.values():
+    def close(self) -> None:
+        """Stop every zygote (their children, spares included, are killed with them)."""
+        with self._lock:
+            items = list(self._zygotes.values())
+            self._zygotes.clear()
+        for zygote in items:
             zygote.close()
-        _zygotes.clear()
-
-
-atexit.register(shutdown)

@@ -1,4 +1,4 @@
-"""Fixtures for the warm-worker tests."""
+"""Fixtures for the warm-worker tests: the evaluator's process layer, configured per test."""
 
 from __future__ import annotations
 
@@ -6,13 +6,28 @@ from collections.abc import Iterator
 
 import pytest
 
-from aka.eval import _warm
+from aka.eval._switches import Switches
+from aka.eval._workers import Workers, configure
 
 
 @pytest.fixture
-def warm() -> Iterator[None]:
-    """Warm workers on for one test; its zygotes and spares stopped afterwards."""
-    _warm.use_warm_workers(True)
-    yield
-    _warm.use_warm_workers(None)
-    _warm.shutdown()
+def host_pids() -> bool:
+    """Whether evaluation processes keep host PIDs (no PID namespace); tests that tell
+    processes apart by the pid candidate code reports override this with ``True``."""
+    return False
+
+
+@pytest.fixture
+def warm(host_pids: bool) -> Iterator[Workers]:
+    """Warm workers for one test, made this process's; zygotes and spares stopped after."""
+    workers = configure(Switches(warm=True, pid_namespace=not host_pids))
+    yield workers
+    configure()
+
+
+@pytest.fixture
+def cold(host_pids: bool) -> Iterator[Workers]:
+    """Fresh interpreters for one test (warm workers off), made this process's."""
+    workers = configure(Switches(warm=False, pid_namespace=not host_pids))
+    yield workers
+    configure()

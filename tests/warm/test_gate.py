@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from aka.eval import _gate, _spares
+from aka.eval._gate import Gate
 from aka.eval._pipeline import run_job
+from aka.eval._workers import Workers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
 from redteam_corpus import CORPUS, scale_job
@@ -41,7 +42,7 @@ def _settles(pid: int, stopped: bool, timeout: float = 5.0) -> bool:
 
 
 def test_close_stops_the_waiting_processes_and_open_lets_them_go_on() -> None:
-    device = "gate-test"
+    device, _gate = "gate-test", Gate()
     early, late, other = (subprocess.Popen(SLEEPER) for _ in range(3))
     try:
         _gate.register(device, early.pid)
@@ -55,7 +56,7 @@ def test_close_stops_the_waiting_processes_and_open_lets_them_go_on() -> None:
         _gate.release(device, early.pid)  # it gets its request: it must run
         assert _settles(early.pid, stopped=False)
         assert _gate.waiting(device) == {late.pid}
-        _gate.open_(device)
+        _gate.open(device)
         assert not _gate.closed(device)
         assert _settles(late.pid, stopped=False)
     finally:
@@ -67,28 +68,29 @@ def test_close_stops_the_waiting_processes_and_open_lets_them_go_on() -> None:
 
 
 def test_prepared_processes_are_stopped_while_each_candidate_times(
-    tmp_path: Path, warm: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, warm: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[dict[int, bool]] = []
-    real_close = _gate.close
+    gate = warm.gate
+    real_close = gate.close
 
     def close(device: str) -> None:
         real_close(device)
-        seen.append({pid: _settles(pid, stopped=True) for pid in _gate.waiting(device)})
+        seen.append({pid: _settles(pid, stopped=True) for pid in gate.waiting(device)})
 
-    monkeypatch.setattr(_gate, "close", close)
+    monkeypatch.setattr(gate, "close", close)
     for name in ("a", "b"):
         job, root = scale_job(tmp_path / name, HONEST, seeds=1, seed=5)
-        verdict = run_job(job, root)
+        verdict = run_job(job, root, workers=warm)
         assert verdict.correct, verdict.error
-        assert not _gate.closed(job.device)
+        assert not gate.closed(job.device)
     assert len(seen) == 2
     # The first evaluation forked its own processes, then the spares for the second:
     # both spares were stopped while it timed. The second also had its own checker
     # (the spare it took, still without a request) stopped.
     assert len(seen[0]) == 2 and all(seen[0].values()), seen
     assert len(seen[1]) == 3 and all(seen[1].values()), seen
-    for pid in _spares.waiting().values():
+    for pid in warm.spares.waiting().values():
         assert _settles(pid, stopped=False)  # the next spares run once the timing is over
 
 

@@ -17,8 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from aka.eval import _profiling, _spares, _warm
-from aka.eval._pipeline import Job, child_env, run_job
+from aka.eval import _profiling, _warm
+from aka.eval._pipeline import Job, run_job
+from aka.eval._spares import MODULES
+from aka.eval._switches import Switches
+from aka.eval._workers import Workers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
 from redteam_corpus import CORPUS, scale_job
@@ -34,10 +37,10 @@ raise RuntimeError(
 
 
 @pytest.fixture(autouse=True)
-def _pids_are_host_pids(monkeypatch: pytest.MonkeyPatch) -> None:
+def host_pids() -> bool:
     """These tests tell processes apart by the pid candidate code reports, which a PID
     namespace would make 1 for all (containment is tested in tests/redteam)."""
-    monkeypatch.setenv("AKA_EVAL_PIDNS", "0")
+    return True
 
 
 def _job_in(tmp: Path, candidate: str, *, isolate: bool = False) -> tuple[Job, Path]:
@@ -65,67 +68,69 @@ def _gone(pid: int, timeout: float = 20.0) -> bool:
     return False
 
 
-def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, warm: None) -> None:
+def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, warm: Workers
+                                                              ) -> None:  # fmt: skip
     first_job, first_root = _job_in(tmp_path / "a", WHERE)
-    first = _where(run_job(first_job, first_root).compiled.get("error"))
-    spares = _spares.waiting()
-    assert set(spares) == set(_spares.MODULES)
+    first = _where(run_job(first_job, first_root, workers=warm).compiled.get("error"))
+    spares = warm.spares.waiting()
+    assert set(spares) == set(MODULES)
     assert str(spares["aka.eval._child"]) != first["pid"]
 
     job, root = _job_in(tmp_path / "b", WHERE + "# another tree\n")
     cache = _warm.cache_env("aka.eval._child", root / "scratch")["TRITON_CACHE_DIR"]
-    second = _where(run_job(job, root).compiled.get("error"))
+    second = _where(run_job(job, root, workers=warm).compiled.get("error"))
     # The candidate ran in the spare, in this evaluation's folder, with this tree's cache.
     assert second["pid"] == str(spares["aka.eval._child"])
     assert second["cwd"] == str(root / "scratch")
     assert second["cache"] == cache != first["cache"]
     # Both spares were used up; new ones wait for the evaluation after.
-    after = _spares.waiting()
-    assert set(after) == set(_spares.MODULES)
+    after = warm.spares.waiting()
+    assert set(after) == set(MODULES)
     assert not set(after.values()) & set(spares.values())
 
 
-def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: None) -> None:
-    _spares.refill("cpu", False)
-    pids = _spares.waiting()
-    assert _spares.take("aka.eval._child", "cpu", True) is None  # other isolation setting
+def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: Workers) -> None:
+    spares = warm.spares
+    spares.refill("cpu", False)
+    pids = spares.waiting()
+    assert spares.take("aka.eval._child", "cpu", True) is None  # other isolation setting
     assert _gone(pids["aka.eval._child"])  # and that spare is stopped, not leaked
 
-    _spares.refill("cpu", False)
-    pid = _spares.waiting()["aka.eval._reference"]
+    spares.refill("cpu", False)
+    pid = spares.waiting()["aka.eval._reference"]
     os.kill(pid, signal.SIGKILL)
     assert _gone(pid)
-    assert _spares.take("aka.eval._reference", "cpu", False) is None  # dead: not handed out
+    assert spares.take("aka.eval._reference", "cpu", False) is None  # dead: not handed out
 
-    _spares.refill("cpu", False)
-    proc = _spares.take("aka.eval._reference", "cpu", False)
+    spares.refill("cpu", False)
+    proc = spares.take("aka.eval._reference", "cpu", False)
     assert proc is not None and proc.alive() and proc.prepared is False
     proc.kill()
 
 
 def test_no_spares_without_warm_workers(tmp_path: Path) -> None:
-    _warm.use_warm_workers(False)
+    cold = Workers(Switches(warm=False, pid_namespace=False))
     try:
         job, root = _job_in(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
-        assert run_job(job, root).correct
-        assert _spares.waiting() == {}
+        assert run_job(job, root, workers=cold).correct
+        assert cold.spares.waiting() == {}
     finally:
-        _warm.use_warm_workers(None)
+        cold.shutdown()
 
 
-def test_shutdown_stops_the_spares(tmp_path: Path, warm: None) -> None:
+def test_shutdown_stops_the_spares(tmp_path: Path, warm: Workers) -> None:
     job, root = _job_in(tmp_path, (CORPUS / "honest_vectorized.py").read_text(), isolate=True)
-    verdict = run_job(job, root)
+    verdict = run_job(job, root, workers=warm)
     assert verdict.correct, verdict.error
-    pids = list(_spares.waiting().values())
+    pids = list(warm.spares.waiting().values())
     assert len(pids) == 2
-    _warm.shutdown()
-    assert _spares.waiting() == {}
+    warm.shutdown()
+    assert warm.spares.waiting() == {}
     assert all(_gone(p) for p in pids)
 
 
-def test_the_zygote_does_the_shared_set_up_once(warm: None) -> None:
-    status = _warm.zygote_status(child_env("cpu"))
+def test_the_zygote_does_the_shared_set_up_once(warm: Workers) -> None:
+    status = warm.zygote_status("cpu")
     # Imported by torch.use_deterministic_algorithms in every poisoned run.
     assert {"torch._inductor.config", "aka.timing", "triton.runtime.cache"} <= set(
         status["modules"]
@@ -135,12 +140,16 @@ def test_the_zygote_does_the_shared_set_up_once(warm: None) -> None:
 
 
 def test_profiles_name_what_each_process_spent_and_imported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm: None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "prof"
     monkeypatch.setenv(_profiling.PROFILE_ENV, str(folder))
+    workers = Workers(Switches.from_env())  # the profile folder read from the environment
     job, root = _job_in(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
-    verdict = run_job(job, root)
+    try:
+        verdict = run_job(job, root, workers=workers)
+    finally:
+        workers.shutdown()
     assert verdict.correct, verdict.error
     names = sorted(p.name.split("-")[0] for p in folder.glob("*.prof"))
     assert names == ["checker", "child"]

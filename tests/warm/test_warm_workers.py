@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from aka.eval import _warm
-from aka.eval._proc import Proc, child_env
+from aka.eval._proc import Proc
+from aka.eval._switches import Switches
+from aka.eval._workers import Workers, configure
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
 from redteam_corpus import ALL, FAST_TIMING, evaluate_entry
@@ -41,17 +43,17 @@ raise RuntimeError(f"pid={os.getppid()} seen={seen}")  # the reaper: the forked 
 
 
 @pytest.fixture(autouse=True)
-def _pids_are_host_pids(monkeypatch: pytest.MonkeyPatch) -> None:
+def host_pids() -> bool:
     """These tests tell processes apart by the pid candidate code reports, which a PID
     namespace would make 1 for all (containment is tested in tests/redteam)."""
-    monkeypatch.setenv("AKA_EVAL_PIDNS", "0")
+    return True
 
 
 @pytest.fixture
-def warm() -> Iterator[None]:
-    _warm.use_warm_workers(True)
+def switched() -> Iterator[None]:
+    """Each test configures this process's workers; the environment's are restored after."""
     yield
-    _warm.use_warm_workers(None)
+    configure()
 
 
 def _gone(pid: int) -> bool:
@@ -88,19 +90,17 @@ def _key(s: Scored) -> tuple[bool, bool, list[str]]:
     return bool(s.compiled), bool(s.correct), sorted(s.hack_flags)
 
 
-def test_warm_verdicts_match_fresh_on_red_team_candidates(tmp_path: Path) -> None:
+def test_warm_verdicts_match_fresh_on_red_team_candidates(tmp_path: Path, switched: None
+                                                         ) -> None:  # fmt: skip
     entries = [e for e in ALL if e.name in ENTRIES]
     assert len(entries) == len(ENTRIES)
 
     def both(on: bool) -> dict[str, tuple[bool, bool, list[str]]]:
-        _warm.use_warm_workers(on)
-        try:
-            with ThreadPoolExecutor(max_workers=1) as pool:  # as the corpus test: one at a time
-                done = pool.map(lambda e: (e.name, _key(evaluate_entry(e, tmp_path / f"{on}"))),
-                                entries)  # fmt: skip
-                return dict(done)
-        finally:
-            _warm.use_warm_workers(None)
+        configure(Switches(warm=on, pid_namespace=False))
+        with ThreadPoolExecutor(max_workers=1) as pool:  # as the corpus test: one at a time
+            done = pool.map(lambda e: (e.name, _key(evaluate_entry(e, tmp_path / f"{on}"))),
+                            entries)  # fmt: skip
+            return dict(done)
 
     fresh, warm = both(False), both(True)
     assert warm == fresh
@@ -111,21 +111,20 @@ def test_warm_verdicts_match_fresh_on_red_team_candidates(tmp_path: Path) -> Non
         # channel-write candidate is sometimes flagged `file_access` instead (both paths alike).
 
 
-def test_warm_verdict_matches_fresh_on_fixture_task(tasks_root: Path, tmp_path: Path) -> None:
+def test_warm_verdict_matches_fresh_on_fixture_task(tasks_root: Path, tmp_path: Path,
+                                                    switched: None) -> None:  # fmt: skip
     text = (tasks_root / "torch/ops/affine/source/kernel.py").read_text()
+    configure(Switches(warm=False, pid_namespace=False))
     fresh = _evaluate_text(tasks_root, tmp_path / "fresh", text)
-    _warm.use_warm_workers(True)
-    try:
-        warm = _evaluate_text(tasks_root, tmp_path / "warm", text)
-    finally:
-        _warm.use_warm_workers(None)
+    configure(Switches(warm=True, pid_namespace=False))
+    warm = _evaluate_text(tasks_root, tmp_path / "warm", text)
     assert _key(warm) == _key(fresh) == (True, True, [])
     assert warm.speedup is not None
 
 
-def test_children_are_fresh_and_share_no_state(tasks_root: Path, tmp_path: Path, warm: None
-                                               ) -> None:  # fmt: skip
-    zygote = _warm.zygote_status(child_env("cpu"))["pid"]
+def test_children_are_fresh_and_share_no_state(tasks_root: Path, tmp_path: Path,
+                                               warm: Workers) -> None:  # fmt: skip
+    zygote = warm.zygote_status("cpu")["pid"]
     errors = [_evaluate_text(tasks_root, tmp_path / str(i), LEAKY, False).error or ""
               for i in range(2)]  # fmt: skip
     pids = [int(e.split("pid=")[1].split()[0]) for e in errors]
@@ -134,18 +133,18 @@ def test_children_are_fresh_and_share_no_state(tasks_root: Path, tmp_path: Path,
 
 
 def test_zygote_holds_torch_but_never_initializes_cuda(tasks_root: Path, tmp_path: Path,
-                                                       warm: None) -> None:  # fmt: skip
+                                                       warm: Workers) -> None:  # fmt: skip
     text = (tasks_root / "torch/ops/affine/source/kernel.py").read_text()
     _evaluate_text(tasks_root, tmp_path / "l", text, False)
-    status = _warm.zygote_status(child_env("cpu"))
+    status = warm.zygote_status("cpu")
     assert {"torch", "aka.eval._child", "aka.eval._reference"} <= set(status["modules"])
     assert status["cuda_initialized"] is False
     assert "aka_ledger" not in status["modules"] and "pydantic" not in status["modules"]
 
 
-def test_killed_evaluation_leaves_no_process(tmp_path: Path, warm: None) -> None:
+def test_killed_evaluation_leaves_no_process(tmp_path: Path, warm: Workers) -> None:
     (tmp_path / "scratch").mkdir()
-    proc = Proc("aka.eval._child", cwd=tmp_path / "scratch", device="cpu")
+    proc = Proc("aka.eval._child", cwd=tmp_path / "scratch", device="cpu", workers=warm)
     assert isinstance(proc.proc, _warm.WarmProcess)  # waiting for its request on stdin
     assert not _gone(proc.proc.pid)
     proc.kill()  # SIGTERM (its reaper takes its descendants down), then SIGKILL
@@ -156,10 +155,10 @@ def test_killed_evaluation_leaves_no_process(tmp_path: Path, warm: None) -> None
 def test_killed_evaluator_takes_zygote_and_children_with_it(tmp_path: Path) -> None:
     script = (
         "import os, sys, time; from pathlib import Path\n"
-        "from aka.eval import _warm; from aka.eval._proc import Proc, child_env\n"
-        "_warm.use_warm_workers(True)\n"
-        f"p = Proc('aka.eval._child', cwd=Path({str(tmp_path)!r}), device='cpu')\n"
-        "print(_warm.zygote_status(child_env('cpu'))['pid'], p.proc.pid, flush=True)\n"
+        "from aka.eval._proc import Proc; from aka.eval._workers import configure\n"
+        "w = configure(warm=True)\n"
+        f"p = Proc('aka.eval._child', cwd=Path({str(tmp_path)!r}), device='cpu', workers=w)\n"
+        "print(w.zygote_status('cpu')['pid'], p.proc.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
     evaluator = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

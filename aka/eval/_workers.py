@@ -1,0 +1,124 @@
+"""The evaluator's process layer as one object: switches, zygotes, spares and the gate.
+
+A :class:`Workers` is what an evaluating process holds: the :class:`Switches` it was
+configured with, the warm zygotes (:mod:`aka.eval._warm`), the spare processes of the
+next evaluation (:mod:`aka.eval._spares`) and the timing gate (:mod:`aka.eval._gate`).
+It is passed down to every :class:`aka.eval._proc.Proc` it starts, so nothing below it
+reads a module global or the environment.
+
+The edge of a process (the CLI, an API object, a trainer's reward function) chooses the
+switches once with :func:`configure`; library callers that configure nothing get
+:func:`current`, built from the environment on first use. Zygotes and spares are
+stopped by :meth:`Workers.shutdown`, at exit at the latest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aka.eval._gate import Gate
+from aka.eval._spares import Spares
+from aka.eval._switches import Switches
+from aka.eval._warm import Zygotes
+
+if TYPE_CHECKING:
+    from aka.eval._proc import Proc
+
+__all__ = ["Workers", "configure", "current", "for_run"]
+
+
+class Workers:
+    """Everything that starts and coordinates evaluation processes for one evaluator."""
+
+    def __init__(self, switches: Switches | None = None) -> None:
+        self.switches = switches or Switches()
+        self.gate = Gate(stop=self.switches.gate)
+        self.zygotes = Zygotes()
+        self.spares = Spares(self.prepared)
+
+    @property
+    def warm(self) -> bool:
+        """Whether processes are forked from a zygote (else fresh interpreters)."""
+        return self.switches.warm
+
+    def start(self, module: str, *, cwd: Path, device: str, isolate: bool) -> Proc:
+        """A spare prepared for this device and isolation if one waits, else a new process."""
+        from aka.eval._proc import Proc
+
+        spare = self.spares.take(module, device, isolate)
+        return spare if spare is not None else Proc(module, cwd=cwd, device=device, workers=self)
+
+    def prepared(self, module: str, device: str, isolate: bool) -> Proc:
+        """A process started prepared, ahead of its evaluation (the spares' factory)."""
+        from aka.eval._proc import Proc
+
+        return Proc(module, cwd=Path(tempfile.gettempdir()), device=device, workers=self,
+                    prepared=isolate)  # fmt: skip
+
+    def refill(self, device: str, isolate: bool) -> None:
+        """Start the next evaluation's processes now (warm workers only)."""
+        if self.warm:
+            self.spares.refill(device, isolate)
+
+    def zygote_status(self, device: str) -> dict[str, Any]:
+        """The zygote for ``device``'s children: pid, whether it started CUDA, modules."""
+        from aka.eval._proc import child_env
+
+        return self.zygotes.status(child_env(device))
+
+    def shutdown(self) -> None:
+        """Stop every spare and zygote (a later evaluation starts them again)."""
+        self.spares.clear()
+        self.zygotes.close()
+
+
+_lock = threading.Lock()
+_current: Workers | None = None
+
+
+def current() -> Workers:
+    """This process's workers: as configured, else from the environment (first use)."""
+    global _current
+    with _lock:
+        if _current is None:
+            _current = Workers(Switches.from_env())
+        return _current
+
+
+def configure(switches: Switches | None = None, *, warm: bool | None = None) -> Workers:
+    """Replace this process's workers (the old ones are shut down); returns the new ones.
+
+    ``switches`` defaults to the environment's; ``warm`` overrides that one switch
+    (``None``: leave it as the switches say), for a config field or a CLI flag.
+    """
+    global _current
+    chosen = (switches or Switches.from_env()).with_warm(warm)
+    with _lock:
+        old, _current = _current, Workers(chosen)
+    if old is not None:
+        old.shutdown()
+    return _current
+
+
+def for_run(warm: bool) -> Workers:
+    """This process's workers with ``warm`` as a run's config sets it.
+
+    Whoever executes a run's attempts (the inline driver, a worker, held-out checks)
+    evaluates as the run recorded; the workers are replaced only when that differs.
+    """
+    workers = current()
+    return workers if workers.warm == warm else configure(workers.switches, warm=warm)
+
+
+def _shutdown() -> None:
+    with _lock:
+        workers = _current
+    if workers is not None:
+        workers.shutdown()
+
+
+atexit.register(_shutdown)
