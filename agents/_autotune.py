@@ -9,28 +9,15 @@ descent, scoring each variant with the arena's own evaluator through self-evalua
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSink, register_agent
 from aka.selfeval import SOCKET_ENV, request_eval
+from aka.tunables import read_constant, set_constant
 
 DEFAULT_BUDGET = 12
 MIN_GAIN = 1.03  # a variant must beat the best so far by 3 % to count (timing noise)
-
-
-def read_constant(source: str, name: str) -> int | None:
-    """The value of ``NAME = <int>`` at module level, if present."""
-    m = re.search(rf"^{re.escape(name)}\s*=\s*(\d+)\s*$", source, flags=re.M)
-    return int(m.group(1)) if m else None
-
-
-def set_constant(source: str, name: str, value: int) -> str:
-    """``source`` with ``NAME = <int>`` replaced by ``value``."""
-    return re.sub(
-        rf"^({re.escape(name)}\s*=\s*)\d+\s*$", rf"\g<1>{value}", source, count=1, flags=re.M
-    )
 
 
 @register_agent("autotune")
@@ -97,4 +84,4 @@ def _speed(result: dict[str, Any]) -> float:
     return float(result.get("speedup") or 0.0) if result.get("correct") else 0.0
 
 
-__all__ = ["AutotuneAgent", "read_constant", "set_constant"]
+__all__ = ["AutotuneAgent"]

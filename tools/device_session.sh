@@ -17,7 +17,8 @@
 #                                    corpus cold and through warm workers, eval throughput
 #                                    (3 tasks x 3), the engine's GPU tests
 #   bash tools/device_session.sh t   the sealed core's build, the red-team corpus through warm
-#                                    workers, eval throughput (3 tasks x 3), the engine's
+#                                    workers, eval throughput (3 tasks x 3)
+#   bash tools/device_session.sh u   distinct new candidates (40, 4 in flight), the engine's
 #                                    GPU tests
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
@@ -25,7 +26,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -107,7 +108,10 @@ t)
   step sealbuild 200 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
   AKA_EVAL_WARM=1 step redteamwarm 150 python3 tools/redteam_gpu.py --out $R/redteam_warm.json
   step evalbench 190 python3 -m aka.cli._bench_eval --device cuda --tasks 3 --repeat 3 --output $R/bench.json
-  step gputests 50 python3 -m pytest -q -m gpu -p no:cacheprovider tests/timing/test_gpu.py
+  ;;
+u)
+  step distinct 420 python3 -m aka.cli._bench_distinct --device cuda --distinct 40 --in-flight 4 --tasks 5 --output $R/distinct.json
+  step gputests 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/timing/test_gpu.py
   ;;
 esac
 tar czf $OUT/results.tgz -C $R . 2>/dev/null

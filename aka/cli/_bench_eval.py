@@ -186,16 +186,36 @@ else:
         device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
         tasks: Annotated[int, typer.Option("--tasks", min=1, help="Bundled Triton tasks.")] = 2,
         repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs per task.")] = 1,
+        distinct: Annotated[
+            int,
+            typer.Option("--distinct", min=0, help="Instead: a stream of N distinct new "
+                         "candidates (tunable variants, each compiled fresh)."),
+        ] = 0,
+        in_flight: Annotated[
+            int, typer.Option("--in-flight", min=1, help="With --distinct: evaluations at once.")
+        ] = 2,
         fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     ) -> None:
         """Candidates per minute and overhead per candidate: warm workers vs fresh interpreters.
 
         Evaluates the baselines of the first TASKS bundled Triton tasks REPEAT times through
         the real evaluator in each mode (naive first: a fresh interpreter per stage; then
-        warm, in the same run), with the median wall time of each stage.
+        warm, in the same run), with the median wall time of each stage. With --distinct N:
+        N distinct new candidates one at a time, then IN_FLIGHT at once, then again with
+        their kernels cached (compile time and the overhead beyond it).
         """
         if fmt not in ("table", "json"):
             raise typer.BadParameter("use table or json", param_hint="--format")
+        if distinct:
+            from aka.cli import _bench_distinct
+
+            try:
+                found = _bench_distinct.run_distinct(device, distinct, in_flight, tasks)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--distinct") from None
+            out = json.dumps(found, indent=2) if fmt == "json" else _bench_distinct.render(found)
+            typer.echo(out)
+            return
         report = run_bench(device=device, tasks=tasks, repeat=repeat)
         typer.echo(json.dumps(report, indent=2) if fmt == "json" else render(report))
 

@@ -13,8 +13,12 @@ any started meanwhile is stopped as soon as it is registered. A stopped process 
 no work of its own on the GPU beyond the tiny operations it may have queued, and the
 candidate's warm-up comes before its first sample.
 
-Only harness code is ever stopped: a prepared process runs nothing of a candidate
-before its request arrives, and :func:`release` continues it before it gets one.
+With several evaluations in flight on one device, the other evaluations' candidate and
+checker processes are stopped too (wherever they are: compiling, checking, computing
+references), and a second candidate that asks to time waits its turn. A process stopped
+mid-operation may leave kernels it already queued running on the GPU for a moment; the
+timed candidate's warm-up calls come before its first sample. A prepared process runs
+nothing of a candidate before its request arrives, and is continued before it gets one.
 A :class:`Gate` belongs to the evaluator's :class:`aka.eval._workers.Workers`;
 ``Gate(stop=False)`` (the ``gate`` switch off) answers every request at once and stops
 nothing (to measure what the gate is worth; never needed otherwise).
@@ -26,6 +30,7 @@ import contextlib
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 __all__ = ["Gate"]
 
@@ -41,23 +46,38 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 
 class Gate:
-    """Per device: which prepared processes wait, and whether a candidate is timing."""
+    """Per device: who waits, who evaluates, and the one candidate process timing now.
+
+    Three kinds of process are tracked per device: *prepared* ones without a request
+    (:meth:`register`), *active* ones evaluating (:meth:`activate`: candidate and checker
+    processes with a request, possibly several evaluations in flight) and the *timer*,
+    the candidate process whose ``gate`` request was granted. While a timer runs, every
+    other tracked process of the device is stopped; a second candidate asking meanwhile
+    is queued (it is stopped anyway, so it asks at most once) and granted when the timer
+    is gone. Compiles and correctness runs of several evaluations thus overlap, and
+    timing stays exclusive per device.
+    """
 
     def __init__(self, *, stop: bool = True) -> None:
         self.stop = stop
         self._lock = threading.Lock()
         self._waiting: dict[str, set[int]] = {}  # device -> prepared pids without a request
-        self._closed: dict[str, int] = {}  # device -> candidate processes timing now
+        self._active: dict[str, set[int]] = {}  # device -> evaluating pids
+        self._timer: dict[str, int] = {}  # device -> the candidate process timing now
+        self._queue: dict[str, list[tuple[int, Callable[[], None]]]] = {}
 
     def _stop(self, pid: int) -> None:
         if self.stop:
             _signal(pid, signal.SIGSTOP)
 
+    def _others(self, device: str, pid: int) -> set[int]:
+        return (self._waiting.get(device, set()) | self._active.get(device, set())) - {pid}
+
     def register(self, device: str, pid: int) -> None:
         """A prepared process started on ``device``; stopped at once if the device is timed."""
         with self._lock:
             self._waiting.setdefault(device, set()).add(pid)
-            if self._closed.get(device):
+            if device in self._timer:
                 self._stop(pid)
 
     def release(self, device: str, pid: int) -> None:
@@ -66,27 +86,66 @@ class Gate:
             self._waiting.get(device, set()).discard(pid)
             _signal(pid, signal.SIGCONT)
 
-    def close(self, device: str) -> None:
-        """A candidate process on ``device`` is about to time: stop every waiting process."""
+    def activate(self, device: str, pid: int) -> None:
+        """A process got its request on ``device``; it runs unless the device is timed."""
         with self._lock:
-            self._closed[device] = self._closed.get(device, 0) + 1
-            for pid in self._waiting.get(device, set()):
+            self._waiting.get(device, set()).discard(pid)
+            self._active.setdefault(device, set()).add(pid)
+            if device in self._timer and self._timer[device] != pid:
                 self._stop(pid)
+            else:
+                _signal(pid, signal.SIGCONT)
 
-    def open(self, device: str) -> None:
-        """The candidate process that closed the gate is gone: let the waiting ones go on."""
+    def close(self, device: str, pid: int, grant: Callable[[], None]) -> None:
+        """Candidate ``pid`` asks to time: ``grant`` is called once every other process of
+        the device is stopped (now, or when the candidate timing before it is gone)."""
+        if not self.stop:  # the gate switched off: answer at once, stop nothing
+            grant()
+            return
         with self._lock:
-            self._closed[device] = max(0, self._closed.get(device, 0) - 1)
-            if not self._closed[device]:
-                for pid in self._waiting.get(device, set()):
-                    _signal(pid, signal.SIGCONT)
+            if device in self._timer:
+                self._queue.setdefault(device, []).append((pid, grant))
+                return
+            self._start(device, pid, grant)
+
+    def _start(self, device: str, pid: int, grant: Callable[[], None]) -> None:
+        self._timer[device] = pid
+        for other in self._others(device, pid):
+            self._stop(other)
+        _signal(pid, signal.SIGCONT)
+        grant()
+
+    def open(self, device: str, pid: int) -> None:
+        """Process ``pid`` is gone: it no longer evaluates, times or waits for its turn."""
+        with self._lock:
+            self._active.get(device, set()).discard(pid)
+            queue = self._queue.get(device, [])
+            queue[:] = [(p, g) for p, g in queue if p != pid]
+            if self._timer.get(device) != pid:
+                return
+            del self._timer[device]
+            if queue:
+                self._start(device, *queue.pop(0))
+                return
+            for other in self._others(device, pid):
+                _signal(other, signal.SIGCONT)
 
     def closed(self, device: str) -> bool:
         """Whether a candidate process on ``device`` is timing now."""
         with self._lock:
-            return bool(self._closed.get(device))
+            return device in self._timer
+
+    def timer(self, device: str) -> int | None:
+        """The pid of the candidate process timing on ``device`` now, if any."""
+        with self._lock:
+            return self._timer.get(device)
 
     def waiting(self, device: str) -> set[int]:
         """Pids of the prepared processes on ``device`` that have no request yet."""
         with self._lock:
             return set(self._waiting.get(device, set()))
+
+    def active(self, device: str) -> set[int]:
+        """Pids of the processes evaluating on ``device`` (the timer included)."""
+        with self._lock:
+            return set(self._active.get(device, set()))

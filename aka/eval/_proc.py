@@ -195,10 +195,10 @@ class Proc:
         assert self.proc.stdin is not None
         sealed = self.module == GATED_MODULE
         delivery = Delivery(key=None if sealed else self.key.hex())
-        if self.prepared is not None:
-            self.gate.release(self.device, self.proc.pid)
-            if cwd is not None:
-                delivery = Delivery(delivery.key, str(cwd), self._cache_env(cwd))
+        # It evaluates from now on: stopped whenever another candidate of the device times.
+        self.gate.activate(self.device, self.proc.pid)
+        if self.prepared is not None and cwd is not None:
+            delivery = Delivery(delivery.key, str(cwd), self._cache_env(cwd))
         data = encode(request, delivery)
         if sealed:
             data += self.key + b"\n" + plan.encode() + b"END\n"
@@ -233,11 +233,14 @@ class Proc:
             and frame.get("name") == GATE_MARK
         ):
             self.gated = True
-            self.gate.close(self.device)
-            assert self.proc.stdin is not None
-            with contextlib.suppress(BrokenPipeError, ValueError, OSError):
-                self.proc.stdin.write(b"g")
-                self.proc.stdin.close()
+            self.gate.close(self.device, self.proc.pid, self._grant)
+
+    def _grant(self) -> None:
+        """The gate's answer: every other process of the device is stopped; time now."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+            self.proc.stdin.write(b"g")
+            self.proc.stdin.close()
 
     def _junk(self) -> None:
         """Foreign bytes in the result pipe: nothing after them can be trusted, and the
@@ -247,13 +250,12 @@ class Proc:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
     def _ungate(self) -> None:
-        """The process is gone: open the gate it closed, and close its stdin."""
+        """The process is gone: off the gate's books (the gate opens if it was timing)."""
         if self.proc.stdin is not None:
             with contextlib.suppress(BrokenPipeError, ValueError, OSError):
                 self.proc.stdin.close()
-        if self.gated:
-            self.gated = False
-            self.gate.open(self.device)
+        self.gated = False
+        self.gate.open(self.device, self.proc.pid)
 
     def alive(self) -> bool:
         """Whether the process is still running (a spare that died is not handed out)."""

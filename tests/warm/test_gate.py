@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,30 +42,82 @@ def _settles(pid: int, stopped: bool, timeout: float = 5.0) -> bool:
     return False
 
 
+def _sleepers(n: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen(SLEEPER, start_new_session=True) for _ in range(n)]
+
+
+def _end(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 def test_close_stops_the_waiting_processes_and_open_lets_them_go_on() -> None:
-    device, _gate = "gate-test", Gate()
-    early, late, other = (subprocess.Popen(SLEEPER) for _ in range(3))
+    device, gate = "gate-test", Gate()
+    timer, early, late, other = procs = _sleepers(4)
+    granted: list[int] = []
     try:
-        _gate.register(device, early.pid)
-        _gate.register("gate-test-other-device", other.pid)
-        _gate.close(device)
-        assert _gate.closed(device)
+        gate.register(device, early.pid)
+        gate.register("gate-test-other-device", other.pid)
+        gate.activate(device, timer.pid)
+        gate.close(device, timer.pid, lambda: granted.append(timer.pid))
+        assert gate.closed(device) and granted == [timer.pid]
         assert _settles(early.pid, stopped=True)
-        _gate.register(device, late.pid)  # started while the device is timed
+        assert _settles(timer.pid, stopped=False)  # the timer itself runs
+        gate.register(device, late.pid)  # started while the device is timed
         assert _settles(late.pid, stopped=True)
         assert _settles(other.pid, stopped=False)  # another device is not touched
-        _gate.release(device, early.pid)  # it gets its request: it must run
+        gate.release(device, early.pid)  # it gets its request: it must run
         assert _settles(early.pid, stopped=False)
-        assert _gate.waiting(device) == {late.pid}
-        _gate.open(device)
-        assert not _gate.closed(device)
+        assert gate.waiting(device) == {late.pid}
+        gate.open(device, timer.pid)
+        assert not gate.closed(device)
         assert _settles(late.pid, stopped=False)
     finally:
-        for p in (early, late, other):
-            _gate.release(device, p.pid)
-            _gate.release("gate-test-other-device", p.pid)
-            p.kill()
-            p.wait()
+        _end(procs)
+
+
+def test_evaluations_in_flight_overlap_but_time_one_at_a_time() -> None:
+    """Two candidates and a checker evaluate at once: while one times, the others are
+    stopped; the second to ask is granted only when the first is gone, and a process
+    that dies while queued never gets the device."""
+    device, gate = "gate-test-flight", Gate()
+    a, b, checker, dead = procs = _sleepers(4)
+    granted: list[str] = []
+    try:
+        for p in procs:
+            gate.activate(device, p.pid)
+        gate.close(device, a.pid, lambda: granted.append("a"))
+        assert granted == ["a"]
+        assert all(_settles(p.pid, stopped=True) for p in (b, checker, dead))
+        gate.close(device, dead.pid, lambda: granted.append("dead"))  # asked, then died
+        gate.close(device, b.pid, lambda: granted.append("b"))
+        assert granted == ["a"]  # queued behind the timer
+        gate.open(device, dead.pid)
+        gate.open(device, a.pid)  # a is gone: b's turn, the rest stay stopped
+        assert granted == ["a", "b"] and gate.closed(device)
+        assert _settles(b.pid, stopped=False) and _settles(checker.pid, stopped=True)
+        gate.activate(device, a.pid)  # a process getting its request while b times
+        assert _settles(a.pid, stopped=True)
+        gate.open(device, b.pid)
+        assert not gate.closed(device) and granted == ["a", "b"]
+        assert _settles(checker.pid, stopped=False) and _settles(a.pid, stopped=False)
+        assert gate.active(device) == {a.pid, checker.pid}
+    finally:
+        _end(procs)
+
+
+def test_with_the_gate_switched_off_every_request_is_answered_at_once() -> None:
+    device, gate = "gate-test-off", Gate(stop=False)
+    a, b = procs = _sleepers(2)
+    granted: list[int] = []
+    try:
+        for p in procs:
+            gate.activate(device, p.pid)
+            gate.close(device, p.pid, lambda p=p: granted.append(p.pid))
+        assert granted == [a.pid, b.pid] and _settles(b.pid, stopped=False)
+    finally:
+        _end(procs)
 
 
 def test_prepared_processes_are_stopped_while_each_candidate_times(
@@ -74,9 +127,9 @@ def test_prepared_processes_are_stopped_while_each_candidate_times(
     gate = warm.gate
     real_close = gate.close
 
-    def close(device: str) -> None:
-        real_close(device)
-        seen.append({pid: _settles(pid, stopped=True) for pid in gate.waiting(device)})
+    def close(device: str, pid: int, grant: Callable[[], None]) -> None:
+        real_close(device, pid, grant)
+        seen.append({p: _settles(p, stopped=True) for p in gate.waiting(device)})
 
     monkeypatch.setattr(gate, "close", close)
     for name in ("a", "b"):

@@ -1,0 +1,176 @@
+"""``aka bench eval --distinct N``: a stream of distinct new kernels, several in flight.
+
+What an RL trainer sends: candidates the evaluator has never seen, each compiled fresh.
+The stream is the bundled Triton tasks' tunable variants (``tunables`` in task.yaml, every
+combination the starting source declares), each made distinct by a comment naming the
+pass, so its tree digest and its kernel cache (:func:`aka.eval._warm.cache_env`) are new
+and Triton compiles it from scratch. Three passes through one set of warm workers:
+
+1. ``serial``: one at a time, compile included;
+2. ``in_flight``: the same variants (new digests: compiled again) with ``--in-flight``
+   evaluations at once; compiles and correctness runs overlap, timing stays exclusive per
+   device (:class:`aka.eval._gate.Gate`); verdicts must equal the serial pass's;
+3. ``cached``: the in-flight pass's exact candidates again, one at a time, their kernels
+   cached: per candidate, compile ≈ wall(serial) − wall(cached) and the overhead beyond
+   compile is the cached wall minus the time inside measured kernel calls.
+
+Like :mod:`aka.cli._bench_eval` it needs no ledger, duckdb or polars (a bare device
+machine runs ``python -m aka.cli._bench_distinct``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import shutil
+import statistics
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from aka.cli._bench_eval import TASKS_ROOT, _job, triton_tasks
+from aka.eval._pipeline import run_job
+from aka.eval._switches import Switches
+from aka.eval._workers import Workers
+from aka.tunables import variants
+
+
+def distinct_sources(tasks: list[Path], n: int) -> list[tuple[Path, dict[str, int]]]:
+    """``n`` (task, tunable values) pairs, round-robin over the tasks' variants."""
+    import yaml
+
+    streams = []
+    for task in tasks:
+        spec = yaml.safe_load((task / "task.yaml").read_text())
+        source = (task / "source" / spec["entry"].split(":")[0]).read_text()
+        streams.append(
+            [(task, values) for values, _ in variants(source, spec.get("tunables") or {})]
+        )
+    out: list[tuple[Path, dict[str, int]]] = []
+    for i in range(max((len(s) for s in streams), default=0)):
+        out += [s[i] for s in streams if i < len(s)]
+    if len(out) < n:
+        raise ValueError(f"the tasks' tunables give {len(out)} distinct variants, not {n}: "
+                         "use fewer (--distinct) or more tasks (--tasks)")  # fmt: skip
+    return out[:n]
+
+
+def _source(task: Path, values: dict[str, int], tag: str) -> tuple[str, str]:
+    """The entry file's name and the variant's text, tagged so its digest is new."""
+    import yaml
+
+    from aka.tunables import set_constant
+
+    entry = yaml.safe_load((task / "task.yaml").read_text())["entry"].split(":")[0]
+    text = (task / "source" / entry).read_text()
+    for name, value in values.items():
+        text = set_constant(text, name, value)
+    return entry, text + f"\n# aka bench eval --distinct: {tag}\n"
+
+
+def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Workers
+                     ) -> dict[str, Any]:  # fmt: skip
+    """One candidate through the real pipeline; wall time, kernel time, verdict."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    with tempfile.TemporaryDirectory(prefix="aka-bench-distinct-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(task, root / "task", ignore=ignore)
+        for name in ("base", "cand"):
+            shutil.copytree(task / "source", root / name, ignore=ignore)
+        (root / "cand" / entry).write_text(text)
+        start = time.perf_counter()
+        verdict = run_job(_job(task, device), root, workers=workers)
+        wall = time.perf_counter() - start
+    kernel = sum(arm["median_s"] * arm["n"] for item in verdict.timing
+                 for arm in (item["pair"]["baseline"], item["pair"]["candidate"]))  # fmt: skip
+    return {"wall_s": wall, "kernel_s": kernel, "correct": verdict.correct,
+            "flags": verdict.flags, "error": verdict.error}  # fmt: skip
+
+
+def one_pass(items: list[tuple[Path, dict[str, int]]], tag: str, device: str, in_flight: int,
+             workers: Workers) -> dict[str, Any]:  # fmt: skip
+    """Evaluate every item (tagged ``tag``) with ``in_flight`` at once; rate and runs."""
+
+    def one(i: int) -> dict[str, Any]:
+        task, values = items[i]
+        entry, text = _source(task, values, f"{tag} {i}")
+        run = evaluate_variant(task, entry, text, device, workers)
+        return {"task": str(task.relative_to(TASKS_ROOT)), "values": values, **run}
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=in_flight) as pool:
+        runs = list(pool.map(one, range(len(items))))
+    total = time.perf_counter() - start
+    return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
+            "candidates_per_min": round(60 * len(runs) / total, 2),
+            "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
+            "runs": runs}  # fmt: skip
+
+
+def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3
+                 ) -> dict[str, Any]:  # fmt: skip
+    """The three passes over one stream of ``distinct`` variants; see the module doc."""
+    items = distinct_sources(triton_tasks(tasks), distinct)
+    salt = secrets.token_hex(4)
+    workers = Workers(Switches.from_env().with_warm(True))
+    try:
+        serial = one_pass(items, f"{salt} serial", device, 1, workers)
+        flight = one_pass(items, f"{salt} in-flight", device, in_flight, workers)
+        cached = one_pass(items, f"{salt} in-flight", device, 1, workers)  # same digests
+    finally:
+        workers.shutdown()
+    key = [(r["correct"], sorted(r["flags"])) for r in serial["runs"]]
+    same = key == [(r["correct"], sorted(r["flags"])) for r in flight["runs"]]
+    compile_s = [s["wall_s"] - c["wall_s"] for s, c in zip(serial["runs"], cached["runs"],
+                                                          strict=True)]  # fmt: skip
+    beyond = [c["wall_s"] - c["kernel_s"] for c in cached["runs"]]
+    return {
+        "device": device,
+        "distinct": distinct,
+        "in_flight": in_flight,
+        "serial": serial,
+        "in_flight_pass": flight,
+        "cached": cached,
+        "verdicts_identical": same,
+        "all_correct": all(r["correct"] for r in serial["runs"] + flight["runs"]),
+        "compile_median_s": round(statistics.median(compile_s), 3),
+        "overhead_beyond_compile_median_s": round(statistics.median(beyond), 3),
+        "speedup_in_flight": round(flight["candidates_per_min"] / serial["candidates_per_min"], 2),
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    """One line per pass and the comparisons."""
+    lines = [f"device {report['device']}, {report['distinct']} distinct candidates"]
+    for name in ("serial", "in_flight_pass", "cached"):
+        p = report[name]
+        lines.append(f"{name:<15} in flight {p['in_flight']}: {p['candidates_per_min']:.2f}/min, "
+                     f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s")  # fmt: skip
+    lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']}; "
+                 f"all correct: {report['all_correct']}")  # fmt: skip
+    lines.append(f"compile median {report['compile_median_s']:.2f} s; overhead beyond compile "
+                 f"median {report['overhead_beyond_compile_median_s']:.2f} s")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """``python -m aka.cli._bench_distinct``: the report as JSON, without the CLI."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--distinct", type=int, default=4)
+    parser.add_argument("--in-flight", type=int, default=2)
+    parser.add_argument("--tasks", type=int, default=3)
+    parser.add_argument("--output")
+    args = parser.parse_args()
+    report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks)
+    text = json.dumps(report, indent=2)
+    if args.output:
+        Path(args.output).write_text(text)
+    print(render(report))
+
+
+if __name__ == "__main__":
+    main()

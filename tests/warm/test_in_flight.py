@@ -1,0 +1,110 @@
+"""Several evaluations in flight: they overlap, their timing never does, verdicts hold.
+
+A trainer sends many new candidates at once; the evaluator runs them side by side (their
+processes compile and check concurrently) while the gate lets one candidate process of a
+device time at a time and stops every other evaluation's processes meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from aka.eval._pipeline import Verdict, run_job
+from aka.eval._workers import Workers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "redteam"))
+from redteam_corpus import ALL, CORPUS, scale_job
+
+HONEST = (CORPUS / "honest_vectorized.py").read_text()
+# One honest and two caught candidates: verdicts of every kind must survive the overlap.
+MIXED = ["honest_vectorized", "p04_timer_patch", "p14_channel_write"]
+
+
+def _watch(workers: Workers) -> list[tuple[str, int, float]]:
+    """Record when the gate grants the device and when its timer is gone."""
+    log: list[tuple[str, int, float]] = []
+    gate, lock = workers.gate, threading.Lock()
+    real_close, real_open = gate.close, gate.open
+
+    def close(device: str, pid: int, grant: Callable[[], None]) -> None:
+        def granted() -> None:
+            with lock:
+                log.append(("start", pid, time.monotonic()))
+            grant()
+
+        real_close(device, pid, granted)
+
+    def open_(device: str, pid: int) -> None:
+        timing = gate.timer(device) == pid
+        real_open(device, pid)
+        if timing:
+            with lock:
+                log.append(("end", pid, time.monotonic()))
+
+    gate.close, gate.open = close, open_  # type: ignore[method-assign]
+    return log
+
+
+def _key(v: Verdict) -> tuple[bool, list[str]]:
+    return v.correct, sorted(v.flags)
+
+
+def test_in_flight_evaluations_overlap_and_time_one_at_a_time(tmp_path: Path, warm: Workers
+                                                              ) -> None:  # fmt: skip
+    log = _watch(warm)
+    spans: list[tuple[float, float]] = []
+
+    def one(i: int) -> Verdict:
+        job, root = scale_job(tmp_path / str(i), HONEST, seed=20 + i)
+        t0 = time.monotonic()
+        verdict = run_job(job, root, workers=warm)
+        spans.append((t0, time.monotonic()))
+        return verdict
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        verdicts = list(pool.map(one, range(3)))
+    assert all(v.correct for v in verdicts), [v.error for v in verdicts]
+    # They were in flight together (else this test would prove nothing) ...
+    first_end = min(end for _, end in spans)
+    assert sum(start < first_end for start, _ in spans) >= 2
+    # ... and the device was granted to one timing candidate at a time, each once.
+    kinds = [k for k, _, _ in log]
+    assert kinds == ["start", "end"] * 3, log
+    assert len({pid for _, pid, _ in log}) == 3
+    assert not warm.gate.closed("cpu") and warm.gate.active("cpu") == set()
+
+
+def test_verdicts_in_flight_equal_one_at_a_time(tmp_path: Path, warm: Workers) -> None:
+    entries = {e.name: e for e in ALL if e.name in MIXED}
+
+    def one(args: tuple[str, str]) -> tuple[bool, list[str]]:
+        name, where = args
+        job, root = scale_job(tmp_path / where / name, (CORPUS / f"{name}.py").read_text(), seed=7)
+        return _key(run_job(job, root, workers=warm))
+
+    serial = [one((n, "serial")) for n in MIXED]
+    with ThreadPoolExecutor(max_workers=len(MIXED)) as pool:
+        flight = list(pool.map(one, [(n, "flight") for n in MIXED]))
+    assert flight == serial
+    assert [ok for ok, _ in serial] == [entries[n].honest for n in MIXED]
+
+
+def test_bench_distinct_reports_a_stream_and_agreeing_verdicts(cli: Callable[..., Any]) -> None:
+    res = cli("bench", "eval", "--device", "cpu", "--distinct", "2", "--in-flight", "2",
+              "--tasks", "2", "--format", "json")  # fmt: skip
+    assert res.code == 0, res.err
+    report = json.loads(res.out)
+    assert report["verdicts_identical"] is True
+    flight = report["in_flight_pass"]
+    assert flight["in_flight"] == 2 and flight["candidates"] == 2
+    # Two tasks' first variants: distinct sources, each evaluated in every pass.
+    assert len({(r["task"], json.dumps(r["values"])) for r in flight["runs"]}) == 2
+    too_many = cli("bench", "eval", "--device", "cpu", "--distinct", "100000", "--tasks", "1")
+    assert too_many.code == 2 and "distinct variants" in too_many.err
