@@ -40,7 +40,7 @@ from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Guards
-from aka.eval._wire import CandidateRequest, decode
+from aka.eval._wire import CandidateReport, CandidateRequest, decode, encode_report
 
 MAX_ERROR_CHARS = 4000
 
@@ -147,8 +147,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
 
     from aka.eval import _contain, _native
 
-    result: dict[str, Any] = {"kind": "result", "compiled": None, "flags": [], "notes": [],
-                              "error": None, "network": network}  # fmt: skip
+    notes: list[str] = []
     device = req.device
     out_fd = os.open(req.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -164,8 +163,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         core = _native.load(req.native)
         seal = core.Seal(0, result_fd, out_fd, device, make_inputs, baseline, req.pass_shape)
     except Exception as exc:
-        result["error"] = f"harness failed to load the reference or baseline: {_short_error(exc)}"
-        os.write(2, (json.dumps(result) + "\n").encode())
+        error = f"harness failed to load the reference or baseline: {_short_error(exc)}"
+        os.write(2, (error + "\n").encode())  # the parent quotes the stderr tail
         raise SystemExit(3) from exc
     if device.startswith("cuda"):  # the driver starts before the filesystem narrows
         torch.empty(1, device=device)
@@ -181,7 +180,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         max_file_bytes=req.max_file_bytes,
         address_space_bytes=req.max_memory_bytes,
     )
-    result["contained"] = "; ".join([contained, pid_ns, *limits])
+    contained = "; ".join([contained, pid_ns, *limits])
     seal.send_py(json.dumps({"kind": "mark", "name": "started", "network": network}))
     launches = LaunchCounter()
     if req.backend == "triton":
@@ -196,13 +195,13 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     seal.send_py(json.dumps({"kind": "mark", "name": "loaded", "network": network}))
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
+    compiled: dict[str, Any]
     try:
         module = load_file_module(cand_dir / req.entry_file, "aka_candidate")
         candidate = _entry(module, req.entry_file, req.entry_symbol)
-        result["compiled"] = {"ok": True, "error": None, "wall_s": time.perf_counter() - t0}
+        compiled = {"ok": True, "error": None, "wall_s": time.perf_counter() - t0}
     except Exception as exc:
-        result["compiled"] = {"ok": False, "error": _short_error(exc),
-                              "wall_s": time.perf_counter() - t0}  # fmt: skip
+        compiled = {"ok": False, "error": _short_error(exc), "wall_s": time.perf_counter() - t0}
     guards.check_state("compile")
     if candidate is not None:
         seal.send_py(json.dumps({"kind": "mark", "name": "compiled"}))
@@ -210,13 +209,14 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         guards.check_state("plan")
         if req.probe_shape:
             try:
-                result["notes"] += _probes(req, candidate, make_inputs, guards, launches)
+                notes += _probes(req, candidate, make_inputs, guards, launches)
             except Exception as exc:
-                result["notes"].append(f"probe failed: {_short_error(exc)}")
+                notes.append(f"probe failed: {_short_error(exc)}")
         guards.check_state("end")
-    result["flags"] = guards.flags
     del torch
-    seal.send_py(json.dumps(result))
+    report = CandidateReport(compiled=compiled, flags=guards.flags, notes=notes, error=None,
+                             network=network, contained=contained)  # fmt: skip
+    seal.send_py(json.dumps(encode_report(report)))
 
 
 def main() -> None:

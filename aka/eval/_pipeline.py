@@ -22,10 +22,10 @@ from typing import Any
 
 from aka.eval import _detect, _native, _ops, _plan, _spares
 from aka.eval._outputs import output_dir
-from aka.eval._proc import CHILD_TIMEOUT_S, child_env
+from aka.eval._proc import CHILD_TIMEOUT_S, Collected, child_env
 from aka.eval._profiling import request_field
 from aka.eval._static import forbidden_uses, hack_findings
-from aka.eval._wire import CandidateRequest, CheckerRequest
+from aka.eval._wire import CandidateReport, CandidateRequest, CheckerReport, CheckerRequest
 from aka.eval._workers import Workers, current
 
 __all__ = ["CHILD_TIMEOUT_S", "Job", "Verdict", "child_env", "run_job"]
@@ -84,6 +84,46 @@ class Verdict:
     network: str
     notes: list[str] = field(default_factory=list)
     stage_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class CandidateRun:
+    """The candidate process(es) of one evaluation, as the verdict is built from them.
+
+    ``flags`` holds the tripwires' findings (the process's report) and the parent's (a
+    tampered channel, a process that outlived it); ``marks`` the frames sent along the
+    way with the parent's arrival times; ``error`` why there is no report, if none came.
+    """
+
+    compiled: dict[str, Any] | None
+    error: str | None
+    flags: list[dict[str, str]]
+    notes: list[str]
+    network: str
+    contained: str | None
+    marks: list[dict[str, Any]]
+    stage_s: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, got: Collected) -> CandidateRun:
+        """From what the parent collected of one candidate process."""
+        r = got.report if isinstance(got.report, CandidateReport) else None
+        return cls(
+            compiled=r.compiled if r else None,
+            error=got.error or (r.error if r else None),
+            flags=(list(r.flags) if r else []) + got.flags,
+            notes=list(r.notes) if r else [],
+            network=got.network,
+            contained=r.contained if r else None,
+            marks=got.marks,
+        )
+
+
+def checker_report(got: Collected) -> CheckerReport:
+    """The checker's report with the parent's findings added, or its failure as one."""
+    if isinstance(got.report, CheckerReport):
+        return dataclasses.replace(got.report, flags=got.report.flags + got.flags)
+    return CheckerReport(results=[], flags=got.flags, work=[], error=got.error)
 
 
 def static_findings(job: Job, cand: Path) -> list[dict[str, str]]:
@@ -164,7 +204,7 @@ RECORD_FLAGS = {
 
 def judge_records(
     records: list[dict[str, Any]],
-    checked: dict[str, Any],
+    checked: CheckerReport,
     twins: list[tuple[int, int]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """Case results from the checker, and flags for wrong outputs outside the cases.
@@ -175,8 +215,8 @@ def judge_records(
     output is a flag only when every case passed: then the candidate answers correctly
     when checked and wrongly otherwise (replay, caching, branching on being timed).
     """
-    results = checked.get("results") or [{} for _ in records]
-    flags = list(checked.get("flags") or [])
+    results = checked.results or [{} for _ in records]
+    flags = list(checked.flags)
     pair_of = {a: b for a, b in twins or []}
     second = set(pair_of.values())
     cases: list[dict[str, Any]] = []
@@ -211,10 +251,10 @@ def forbidden_ops(forbidden: list[str], ops: list[str]) -> list[dict[str, str]]:
     return [{"flag": "forbidden_api", "evidence": f"the candidate ran {op}"} for op in ran[:8]]
 
 
-def parent_flags(job: Job, result: dict[str, Any], work: list[Any]) -> list[dict[str, str]]:
+def parent_flags(
+    job: Job, timed: list[dict[str, Any]], marks: list[dict[str, Any]], work: list[Any]
+) -> list[dict[str, str]]:
     """Detectors on the parent's side: clock consistency, side streams, speed of light."""
-    timed = result.get("timing") or []
-    marks = result.get("marks") or []
     core = [m for m in marks if m.get("origin") != "py"]  # Python cannot send these
     starts = {m["shape"]: m["t"] for m in core if m.get("name") == "timing_start"}
     ends = {m["shape"]: m["t"] for m in core if m.get("name") == "timing_end"}
@@ -238,8 +278,8 @@ def parent_flags(job: Job, result: dict[str, Any], work: list[Any]) -> list[dict
 def _sealed(
     job: Job, request: CandidateRequest, out: Path, *, cwd: Path, stages: tuple[str, ...],
     workers: Workers,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One candidate process over ``stages`` of the plan; its result and the assembly."""
+) -> tuple[CandidateRun, dict[str, Any]]:
+    """One candidate process over ``stages`` of the plan; its run and the assembly."""
     plan = _plan.make_plan(job.shapes, job.dtypes, seed=job.seed, seeds=job.seeds,
                            time=job.time, timing=job.timing, stages=stages)  # fmt: skip
     out.mkdir(exist_ok=True)
@@ -253,20 +293,20 @@ def _sealed(
     rels = [r for r in job.editable if r.endswith(".py")] or [job.entry_file]
     text = plan.text(tuple(sorted(str(d / r) for d in dirs for r in rels)), tuple(stdlib))
     cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)
-    result = cand.collect(job.timeout_s)
-    assembled = _plan.assemble(plan, result.get("core") or [])
+    got = cand.collect(job.timeout_s)
+    assembled = _plan.assemble(plan, got.core)
     for rec in assembled["records"]:  # outputs are digested under this process's key
         rec["digest_key"] = cand.key.hex()
-    return result, assembled
+    return CandidateRun.of(got), assembled
 
 
-def _merge(parts: list[tuple[dict[str, Any], dict[str, Any]]], subdirs: list[str]) -> tuple[
-    dict[str, Any], dict[str, Any]
-]:  # fmt: skip
-    """The naive path's processes as one result: records renamed into their folders."""
+def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
+           ) -> tuple[CandidateRun, dict[str, Any]]:  # fmt: skip
+    """The naive path's processes as one run: records renamed into their folders."""
     first, last = parts[0][0], parts[-1][0]
-    merged = {"records": [], "twins": [], "timing": [], "ops": [], "flags": [], "error": None}
-    for (res, asm), sub in zip(parts, subdirs, strict=True):
+    merged: dict[str, Any] = {"records": [], "twins": [], "timing": [], "ops": [], "flags": [],
+                              "error": None}  # fmt: skip
+    for (run, asm), sub in zip(parts, subdirs, strict=True):
         base = len(merged["records"])
         for rec in asm["records"]:
             merged["records"].append(
@@ -275,11 +315,12 @@ def _merge(parts: list[tuple[dict[str, Any], dict[str, Any]]], subdirs: list[str
         merged["twins"] += [(a + base, b + base) for a, b in asm["twins"]]
         for key in ("timing", "ops", "flags"):
             merged[key] += asm[key]
-        merged["error"] = merged["error"] or asm["error"] or res.get("error")
-    result = {**last, "compiled": first.get("compiled"), "network": first.get("network"),
-              "flags": [f for r, _ in parts for f in r.get("flags") or []],
-              "notes": [n for r, _ in parts for n in r.get("notes") or []]}  # fmt: skip
-    return result, merged
+        merged["error"] = merged["error"] or asm["error"] or run.error
+    run = dataclasses.replace(
+        last, compiled=first.compiled, network=first.network,
+        flags=[f for r, _ in parts for f in r.flags], notes=[n for r, _ in parts for n in r.notes],
+    )  # fmt: skip
+    return run, merged
 
 
 def timing_results(job: Job, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -312,7 +353,7 @@ def timing_results(job: Job, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def run_processes(
     job: Job, root: Path, *, workers: Workers | None = None, split_stages: bool = False
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+) -> tuple[CandidateRun, dict[str, Any], CheckerReport]:
     """The candidate process(es), then the checker process; returns all three results.
 
     The checker starts at once (importing torch overlaps the candidate's run) but gets
@@ -339,12 +380,12 @@ def run_processes(
                                          workers=workers))  # fmt: skip
                     walls[st[0]] = time.perf_counter() - t
                     res, asm = parts[-1]
-                    if not (res.get("compiled") or {}).get("ok") or asm["error"]:
+                    if not (res.compiled or {}).get("ok") or asm["error"]:
                         break
                 result, assembled = _merge(
                     parts, [st[0] for st, _ in zip(stages, parts, strict=False)]
                 )
-                result["stage_s"] = walls
+                result.stage_s = walls
             else:
                 result, assembled = _sealed(job, request, out / "c", cwd=scratch,
                                             stages=("correctness", "timing"), workers=workers)  # fmt: skip
@@ -353,14 +394,12 @@ def run_processes(
                     for r in assembled["records"]
                 ]
             t1 = time.perf_counter()
-            checked: dict[str, Any] = {"results": [], "flags": [], "work": []}
+            checked = CheckerReport(results=[], flags=[], work=[])
             if assembled["records"]:
                 checker.send(checker_request(job, root, out, assembled["records"], profile), scratch)  # fmt: skip
-                checked = checker.collect_trusted(job.timeout_s)
-            result["stage_s"] = result.get("stage_s") or stage_times(
-                result.get("marks") or [], t0, t1
-            )
-            result["stage_s"]["checker"] = time.perf_counter() - t1
+                checked = checker_report(checker.collect_trusted(job.timeout_s))
+            result.stage_s = result.stage_s or stage_times(result.marks, t0, t1)
+            result.stage_s["checker"] = time.perf_counter() - t1
     finally:
         if not checker.released:
             checker.kill()
@@ -400,34 +439,29 @@ def run_job(
     :func:`aka.eval._workers.current`).
     """
     static = static_findings(job, root / "cand")
-    result, assembled, checked = run_processes(
-        job, root, workers=workers, split_stages=split_stages
-    )
+    run, assembled, checked = run_processes(job, root, workers=workers, split_stages=split_stages)
     core_ran = bool(assembled["records"]) or bool(assembled["timing"])
-    compiled = result.get("compiled") or (
+    compiled = run.compiled or (
         {"ok": True, "error": None, "wall_s": 0.0}
         if core_ran
-        else {"ok": False, "error": result.get("error"), "wall_s": 0.0}
+        else {"ok": False, "error": run.error, "wall_s": 0.0}
     )
     records = assembled["records"]
     cases, check_flags = judge_records(records, checked, assembled["twins"])
-    if compiled.get("ok") and not cases and not result.get("error"):
+    if compiled.get("ok") and not cases and not run.error:
         assembled["error"] = assembled["error"] or "no correctness case came back"
     timing = timing_results(job, assembled["timing"]) if not assembled["error"] else []
-    result["timing"] = timing
-    found = static + list(result.get("flags") or []) + check_flags + list(assembled["flags"])
+    found = static + run.flags + check_flags + list(assembled["flags"])
     found += forbidden_ops(job.forbidden, assembled["ops"])
-    found += list(checked.get("flags") or []) if not checked.get("results") else []
-    found += parent_flags(job, result, checked.get("work") or [])
+    found += list(checked.flags) if not checked.results else []
+    found += parent_flags(job, timing, run.marks, checked.work)
     names = sorted({f["flag"] for f in found})
     evidence = list(dict.fromkeys(f"{f['flag']}: {f['evidence']}" for f in found))
-    checker_error = checked.get("error") if records else None
+    checker_error = checked.error if records else None
     correct = bool(cases) and all(c["ok"] for c in cases) and not names and not checker_error
-    correct = correct and not (
-        compiled.get("ok") and assembled["error"] and not result.get("error")
-    )
+    correct = correct and not (compiled.get("ok") and assembled["error"] and not run.error)
     error = (
-        result.get("error")
+        run.error
         or (assembled["error"] if compiled.get("ok") else None)
         or checker_error
         or compiled.get("error")
@@ -435,9 +469,9 @@ def run_job(
     )
     if names:
         error = f"hack flags {names}: {'; '.join(evidence)[:1000]}"
-    notes = list(result.get("notes") or [])
-    if result.get("contained"):
-        notes.append(f"containment: {result['contained']}")
+    notes = list(run.notes)
+    if run.contained:
+        notes.append(f"containment: {run.contained}")
     return Verdict(
         compiled=compiled,
         cases=cases,
@@ -447,9 +481,9 @@ def run_job(
         evidence=evidence,
         correct=correct,
         error=error,
-        network=str(result.get("network", "unknown")),
+        network=run.network,
         notes=notes,
-        stage_s=dict(result.get("stage_s") or {}),
+        stage_s=dict(run.stage_s),
     )
 
 

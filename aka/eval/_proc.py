@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,16 @@ from aka.eval import _warm
 from aka.eval._contain import ESCAPED_EXIT, NO_PIDNS
 from aka.eval._prepare import GATE_MARK, prepare_argv
 from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
-from aka.eval._wire import CandidateRequest, CheckerRequest, Delivery, encode
+from aka.eval._wire import (
+    CandidateReport,
+    CandidateRequest,
+    CheckerReport,
+    CheckerRequest,
+    Delivery,
+    WireError,
+    decode_report,
+    encode,
+)
 
 if TYPE_CHECKING:
     from aka.eval._workers import Workers
@@ -121,9 +131,36 @@ def _drain_tail(stream: Any, out: list[bytes]) -> None:
             out.pop(0)
 
 
-def failure(error: str) -> dict[str, Any]:
-    return {"compiled": None, "records": [], "timing": [], "device": {}, "flags": [],
-            "notes": [], "error": error, "marks": [], "core": []}  # fmt: skip
+@dataclass
+class Collected:
+    """What the evaluator gathered from one evaluation process.
+
+    ``report``: the process's own report, decoded (``None`` if it sent none, or one that
+    is not its type); ``marks``: frames sent along the way, each with the parent's clock
+    on arrival; ``core``: the sealed core's frames; ``flags``: the parent's findings (a
+    tampered channel, a process that outlived the evaluation); ``error``: why there is
+    no report (a death, a timeout).
+    """
+
+    report: CandidateReport | CheckerReport | None
+    marks: list[dict[str, Any]] = field(default_factory=list)
+    core: list[dict[str, Any]] = field(default_factory=list)
+    flags: list[dict[str, str]] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def network(self) -> str:
+        """How the process's network was isolated, as it reported or marked it."""
+        if isinstance(self.report, CandidateReport):
+            return self.report.network
+        started = [m["network"] for m in self.marks
+                   if m.get("name") in ("started", "loaded") and m.get("network")]  # fmt: skip
+        return str(started[0]) if started else "unknown"
+
+
+def failure(error: str) -> Collected:
+    """A process that produced no report."""
+    return Collected(report=None, error=error)
 
 
 class Proc:
@@ -276,8 +313,8 @@ class Proc:
         self.proc.wait()
         self._ungate()
 
-    def collect(self, timeout: float) -> dict[str, Any]:
-        """Wait for the exit; return the result frame plus ``marks`` and parent ``flags``."""
+    def collect(self, timeout: float) -> Collected:
+        """Wait for the exit; return what the process sent and what the parent found."""
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -303,7 +340,7 @@ class Proc:
         self.err.join(timeout=5)
         return self._result(flags)
 
-    def collect_trusted(self, timeout: float) -> dict[str, Any]:
+    def collect_trusted(self, timeout: float) -> Collected:
         """The checker's result as soon as it closes its channel; the exit is not awaited.
 
         Only for harness code (the checker): nothing it leaves running is judged, so its
@@ -315,20 +352,20 @@ class Proc:
             self.kill()
             return failure(f"evaluation exceeded {timeout:.0f} s")
         result = self._result([])
-        if result.get("kind") != "result":  # no result frame: judge the exit as usual
+        if result.report is None:  # no report: judge the exit as usual
             return self.collect(timeout)
         self.released = True
         threading.Thread(target=self.kill, daemon=True).start()
         return result
 
-    def _result(self, flags: list[dict[str, str]]) -> dict[str, Any]:
+    def _result(self, flags: list[dict[str, str]]) -> Collected:
         frames, tamper = read_frames(bytes(self.reader.data), self.key)
         if tamper:
             flags.append({"flag": "result_channel_tamper", "evidence": tamper})
         times = dict(self.reader.arrivals)
         marks: list[dict[str, Any]] = []
         core: list[dict[str, Any]] = []
-        result: dict[str, Any] | None = None
+        bodies: list[dict[str, Any]] = []
         for offset, frame in frames:
             kind = frame.get("kind")
             if kind == "py":  # sent by Python in the candidate process: untrusted content
@@ -337,29 +374,32 @@ class Proc:
                     flags.append({"flag": "result_channel_tamper", "evidence": "bad note"})
                 elif body.get("kind") != "result":
                     marks.append({**body, "t": times.get(offset), "origin": "py"})
-                elif result is None:
-                    result = body
                 else:
-                    flags.append({"flag": "result_channel_tamper", "evidence": "two results"})
+                    bodies.append(body)
             elif kind in CORE_FRAMES:
                 core.append(frame)
             elif kind != "result":
                 marks.append({**frame, "t": times.get(offset)})
-            elif result is None:
-                result = frame
             else:
-                flags.append({"flag": "result_channel_tamper", "evidence": "two result frames"})
-        if result is None:
+                bodies.append(frame)
+        report: CandidateReport | CheckerReport | None = None
+        if len(bodies) > 1:
+            flags.append({"flag": "result_channel_tamper", "evidence": "two result frames"})
+        if bodies:
+            try:
+                report = (
+                    decode_report(CandidateReport, bodies[0])
+                    if self.module == GATED_MODULE
+                    else decode_report(CheckerReport, bodies[0])
+                )
+            except WireError as exc:
+                flags.append({"flag": "result_channel_tamper", "evidence": str(exc)[:300]})
+        error = None
+        if report is None:
             text = b"".join(self.tail).decode(errors="replace").strip().splitlines()[-5:]
             code = self.proc.returncode
-            result = failure(f"evaluation process died (exit {code}): {' | '.join(text)}")
-        result["marks"] = marks
-        result["core"] = core
-        result["flags"] = list(result.get("flags") or []) + flags
-        started = [m["network"] for m in marks if m.get("name") in ("started", "loaded")
-                   and m.get("network")]  # fmt: skip
-        result.setdefault("network", started[0] if started else "unknown")
-        return result
+            error = f"evaluation process died (exit {code}): {' | '.join(text)}"
+        return Collected(report=report, marks=marks, core=core, flags=flags, error=error)
 
 
 def _py_body(frame: dict[str, Any]) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from aka.eval._child import _short_error, load_file_module
 from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
-from aka.eval._wire import CheckerRequest, WireError, decode
+from aka.eval._wire import CheckerReport, CheckerRequest, WireError, decode, encode_report
 
 # c10's names for scalar types (the core records ``c10::toString``).
 _SCALAR_TYPES: dict[str, Any] = {}
@@ -168,19 +168,20 @@ class _Checker:
         return out
 
 
-def run(req: CheckerRequest) -> dict[str, Any]:
+def run(req: CheckerRequest) -> CheckerReport:
     """Check every record; return per-record results, flags and work estimates."""
     try:
         checker = _Checker(req)
     except Exception as exc:
-        return {"error": f"checker failed to load the reference: {_short_error(exc)}"}
+        error = f"checker failed to load the reference: {_short_error(exc)}"
+        return CheckerReport(results=[], flags=[], work=[], error=error)
     results = []
     for rec in req.records:
         try:
             results.append(checker.check(rec))
         except Exception as exc:
             results.append({"ok": False, "max_abs_err": None, "error": _short_error(exc)})
-    return {"results": results, "flags": checker.flags, "work": checker.work(), "error": None}
+    return CheckerReport(results=results, flags=checker.flags, work=checker.work())
 
 
 def main() -> None:
@@ -195,7 +196,7 @@ def main() -> None:
         raise WireError("the checker's request came without its channel key")
     channel = Channel(fd, bytes.fromhex(delivery.key))
     out = profiled(req.profile, "checker", run, req)
-    channel.send({"kind": "result", **out})
+    channel.send(encode_report(out))
     os.close(fd)
 
 

@@ -1,4 +1,4 @@
-"""What the evaluator sends its processes: typed requests, checked on arrival.
+"""What the evaluator and its processes send each other: typed, checked on arrival.
 
 The parent builds a :class:`CandidateRequest` or :class:`CheckerRequest`; it travels as one
 JSON line on the process's stdin with a :class:`Delivery` (what the line carries besides
@@ -21,7 +21,18 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["CandidateRequest", "CheckerRequest", "Delivery", "WireError", "decode", "encode"]
+__all__ = [
+    "CandidateReport",
+    "CandidateRequest",
+    "CheckerReport",
+    "CheckerRequest",
+    "Delivery",
+    "WireError",
+    "decode",
+    "decode_report",
+    "encode",
+    "encode_report",
+]
 
 T = TypeVar("T")
 
@@ -92,6 +103,44 @@ class Delivery:
     key: str | None = None
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CandidateReport:
+    """What Python in the candidate process reports last (through the core's signed frames).
+
+    Untrusted content: Python there shares its process with candidate code. It says
+    whether the candidate imported, what the tripwires saw and how the process was
+    contained; every measurement and record comes from the sealed core instead.
+    """
+
+    compiled: dict[str, Any] | None
+    flags: list[dict[str, str]]
+    notes: list[str]
+    error: str | None
+    network: str
+    contained: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckerReport:
+    """The checker's verdict per record, its flags and per-shape work estimates."""
+
+    results: list[dict[str, Any]]
+    flags: list[dict[str, str]]
+    work: list[dict[str, float] | None]
+    error: str | None = None
+
+
+def encode_report(report: CandidateReport | CheckerReport) -> dict[str, Any]:
+    """A report as the body of a ``result`` frame."""
+    return {"kind": "result", **dataclasses.asdict(report)}
+
+
+def decode_report(cls: type[T], body: dict[str, Any]) -> T:
+    """The report of type ``cls`` from a ``result`` frame's body; :class:`WireError` if
+    it is not exactly that."""
+    return _build(cls, {k: v for k, v in body.items() if k != "kind"})
 
 
 def encode(request: CandidateRequest | CheckerRequest, delivery: Delivery) -> bytes:

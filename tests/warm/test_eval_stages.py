@@ -141,7 +141,7 @@ def test_repeats_run_on_the_smallest_shape_and_timed_calls_are_audited(tmp_path:
     assert sorted(kinds["case"]) == [1024] * 6 + [4096] * 2 + [8192] * 2
     assert set(kinds["timed"]) == {1024, 4096, 8192}  # the last call of each, at least
     assert len(assembled["twins"]) == 5
-    assert all(r.get("ok") for r in checked["results"]), checked
+    assert all(r.get("ok") for r in checked.results), checked
 
 
 def test_folders_of_dead_evaluators_are_swept(tmp_path: Path, shm: Path) -> None:

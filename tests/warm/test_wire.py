@@ -9,7 +9,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aka.eval._wire import CandidateRequest, CheckerRequest, Delivery, WireError, decode, encode
+from aka.eval._wire import (
+    CandidateReport,
+    CandidateRequest,
+    CheckerReport,
+    CheckerRequest,
+    Delivery,
+    WireError,
+    decode,
+    decode_report,
+    encode,
+    encode_report,
+)
 
 CHECKER = CheckerRequest(
     task_dir="/e/task", reference="reference.py", out_dir="/dev/shm/aka-x", pass_shape=False,
@@ -59,3 +70,21 @@ def test_a_request_of_the_other_process_or_not_json_is_refused() -> None:
         decode(CheckerRequest, b"{\n")
     with pytest.raises(WireError, match="'request' and 'delivery'"):
         decode(CheckerRequest, _line({"request": {}}))
+
+
+def test_reports_decode_only_as_their_own_type() -> None:
+    """A report is decoded strictly: a forged body (extra fields, wrong kinds of values)
+    is refused, and the parent flags the channel instead of reading it."""
+    report = CandidateReport(compiled={"ok": True, "error": None, "wall_s": 0.1}, flags=[],
+                             notes=["n"], error=None, network="isolated", contained="c")  # fmt: skip
+    body = encode_report(report)
+    assert body["kind"] == "result"
+    assert decode_report(CandidateReport, body) == report
+    with pytest.raises(WireError, match=r"unknown fields \['records'\]"):
+        decode_report(CandidateReport, {**body, "records": []})
+    with pytest.raises(WireError, match=r"CandidateReport\.flags:"):
+        decode_report(CandidateReport, {**body, "flags": ["correct"]})
+    with pytest.raises(WireError, match="CheckerReport: unknown fields"):
+        decode_report(CheckerReport, body)
+    checker = CheckerReport(results=[{"ok": True}], flags=[], work=[None, {"flops": 1.0}])
+    assert decode_report(CheckerReport, encode_report(checker)) == checker
