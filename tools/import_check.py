@@ -73,7 +73,8 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
     rows: list[dict[str, Any]] = []
     rid = new_validation_id()
     with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
-        for o in outcomes[: args.limit or None]:
+        end = args.start + args.limit if args.limit else None
+        for o in outcomes[args.start : end]:
             row = {"problem": o.path.name, "import": o.status, "result": "", "why": ""}
             rows.append(row)
             if o.dest is None:
@@ -116,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-import", action="store_true", help="Validate the tasks under --root.")
     ap.add_argument("--out", type=Path, default=None, help="JSON rows written here.")
     ap.add_argument("--limit", type=int, default=0, help="Validate only the first N rows.")
+    ap.add_argument(
+        "--start", type=int, default=0, help="Skip the first N rows (resume a split check)."
+    )
     ap.add_argument("--memory-gb", type=float, default=None, help="Cap per task's process.")
     ap.add_argument("--task-timeout", type=float, default=1800.0, help="Seconds per task.")
     args = ap.parse_args(argv)
