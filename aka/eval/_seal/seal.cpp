@@ -630,7 +630,7 @@ class Seal {
 
   struct Arm {
     py::object fn;
-    std::vector<py::tuple> args_keep;
+    std::vector<py::tuple> fresh_keep;
     py::object out;
 #ifdef AKA_SEAL_CUDA
     std::unique_ptr<at::cuda::CUDAGraph> graph;
@@ -730,10 +730,15 @@ class Seal {
   // One call of arm ``a`` in round ``r``: fresh values in the buffers, then the window.
   std::pair<double, double> sample(Arm* arms, int a, const Pair& p, int k, long r, bool audit) {
     // The candidate gets fresh values in its buffers for every call; the baseline (the
-    // task's own code, nothing to catch) keeps its first set, written once per pair.
+    // task's own code, nothing to catch) keeps its first set, generated once per pair but
+    // written into its buffers before every call like the candidate's, with the same
+    // poisoning and sync: both arms enter each window from the same device activity.
     Arm& arm = arms[a];
-    if (a == 0 && !arm.args_keep.empty()) {
-      const py::tuple& args = arm.args_keep.front();
+    int pattern = int(prf("poison:" + std::to_string(k) + ":" + std::to_string(r)) & 0xff);
+    if (a == 0 && !arm.fresh_keep.empty()) {
+      py::tuple args = write(a, p.shape, p.dtype, arm.fresh_keep.front());
+      poison(a, pattern);
+      sync();
       return window([&] {
         if (!arm.graph_replay()) arm.out = invoke(arm.fn, args, p.shape);
       });
@@ -748,8 +753,8 @@ class Seal {
     } else {
       std::tie(args, fresh) = inputs(a, p.shape, p.dtype, seed);
     }
-    if (a == 0) arm.args_keep.push_back(args);
-    poison(a, int(prf("poison:" + std::to_string(k) + ":" + std::to_string(r)) & 0xff));
+    if (a == 0) arm.fresh_keep.push_back(fresh);
+    poison(a, pattern);
     sync();
     std::pair<double, double> w = window([&] {
       if (!arm.graph_replay()) arm.out = invoke(arm.fn, args, p.shape);
@@ -762,9 +767,9 @@ class Seal {
       if (mutated(args, fresh)) rec += ",\"mutated\":true";
       audits_ += (audits_.empty() ? "" : ",") + rec + "}";
     }
-    if (a == 1 && THPVariable_Check(arm.out.ptr())) {
+    if (THPVariable_Check(arm.out.ptr())) {  // each arm's freed memory is poisoned alike
       at::Tensor t = THPVariable_Unpack(arm.out.ptr());
-      out_bytes_[1] = int64_t(t.numel()) * t.element_size();
+      out_bytes_[a] = int64_t(t.numel()) * t.element_size();
     }
     return w;
   }
@@ -922,7 +927,7 @@ class Seal {
           graph->capture_end();
         }
         sync();
-        arms[a].args_keep.insert(arms[a].args_keep.begin(), args);
+        arms[a].fresh_keep.insert(arms[a].fresh_keep.begin(), fresh);
         arms[a].graph = std::move(graph);
       }
       r++;
