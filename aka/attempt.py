@@ -171,7 +171,13 @@ def _judged_as(
 
 
 def _eval_request(
-    ctx: RunContext, p: AttemptPlan, task: Task, tree: str, *, purpose: str = "final", turn: int = 0
+    ctx: RunContext,
+    p: AttemptPlan,
+    task: Task,
+    tree: str,
+    *,
+    purpose: ev.Purpose = "final",
+    turn: int = 0,
 ) -> EvalRequest:
     return EvalRequest(
         task=task,

@@ -264,7 +264,14 @@ def _merge(parts: list[tuple[dict[str, Any], dict[str, Any]]], subdirs: list[str
 ]:  # fmt: skip
     """The naive path's processes as one result: records renamed into their folders."""
     first, last = parts[0][0], parts[-1][0]
-    merged = {"records": [], "twins": [], "timing": [], "ops": [], "flags": [], "error": None}
+    merged: dict[str, Any] = {
+        "records": [],
+        "twins": [],
+        "timing": [],
+        "ops": [],
+        "flags": [],
+        "error": None,
+    }
     for (res, asm), sub in zip(parts, subdirs, strict=True):
         base = len(merged["records"])
         for rec in asm["records"]:
