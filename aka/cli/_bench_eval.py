@@ -1,7 +1,7 @@
 """``aka bench eval``: evaluations per minute, warm workers against a fresh interpreter per stage.
 
 Each bundled Triton task's baseline is evaluated as a candidate through the real
-pipeline (:func:`aka.eval._pipeline.run_job`: static checks, the candidate process, the
+pipeline (:func:`aka.eval.run_job`: static checks, the candidate process, the
 checker process, every detector), ``--repeat`` times per mode, first along the naive
 path (a fresh interpreter per stage: compile, correctness and timing each in its own
 process, then the checker), then as aka evaluates (one candidate process and the checker,
@@ -22,8 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _warm
-from aka.eval._pipeline import Job, child_env, run_job
+from aka.eval import (
+    Job,
+    child_env,
+    run_job,
+    shutdown_warm_workers,
+    use_warm_workers,
+    zygote_status,
+)
 
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "triton2triton"
 TIMING = {"target_rel_ci": 0.005, "max_time_s": 0.2, "min_samples": 5}
@@ -76,12 +82,12 @@ def evaluate_baseline(task: Path, device: str, *, naive: bool = False) -> dict[s
 
 
 def _mode(tasks: list[Path], device: str, repeat: int, warm: bool) -> dict[str, Any]:
-    _warm.use_warm_workers(warm)
+    use_warm_workers(warm)
     start = time.perf_counter()
     try:
         runs = [evaluate_baseline(t, device, naive=not warm) for _ in range(repeat) for t in tasks]
     finally:
-        _warm.use_warm_workers(None)
+        use_warm_workers(None)
     total = time.perf_counter() - start
     over = [r["overhead_s"] for r in runs]
     # After the first pass: each task evaluated before in this mode (compiled kernels
@@ -116,12 +122,12 @@ def run_bench(device: str = "cpu", tasks: int = 2, repeat: int = 1) -> dict[str,
     chosen = triton_tasks(tasks)
     naive = _mode(chosen, device, repeat, warm=False)
     warm = _mode(chosen, device, repeat, warm=True)
-    _warm.use_warm_workers(True)
+    use_warm_workers(True)
     try:  # the zygote is still up: did it stay off CUDA while its children used it?
-        zygote = _warm.zygote_status(child_env(device))
+        zygote = zygote_status(child_env(device))
     finally:
-        _warm.use_warm_workers(None)
-        _warm.shutdown()
+        use_warm_workers(None)
+        shutdown_warm_workers()
     return {
         "device": device,
         "tasks": [str(t.relative_to(TASKS_ROOT)) for t in chosen],

@@ -198,7 +198,7 @@ def bench_ledger(
     ] = None,
 ) -> None:
     """Append, seal, compact, replay and query EVENTS events; put one large blob."""
-    from aka_ledger._bench import run_bench
+    from aka_ledger import run_bench
 
     result = run_bench(events, directory=tmp_dir, blob_mb=blob_mb)
     if fmt is OutputFormat.json:

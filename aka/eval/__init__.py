@@ -2,7 +2,10 @@
 
 Public surface: :func:`evaluate` (record an evaluation of a candidate tree in the ledger),
 :class:`EvalRequest`, :func:`harness_paths` (what code judges, for its digest),
-:func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`.
+:func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`;
+for the benchmarks and the task checks, :func:`run_job` (the pipeline on one
+:class:`Job`, giving a :class:`Verdict`), :func:`child_env`, :func:`load_file_module` and
+the warm workers' switches.
 
 The names are loaded lazily: the evaluation processes import ``aka.eval._child`` and
 ``aka.eval._reference``, which must start without the ledger, pydantic or any thread
@@ -15,6 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from aka.eval._child import load_file_module
     from aka.eval._evaluate import (
         EvalRequest,
         build_eval_dir,
@@ -22,17 +26,28 @@ if TYPE_CHECKING:
         harness_paths,
         run_child,
     )
+    from aka.eval._pipeline import Job, Verdict, child_env, run_job
     from aka.eval._static import Finding, forbidden_uses, hack_findings
+    from aka.eval._warm import shutdown as shutdown_warm_workers
+    from aka.eval._warm import use_warm_workers, zygote_status
 
 __all__ = [
     "EvalRequest",
     "Finding",
+    "Job",
+    "Verdict",
     "build_eval_dir",
+    "child_env",
     "evaluate",
     "forbidden_uses",
     "hack_findings",
     "harness_paths",
+    "load_file_module",
     "run_child",
+    "run_job",
+    "shutdown_warm_workers",
+    "use_warm_workers",
+    "zygote_status",
 ]
 
 _WHERE = {
@@ -44,10 +59,20 @@ _WHERE = {
     "Finding": "_static",
     "forbidden_uses": "_static",
     "hack_findings": "_static",
+    "Job": "_pipeline",
+    "Verdict": "_pipeline",
+    "child_env": "_pipeline",
+    "run_job": "_pipeline",
+    "load_file_module": "_child",
+    "use_warm_workers": "_warm",
+    "zygote_status": "_warm",
+    "shutdown_warm_workers": "_warm:shutdown",
 }
+"""Public name -> ``module`` (same name there) or ``module:name``."""
 
 
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module 'aka.eval' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"aka.eval.{_WHERE[name]}"), name)
+    module, _, attr = _WHERE[name].partition(":")
+    return getattr(importlib.import_module(f"aka.eval.{module}"), attr or name)
