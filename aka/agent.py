@@ -236,6 +236,7 @@ def check_options(name: str, options: Mapping[str, Any], *, where: str) -> Agent
 def _options_error(
     name: str, model: type[AgentOptions], exc: ValidationError, where: str
 ) -> InputError:
+    """One message for pydantic's errors: every unknown key at once, else the first."""
     allowed = sorted(model.model_fields)
     takes = f"it takes {', '.join(allowed)}" if allowed else "it takes no options"
     errors = exc.errors()
