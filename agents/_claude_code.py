@@ -5,7 +5,7 @@ Command line (as AgentKernelArena runs it, plus a turn limit when asked)::
     claude --print --verbose --output-format stream-json --include-partial-messages
            --permission-mode bypassPermissions [--model M] [--effort E] [--max-turns N]
            [--mcp-config=FILE] [--allowedTools=T,..] [--disallowedTools=T,..]
-           [extra.args ...] PROMPT
+           [options.args ...] PROMPT
 
 The CLI runs with the workspace as its working directory. An arm's MCP servers are
 written to ``FILE`` (``{"mcpServers": {...}}``) in a temporary folder outside the workspace.
@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
 from aka.treatments import mcp_config
+from aka_agents._options import CliOptions
 from aka_agents._process import AgentCheck, check_cli, env_credentials, extra_args, launch
 from aka_agents._streams import ClaudeParser
 
@@ -91,6 +92,7 @@ class ClaudeCodeAgent:
     """Anthropic's Claude Code CLI."""
 
     name: ClassVar[str] = "claude_code"
+    Options: ClassVar[type[CliOptions]] = CliOptions
     treatments: ClassVar[frozenset[str]] = frozenset(
         {"mcp_servers", "allowed_tools", "disallowed_tools"}
     )

@@ -5,7 +5,7 @@ Command line (as AgentKernelArena runs it)::
     codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check
           --cd WORKSPACE [--model M] [-c model_reasoning_effort="E"]
           [-c mcp_servers.NAME.command="..." -c mcp_servers.NAME.args=[...]
-           -c mcp_servers.NAME.env={...}] [extra.args ...] PROMPT
+           -c mcp_servers.NAME.env={...}] [options.args ...] PROMPT
 
 Codex has no turn limit flag, so ``max_iterations`` is recorded as ignored. An arm's MCP
 servers go in as ``-c`` overrides of ``config.toml`` keys (TOML values): nothing is
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from aka.agent import AgentOutcome, AgentRequest, AgentSink, McpServer, register_agent
+from aka_agents._options import CliOptions
 from aka_agents._process import (
     AgentCheck,
     check_cli,
@@ -90,6 +91,7 @@ class CodexAgent:
     """OpenAI's Codex CLI."""
 
     name: ClassVar[str] = "codex"
+    Options: ClassVar[type[CliOptions]] = CliOptions
     treatments: ClassVar[frozenset[str]] = frozenset({"mcp_servers"})
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:

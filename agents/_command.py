@@ -2,7 +2,7 @@
 
 This is how DeepSeek Harness, GEAK or a custom agent plugs in without code. The arm sets::
 
-    extra:
+    options:
       command: ["my-agent", "--prompt-file", "{prompt_file}", "--dir", "{workspace}", "--model", "{model}"]
       stream_format: lines        # or claude | codex | cursor, to reuse those parsers
       version_command: ["my-agent", "--version"]   # optional
@@ -28,9 +28,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field, field_validator
+
 from aka.agent import AgentOutcome, AgentRequest, AgentSettings, AgentSink, register_agent
 from aka.errors import InputError
 from aka.treatments import mcp_config
+from aka_agents._options import ProcessOptions
 from aka_agents._parsers import PARSERS
 from aka_agents._process import AgentCheck, agent_env, extra_args, first_line, run_cli
 
@@ -50,11 +53,11 @@ _TREATMENT_FIELDS = {
     "allowed_tools": "allowed_tools",
     "disallowed_tools": "disallowed_tools",
 }
-_FIX = 'set settings.extra.command to a list of strings, e.g. ["my-agent", "{prompt_file}"]'
+_FIX = 'set options.command to a list of strings, e.g. ["my-agent", "{prompt_file}"]'
 
 
-def _template(extra: Any) -> list[str]:
-    command = extra.get("command")
+def _template(options: Any) -> list[str]:
+    command = options.get("command")
     if (
         not isinstance(command, list | tuple)
         or not command
@@ -62,18 +65,60 @@ def _template(extra: Any) -> list[str]:
     ):
         raise InputError(
             "the command agent needs a non-empty list of strings",
-            where="settings.extra.command",
+            where="options.command",
             fix=_FIX,
         )
     for arg in command:
-        for _, name, _, _ in string.Formatter().parse(arg):
-            if name is not None and name not in FIELDS:
-                raise InputError(
-                    f"unknown placeholder {{{name}}} in {arg!r}",
-                    where="settings.extra.command",
-                    fix=f"use only {', '.join('{' + f + '}' for f in FIELDS)} (double braces for a literal)",
-                )
+        problem = _placeholder_problem(arg)
+        if problem:
+            raise InputError(problem, where="options.command", fix=_PLACEHOLDERS)
     return list(command)
+
+
+_PLACEHOLDERS = f"use only {', '.join('{' + f + '}' for f in FIELDS)} (double braces for a literal)"
+
+
+def _placeholder_problem(arg: str) -> str | None:
+    """What is wrong with one argument's placeholders, or None."""
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(arg)]
+    except ValueError as exc:  # a lone brace
+        return f"{arg!r}: {exc}"
+    for name in names:
+        if name is not None and name not in FIELDS:
+            return f"unknown placeholder {{{name}}} in {arg!r}"
+    return None
+
+
+class CommandOptions(ProcessOptions):
+    """The command agent's options: the program, its output format, its version probe."""
+
+    command: list[str] = Field(
+        min_length=1,
+        description='the program and its arguments, e.g. ["my-agent", "{prompt_file}"]',
+    )
+    stream_format: str = Field(
+        default="lines", description=f"how stdout is parsed: one of {', '.join(PARSERS)}"
+    )
+    version_command: list[str] | None = Field(
+        default=None, description='a command printing the version, e.g. ["my-agent", "--version"]'
+    )
+
+    @field_validator("command")
+    @classmethod
+    def _placeholders(cls, command: list[str]) -> list[str]:
+        for arg in command:
+            problem = _placeholder_problem(arg)
+            if problem:
+                raise ValueError(f"{problem}; {_PLACEHOLDERS}")
+        return command
+
+    @field_validator("stream_format")
+    @classmethod
+    def _format(cls, fmt: str) -> str:
+        if fmt not in PARSERS:
+            raise ValueError(f"unknown stream_format {fmt!r}; use one of: {', '.join(PARSERS)}")
+        return fmt
 
 
 def command_argv(
@@ -82,7 +127,7 @@ def command_argv(
     """The program's argv with every placeholder filled.
 
     Raises:
-        InputError: ``extra.command`` is missing, not a list of strings, or uses an
+        InputError: ``options.command`` is missing, not a list of strings, or uses an
             unknown placeholder.
     """
     s = request.settings
@@ -97,24 +142,25 @@ def command_argv(
         "allowed_tools": ",".join(s.allowed_tools),
         "disallowed_tools": ",".join(s.disallowed_tools),
     }
-    return [arg.format_map(values) for arg in _template(s.extra)]
+    return [arg.format_map(values) for arg in _template(s.options)]
 
 
 @register_agent("command")
 class CommandAgent:
-    """Runs the program named in ``settings.extra.command``."""
+    """Runs the program named in ``options.command``."""
 
     name: ClassVar[str] = "command"
+    Options: ClassVar[type[CommandOptions]] = CommandOptions
 
     def treatments_for(self, settings: AgentSettings) -> frozenset[str]:
         """MCP servers and tool lists, when the command has a placeholder for them.
 
         Raises:
-            InputError: ``extra.command`` is missing or malformed.
+            InputError: ``options.command`` is missing or malformed.
         """
         used = {
             name
-            for arg in _template(settings.extra)
+            for arg in _template(settings.options)
             for _, name, _, _ in string.Formatter().parse(arg)
             if name is not None
         }
@@ -122,17 +168,17 @@ class CommandAgent:
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         """Write the prompt to a file, run the command in the workspace, parse its stdout."""
-        extra = request.settings.extra
-        fmt = str(extra.get("stream_format", "lines"))
+        options = request.settings.options
+        fmt = str(options.get("stream_format", "lines"))
         if fmt not in PARSERS:
             raise InputError(
                 f"unknown stream_format {fmt!r}",
-                where="settings.extra.stream_format",
+                where="options.stream_format",
                 fix=f"use one of: {', '.join(PARSERS)}",
             )
         env = agent_env(os.environ, request)
         version = None
-        if extra.get("version_command"):
+        if options.get("version_command"):
             code, text = first_line(extra_args(request.settings, "version_command"), env=env)
             version = text.splitlines()[0] if code == 0 and text else None
         with tempfile.TemporaryDirectory(prefix="aka-prompt-") as tmp:
@@ -145,6 +191,4 @@ class CommandAgent:
 
     def check(self) -> AgentCheck:
         """Nothing to check until an arm names a program."""
-        return AgentCheck(
-            self.name, installed=True, message="runs the program in settings.extra.command"
-        )
+        return AgentCheck(self.name, installed=True, message="runs the program in options.command")

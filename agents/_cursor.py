@@ -3,7 +3,7 @@
 Command line (as AgentKernelArena runs it)::
 
     cursor-agent --force --print --output-format stream-json --stream-partial-output
-                 [--model M] [extra.args ...] PROMPT
+                 [--model M] [options.args ...] PROMPT
 
 The CLI runs with the workspace as its working directory. It has no effort or turn-limit
 flag, so ``effort`` and ``max_iterations`` are recorded as ignored.
@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from aka.agent import AgentOutcome, AgentRequest, AgentSink, register_agent
 from aka.treatments import mcp_config
+from aka_agents._options import CliOptions
 from aka_agents._process import (
     AgentCheck,
     check_cli,
@@ -88,6 +89,7 @@ class CursorAgent:
     """Cursor's ``cursor-agent`` CLI."""
 
     name: ClassVar[str] = "cursor"
+    Options: ClassVar[type[CliOptions]] = CliOptions
     treatments: ClassVar[frozenset[str]] = frozenset(
         {"mcp_servers", "allowed_tools", "disallowed_tools"}
     )

@@ -5,10 +5,10 @@ runs its ``mini`` CLI in the workspace, so the timeout and the process-tree clea
 the same as for every CLI agent; the package is never imported here::
 
     mini --yolo --exit-immediately --task PROMPT --output TRAJECTORY.json
-         [--model M] [--cost-limit extra.cost_limit] [extra.args ...]
+         [--model M] [--cost-limit options.cost_limit] [options.args ...]
 
 ``model`` is a LiteLLM model name (``anthropic/claude-sonnet-4-5``, ``openai/gpt-5``,
-``openai/<name>`` for a local OpenAI-compatible server with ``extra.api_base``). stdout is
+``openai/<name>`` for a local OpenAI-compatible server with ``options.api_base``). stdout is
 kept as log items; after the run the trajectory file gives the messages, the command
 outputs, the cost and the token counts.
 """
@@ -25,7 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka_agents._options import CliOptions
 from aka_agents._process import AgentCheck, extra_args, launch
 from aka_agents._streams import LinesParser, StreamTotals, clip, usage_numbers
 
@@ -46,8 +49,8 @@ def mini_argv(exe: str, request: AgentRequest, trajectory: Path) -> tuple[list[s
     ]
     if s.model:
         argv += ["--model", s.model]
-    if s.extra.get("cost_limit") is not None:
-        argv += ["--cost-limit", str(s.extra["cost_limit"])]
+    if s.options.get("cost_limit") is not None:
+        argv += ["--cost-limit", str(s.options["cost_limit"])]
     notes = []
     if s.effort:
         notes.append(
@@ -102,13 +105,24 @@ def trajectory_items(traj: Mapping[str, Any]) -> tuple[list[AgentItem], StreamTo
 
 
 def _with_env(request: AgentRequest) -> AgentRequest:
-    extra = request.settings.extra
+    options = request.settings.options
     env = {"MSWEA_CONFIGURED": "true", **request.env}  # skip the first-run setup wizard
-    if extra.get("api_base"):
-        env.setdefault("OPENAI_API_BASE", str(extra["api_base"]))
-        env.setdefault("OPENAI_BASE_URL", str(extra["api_base"]))
+    if options.get("api_base"):
+        env.setdefault("OPENAI_API_BASE", str(options["api_base"]))
+        env.setdefault("OPENAI_BASE_URL", str(options["api_base"]))
         env.setdefault("MSWEA_COST_TRACKING", "ignore_errors")  # local models have no price
     return dataclasses.replace(request, env=env)
+
+
+class MiniSweOptions(CliOptions):
+    """mini-swe-agent's options: the common CLI ones, a cost limit and a model server."""
+
+    cost_limit: float | None = Field(
+        default=None, ge=0, description="passed as --cost-limit (USD per attempt)"
+    )
+    api_base: str | None = Field(
+        default=None, description="an OpenAI-compatible server's URL (a local model)"
+    )
 
 
 @register_agent("mini_swe")
@@ -116,6 +130,7 @@ class MiniSweAgent:
     """mini-swe-agent through its ``mini`` CLI."""
 
     name: ClassVar[str] = "mini_swe"
+    Options: ClassVar[type[MiniSweOptions]] = MiniSweOptions
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         """Run ``mini`` in the workspace, then read its trajectory for usage and cost."""

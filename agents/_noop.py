@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
-from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSink, register_agent
+from typing import ClassVar
+
+from pydantic import Field
+
+from aka.agent import (
+    AgentItem,
+    AgentOptions,
+    AgentOutcome,
+    AgentRequest,
+    AgentSink,
+    register_agent,
+)
+
+
+class NoopOptions(AgentOptions):
+    """The noop agent's one option."""
+
+    control: bool = Field(
+        default=False,
+        description="judge the unchanged sources as the baseline is, so a torch-to-kernel "
+        "task gives an A/A row (docs/authoring.md)",
+    )
 
 
 @register_agent("noop")
@@ -10,6 +31,7 @@ class NoopAgent:
     """Does nothing, so its score measures the baseline against itself."""
 
     name = "noop"
+    Options: ClassVar[type[NoopOptions]] = NoopOptions
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         """Leave the workspace as it is."""

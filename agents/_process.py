@@ -65,12 +65,12 @@ class Limits:
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> Limits:
-        """Limits from an arm's settings; ``extra`` may override the caps and the grace.
+        """Limits from an arm's settings; ``options`` may override the caps and the grace.
 
         Raises:
             InputError: an override is not a number.
         """
-        extra = settings.extra
+        extra = settings.options
         values: dict[str, float] = {}
         for key, default in (
             ("max_transcript_bytes", 64 * MiB),
@@ -82,7 +82,7 @@ class Limits:
             except (TypeError, ValueError):
                 raise InputError(
                     f"{extra[key]!r} is not a number",
-                    where=f"settings.extra.{key}",
+                    where=f"options.{key}",
                     fix="give a number",
                 ) from None
         return cls(
@@ -94,16 +94,16 @@ class Limits:
 
 
 def extra_args(settings: AgentSettings, key: str = "args") -> list[str]:
-    """A list-of-strings setting from ``extra`` (empty when unset).
+    """A list-of-strings setting from ``options`` (empty when unset).
 
     Raises:
         InputError: the value is not a list of strings.
     """
-    value = settings.extra.get(key, [])
+    value = settings.options.get(key, [])
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise InputError(
             f"expected a list of strings, got {value!r}",
-            where=f"settings.extra.{key}",
+            where=f"options.{key}",
             fix='write it as a YAML list, e.g. ["--flag", "value"]',
         )
     return list(value)
@@ -346,7 +346,7 @@ def run_process(
 
 
 def agent_env(base: Mapping[str, str], request: AgentRequest) -> dict[str, str]:
-    """The agent's environment: ours without ``AKA_*``, then the request's, then ``extra.env``.
+    """The agent's environment: ours without ``AKA_*``, then the request's, then ``options.env``.
 
     ``AKA_*`` variables of this process (``AKA_LEDGER`` above all) are dropped so an agent
     cannot find the ledger; the request and the arm may still set such variables (the
@@ -354,11 +354,11 @@ def agent_env(base: Mapping[str, str], request: AgentRequest) -> dict[str, str]:
     the agent's PATH but sits beside this interpreter, that directory is put first on PATH
     so the command the prompt names works.
     """
-    extra_env: Any = request.settings.extra.get("env", {})
+    extra_env: Any = request.settings.options.get("env", {})
     if not isinstance(extra_env, Mapping):
         raise InputError(
             f"expected a mapping, got {extra_env!r}",
-            where="settings.extra.env",
+            where="options.env",
             fix="write it as a YAML mapping of NAME: value",
         )
     own = {k: v for k, v in base.items() if not k.startswith("AKA_")}
@@ -511,8 +511,8 @@ ArgvBuilder = Callable[[str, AgentRequest], tuple[list[str], list[str]]]
 
 
 def resolve_executable(default: str, settings: AgentSettings, env: Mapping[str, str]) -> str | None:
-    """The agent program: ``extra.executable`` if set, else ``default`` looked up on PATH."""
-    exe = str(settings.extra.get("executable") or default)
+    """The agent program: ``options.executable`` if set, else ``default`` looked up on PATH."""
+    exe = str(settings.options.get("executable") or default)
     if os.sep in exe:
         return exe if os.access(exe, os.X_OK) else None
     return shutil.which(exe, path=env.get("PATH"))

@@ -11,8 +11,33 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
-from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSink, register_agent
+from pydantic import Field, model_validator
+
+from aka.agent import (
+    AgentItem,
+    AgentOptions,
+    AgentOutcome,
+    AgentRequest,
+    AgentSink,
+    register_agent,
+)
+
+
+class ReplayOptions(AgentOptions):
+    """What to replay: a directory of files, a diff, or both (files first)."""
+
+    source: str | None = Field(
+        default=None, description="a directory whose files replace the workspace's"
+    )
+    patch: str | None = Field(default=None, description="a unified diff applied with patch -p1")
+
+    @model_validator(mode="after")
+    def _something(self) -> ReplayOptions:
+        if not self.source and not self.patch:
+            raise ValueError("replay needs options.source (a directory) or options.patch")
+        return self
 
 
 @register_agent("replay")
@@ -20,10 +45,11 @@ class ReplayAgent:
     """Copies files or applies a patch; never edits anything else."""
 
     name = "replay"
+    Options: ClassVar[type[ReplayOptions]] = ReplayOptions
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         """Apply ``options.source`` (a directory) and/or ``options.patch`` (a diff file)."""
-        opts = request.settings.extra
+        opts = request.settings.options
         source, patch = opts.get("source"), opts.get("patch")
         if not source and not patch:
             return AgentOutcome(

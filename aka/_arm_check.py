@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from aka.agent import AgentSettings, McpServer, get_agent
+from aka.agent import AgentSettings, McpServer, check_options, get_agent
 from aka.config import ArmConfig, RunConfig
 from aka.errors import InputError
 from aka.prompt import template_fields
@@ -112,12 +112,13 @@ def _check_agent(arm: ArmConfig, where: str) -> None:
                 where=f"{where}, field 'mcp_servers'",
                 fix="use letters, digits, '_' and '-'",
             )
+    check_options(arm.agent, arm.options, where=where)
     wanted = [t for t in AGENT_TREATMENTS if getattr(arm, t)]
     if not wanted:
         return
     agent = get_agent(arm.agent, where=f"{where}, field 'agent'")
     settings = AgentSettings(
-        extra=dict(arm.options),
+        options=dict(arm.options),
         mcp_servers={
             n: McpServer(c.command, tuple(c.args), dict(c.env)) for n, c in arm.mcp_servers.items()
         },

@@ -7,16 +7,22 @@ while it works (turned into ``AgentOutput`` events), and records the returned
 afterwards by snapshotting the workspace, so an agent cannot claim a result.
 
 Agents register with :func:`register_agent` (built-ins) or through the ``aka.agents``
-entry-point group (third parties), so adding one touches one file.
+entry-point group (third parties), so adding one touches one file. Each declares the
+options an arm may give it as an :class:`AgentOptions` model (its ``Options`` attribute);
+:func:`check_options` holds an arm's ``options:`` to it at run start, so a misspelt key is
+refused before anything is recorded instead of being ignored by the agent.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aka.errors import InputError
 
@@ -34,9 +40,22 @@ class McpServer:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+class AgentOptions(BaseModel):
+    """Base of an agent's options model: the keys an arm's ``options:`` may hold.
+
+    Unknown keys are rejected and the model is frozen. An agent without an ``Options``
+    attribute takes none (this base, which has no fields).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 @dataclass(frozen=True)
 class AgentSettings:
-    """Per-arm knobs every agent understands; agent-specific ones go in ``extra``.
+    """Per-arm knobs every agent understands; agent-specific ones go in ``options``.
+
+    ``options`` is the arm's ``options:`` mapping, checked against the agent's
+    :class:`AgentOptions` model when the run starts (:func:`check_options`).
 
     ``mcp_servers``, ``allowed_tools`` and ``disallowed_tools`` reach only agents that
     declare them in a ``treatments`` attribute; the run is refused before any work
@@ -47,10 +66,20 @@ class AgentSettings:
     effort: str | None = None
     max_iterations: int | None = None
     timeout_seconds: float = 1800.0
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
+
+    @property
+    def extra(self) -> Mapping[str, Any]:
+        """Deprecated: the old name of :attr:`options` (kept for agents written against it)."""
+        warnings.warn(
+            "AgentSettings.extra is deprecated; read AgentSettings.options (the arm's options:)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.options
 
 
 @dataclass(frozen=True)
@@ -120,7 +149,11 @@ class AgentOutcome:
 
 @runtime_checkable
 class Agent(Protocol):
-    """The one protocol every agent implements."""
+    """The one protocol every agent implements.
+
+    An agent that takes options also sets ``Options`` (a subclass of
+    :class:`AgentOptions`); it is optional, so it is not a member of the protocol.
+    """
 
     name: ClassVar[str]
 
@@ -171,3 +204,69 @@ def get_agent(name: str, *, where: str | None = None) -> Agent:
             fix=f"use one of: {', '.join(sorted(_REGISTRY)) or '(none installed)'}",
         )
     return factory()
+
+
+def options_model(agent: object) -> type[AgentOptions]:
+    """The options model ``agent`` (an instance or its class) declares; none: no options."""
+    model = getattr(agent, "Options", AgentOptions)
+    if not (isinstance(model, type) and issubclass(model, AgentOptions)):
+        raise TypeError(f"{agent!r}: Options must be a subclass of aka.agent.AgentOptions")
+    return model
+
+
+def check_options(name: str, options: Mapping[str, Any], *, where: str) -> AgentOptions:
+    """An arm's ``options:`` checked against agent ``name``'s model.
+
+    Args:
+        name: the agent's registered name.
+        options: the arm's options, as read from the config.
+        where: the config and the arm, for messages (``field 'options.KEY'`` is added).
+
+    Raises:
+        InputError: an unknown agent; keys the agent does not take (the message names
+            the agent, every such key and the keys it takes); a value of the wrong type.
+    """
+    model = options_model(get_agent(name, where=f"{where}, field 'agent'"))
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        raise _options_error(name, model, exc, where) from None
+
+
+def _options_error(
+    name: str, model: type[AgentOptions], exc: ValidationError, where: str
+) -> InputError:
+    """One message for pydantic's errors: every unknown key at once, else the first."""
+    allowed = sorted(model.model_fields)
+    takes = f"it takes {', '.join(allowed)}" if allowed else "it takes no options"
+    errors = exc.errors()
+    unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+    if unknown:
+        keys = ", ".join(repr(k) for k in unknown)
+        return InputError(
+            f"agent {name!r} has no option {keys}",
+            where=f"{where}, field 'options.{unknown[0]}'",
+            fix=f"remove or rename it: {takes} (see docs/agents.md)",
+        )
+    first = errors[0]
+    if not first["loc"]:  # a check across keys
+        return InputError(
+            f"agent {name!r}: {first['msg'].removeprefix('Value error, ')}",
+            where=f"{where}, field 'options'",
+            fix=f"{takes} (see docs/agents.md)",
+        )
+    key = ".".join(str(p) for p in first["loc"])
+    described = model.model_fields.get(str(first["loc"][0]))
+    what = described.description if described is not None and described.description else ""
+    if first["type"] == "missing":
+        message = f"agent {name!r} needs option {key!r}"
+    else:
+        message = (
+            f"agent {name!r} option {key!r}: {first['msg'].removeprefix('Value error, ')} "
+            f"(got {first.get('input')!r})"
+        )
+    return InputError(
+        message,
+        where=f"{where}, field 'options.{key}'",
+        fix=(f"{first['loc'][0]}: {what}" if what else takes) + " (see docs/agents.md)",
+    )

@@ -26,8 +26,7 @@ from aka.agent import AgentItem, AgentOutcome, AgentRequest, get_agent
 from aka.config import RunConfig
 from aka.core import AttemptPlan
 from aka.errors import InfrastructureError, NotFoundError
-from aka.eval import EvalRequest, evaluate
-from aka.eval import _workers as eval_workers
+from aka.eval import EvalRequest, evaluate, workers_for_run
 from aka.runkeys import with_authority
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, baseline_task
@@ -81,7 +80,7 @@ def open_run(ledger: Ledger, run_id: str) -> RunContext:
     started = found[0].payload
     assert isinstance(started, ev.RunStarted)
     config = RunConfig.model_validate_json(ledger.cas.get(started.config))
-    eval_workers.for_run(config.evaluator.warm_workers)
+    workers_for_run(config.evaluator.warm_workers)
     return RunContext(run_id=run_id, config=config, started=started, tasks=TaskCache(ledger.cas))
 
 
@@ -174,7 +173,13 @@ def _judged_as(
 
 
 def _eval_request(
-    ctx: RunContext, p: AttemptPlan, task: Task, tree: str, *, purpose: str = "final", turn: int = 0
+    ctx: RunContext,
+    p: AttemptPlan,
+    task: Task,
+    tree: str,
+    *,
+    purpose: ev.Purpose = "final",
+    turn: int = 0,
 ) -> EvalRequest:
     return EvalRequest(
         task=task,

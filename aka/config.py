@@ -102,7 +102,8 @@ class ArmConfig(_Strict):
     max_iterations: int | None = Field(default=None, ge=1, description="Turn/iteration limit.")
     timeout_seconds: float = Field(default=1800.0, gt=0, description="Wall-clock budget.")
     options: dict[str, Any] = Field(
-        default_factory=dict, description="Agent-specific settings (see docs/agents.md)."
+        default_factory=dict,
+        description="Agent-specific options; unknown keys are refused at run start (docs/agents.md).",
     )
     prompt: PromptConfig | None = Field(default=None, description="Prompt template/sections.")
     files: list[FileConfig] = Field(

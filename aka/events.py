@@ -19,6 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from aka_ledger import EventModel, EventRegistry
 
 Digest = str
+Purpose = Literal["final", "self", "heldout", "validate"]
+"""Why an evaluation ran (``EvaluationStarted.purpose``, ``Scored.purpose``)."""
+HeldoutRole = Literal["candidate", "baseline"]
+"""What a held-out evaluation measured (``HeldoutEvaluated.role``)."""
 
 
 class _Part(BaseModel):
@@ -133,7 +137,7 @@ class EvaluationStarted(EventModel):
     type: Literal["EvaluationStarted"] = "EvaluationStarted"
     try_no: int = Field(ge=0, description="Try this belongs to (0 outside attempts).")
     eval_id: str = Field(description="Unique id of this evaluation.")
-    purpose: Literal["final", "self", "heldout", "validate"] = Field(
+    purpose: Purpose = Field(
         description="'final' scores the attempt; 'self' is the agent's own check; 'heldout' "
         "re-evaluates on held-out shapes; 'validate' checks a task. Only 'final' is a score."
     )
@@ -214,9 +218,7 @@ class Scored(EventModel):
     type: Literal["Scored"] = "Scored"
     eval_id: str = Field(description="Evaluation this closes.")
     try_no: int = Field(ge=0, description="Try this belongs to.")
-    purpose: Literal["final", "self", "heldout", "validate"] = Field(
-        description="Only 'final' is the attempt's score."
-    )
+    purpose: Purpose = Field(description="Only 'final' is the attempt's score.")
     compiled: bool = Field(description="The candidate compiled and launched.")
     correct: bool = Field(description="Every correctness case passed and no hack flag fired.")
     speedup: float | None = Field(description="Geometric mean of per-shape speedups, if correct.")
@@ -265,7 +267,7 @@ class HeldoutEvaluated(EventModel):
 
     type: Literal["HeldoutEvaluated"] = "HeldoutEvaluated"
     task: str = Field(description="Task key.")
-    role: Literal["candidate", "baseline"] = Field(
+    role: HeldoutRole = Field(
         description="'candidate': an attempt's final candidate; 'baseline': the starting sources."
     )
     eval_id: str = Field(description="The held-out evaluation (purpose 'heldout').")

@@ -93,7 +93,7 @@ def _evaluate_heldout(
     ctx: RunContext,
     task: Task,
     *,
-    role: str,
+    role: ev.HeldoutRole,
     candidate: str,
     attempt_key: str | None,
     tuning_eval_id: str | None,

@@ -133,11 +133,11 @@ def _container(image_id: str, root: Path, device: str) -> Iterator[Any]:
     client = docker_from_env()
     requests = []
     if device.startswith("cuda"):
-        ids = [device.split(":", 1)[1]] if ":" in device else None
+        # Either the one GPU the device names or all of them (docker takes one of the two).
         requests = [
-            docker.types.DeviceRequest(
-                count=None if ids else -1, device_ids=ids, capabilities=[["gpu"]]
-            )
+            docker.types.DeviceRequest(device_ids=[device.split(":", 1)[1]], capabilities=[["gpu"]])
+            if ":" in device
+            else docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])
         ]
     container = client.containers.run(
         image_id,

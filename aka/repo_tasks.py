@@ -35,8 +35,7 @@ from aka.errors import InputError
 from aka.tasks import SOURCE_LOCK, TASK_FILE, RepositorySpec, Task
 
 if TYPE_CHECKING:
-    from aka.eval._evaluate import EvalRequest
-    from aka.eval._pipeline import Verdict
+    from aka.eval import EvalRequest, Verdict
     from aka_ledger import ContentStore, Ledger
 
 __all__ = [
@@ -246,7 +245,7 @@ def build_command_dirs(ledger: Ledger, req: EvalRequest, dest: Path) -> dict[str
 def command_verdict(ledger: Ledger, req: EvalRequest, dest: Path) -> Verdict:
     """Evaluate a command-driven task (plain, repository or image) in ``dest``."""
     from aka.command_tasks import run_commands
-    from aka.eval._pipeline import Verdict
+    from aka.eval import Verdict
 
     spec = req.task.spec
     assert spec.commands is not None

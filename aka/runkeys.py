@@ -22,8 +22,7 @@ from pathlib import Path
 
 from aka.errors import InputError
 from aka.runlock import RUN_ID_RE
-from aka_ledger import Authority, Ledger, Rejected
-from aka_ledger._authority import KEY_BYTES
+from aka_ledger import KEY_BYTES, Authority, Ledger, Rejected
 
 __all__ = [
     "AUTHORITY_TYPES",

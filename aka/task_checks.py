@@ -23,8 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from aka import events as ev
-from aka.eval import forbidden_uses
-from aka.eval._child import load_file_module
+from aka.eval import forbidden_uses, load_file_module
 from aka.tasks import Task, Tolerance
 
 Status = str  # "pass" | "fail" | "skip" | "warn"

@@ -213,7 +213,7 @@ def agent_settings(arm: ResolvedArm) -> AgentSettings:
         effort=arm.effort,
         max_iterations=arm.max_iterations,
         timeout_seconds=arm.timeout_seconds,
-        extra=dict(arm.options),
+        options=dict(arm.options),
         mcp_servers={
             name: McpServer(command=s.command, args=tuple(s.args), env=dict(s.env))
             for name, s in arm.mcp_servers.items()

@@ -218,9 +218,10 @@ def review_task(task: Task, arm: ArmConfig) -> tuple[Status, str]:
     import shutil
     import tempfile
 
-    from aka.agent import AgentRequest, AgentSettings, get_agent
+    from aka.agent import AgentRequest, AgentSettings, check_options, get_agent
 
     agent = get_agent(arm.agent, where="--review")
+    check_options(arm.agent, arm.options, where=f"--review: arm {arm.name!r}")
     with tempfile.TemporaryDirectory(prefix="aka-review-") as tmp:
         ws = Path(tmp) / "task"
         shutil.copytree(task.path, ws)
@@ -231,7 +232,7 @@ def review_task(task: Task, arm: ArmConfig) -> tuple[Status, str]:
                 model=arm.model,
                 effort=arm.effort,
                 timeout_seconds=arm.timeout_seconds,
-                extra=dict(arm.options),
+                options=dict(arm.options),
             ),
             task_name=task.name,
         )

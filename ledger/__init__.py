@@ -4,7 +4,8 @@ A reusable library: it knows nothing of kernels, agents or GPUs. Importing it pu
 pyarrow, pydantic and blake3 only; duckdb is imported lazily by :meth:`Ledger.connect`.
 """
 
-from aka_ledger._authority import Authority, Rejected
+from aka_ledger._authority import KEY_BYTES, Authority, Rejected
+from aka_ledger._bench import run_bench
 from aka_ledger._cas import ContentStore, TreeEntry
 from aka_ledger._compact import CompactionResult
 from aka_ledger._envelope import Envelope
@@ -13,6 +14,7 @@ from aka_ledger._ledger import Ledger, Problem
 from aka_ledger._model import EventModel, EventRegistry
 
 __all__ = [
+    "KEY_BYTES",
     "Authority",
     "CompactionResult",
     "ContentStore",
@@ -27,4 +29,5 @@ __all__ = [
     "Rejected",
     "SchemaError",
     "TreeEntry",
+    "run_bench",
 ]

@@ -18,6 +18,7 @@ from aka_runners._local import (
 )
 from aka_runners._order import longest_first, task_estimates
 from aka_runners._preflight import DeviceInfo, detect_device, preflight
+from aka_runners._schedule import measure_claim_latency, simulate, synthetic_attempts
 from aka_runners._slurm import SlurmSpec, batch_script, slurm_states, submit_slurm, watch_slurm
 from aka_runners._worker import (
     AttemptSource,
@@ -51,6 +52,7 @@ __all__ = [
     "launch",
     "load_source_factory",
     "longest_first",
+    "measure_claim_latency",
     "orchestrator_source",
     "parse_gpus",
     "preflight",
@@ -58,10 +60,12 @@ __all__ = [
     "run_docker",
     "run_local",
     "run_worker",
+    "simulate",
     "slurm_states",
     "start_docker",
     "start_local",
     "submit_slurm",
+    "synthetic_attempts",
     "task_estimates",
     "wait_docker",
     "watch_slurm",

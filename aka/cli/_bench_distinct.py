@@ -32,9 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.cli._bench_eval import TASKS_ROOT, _job, triton_tasks
-from aka.eval._pipeline import run_job
-from aka.eval._switches import Switches
-from aka.eval._workers import Workers
+from aka.eval import Switches, Workers, run_job
 from aka.tunables import variants
 
 

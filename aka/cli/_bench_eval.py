@@ -22,9 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aka.eval._pipeline import Job, run_job
-from aka.eval._switches import Switches
-from aka.eval._workers import Workers
+from aka.eval import Job, Switches, Workers, run_job
 
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "triton2triton"
 TIMING = {"target_rel_ci": 0.005, "max_time_s": 0.2, "min_samples": 5}

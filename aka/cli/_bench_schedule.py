@@ -36,7 +36,7 @@ def bench_schedule(
     count, so the makespan includes the claiming overhead.
     """
     from aka.errors import InputError
-    from aka_runners._schedule import measure_claim_latency, simulate, synthetic_attempts
+    from aka_runners import measure_claim_latency, simulate, synthetic_attempts
 
     try:
         counts = [int(w) for w in workers.split(",")]

@@ -45,7 +45,7 @@ def bench_timing(
     ``python -m aka.timing.bench`` (which needs no CLI dependencies).
     """
     from aka.errors import InputError
-    from aka.timing._bench_report import render_markdown
+    from aka.timing import render_bench_report
     from aka.timing.bench import run_bench
 
     if fmt is OutputFormat.csv:
@@ -62,4 +62,4 @@ def bench_timing(
     text = json.dumps(report, indent=2)
     if output is not None:
         output.write_text(text)
-    typer.echo(text if fmt is OutputFormat.json else render_markdown(report))
+    typer.echo(text if fmt is OutputFormat.json else render_bench_report(report))

@@ -44,8 +44,7 @@ def compare(
 ) -> None:
     """Paired A/B comparison per task with bootstrap CIs, tests and a verdict."""
     from aka.stats import compare as compare_
-    from aka.stats import render_table
-    from aka.stats._attempts import select_attempts
+    from aka.stats import render_table, select_attempts
     from aka.tables import attempt_table
     from aka.treatments import arm_difference
 

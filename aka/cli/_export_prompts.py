@@ -28,7 +28,7 @@ def prompts(
 ) -> None:
     """Prompt rows for RL trainers, each naming its task and task digest (docs/trainers.md)."""
     from aka.errors import InputError
-    from aka.integrations._dataset import PROMPT_FORMATS, export_prompts
+    from aka.integrations import PROMPT_FORMATS, export_prompts
 
     if fmt not in PROMPT_FORMATS:
         raise InputError(

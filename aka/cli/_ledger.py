@@ -182,7 +182,9 @@ def _print_schema(ledger: Path, fmt: OutputFormat, *, asked: bool) -> None:
             typer.echo(f"{name}  (one row per {what})")
             typer.echo("  " + ", ".join(f"{c} {t}" for c, t in cols))
         return
-    rows = [{"view": n, "column": c, "type": t} for n, cols in columns.items() for c, t in cols]
+    rows: list[dict[str, object]] = [
+        {"view": n, "column": c, "type": t} for n, cols in columns.items() for c, t in cols
+    ]
     emit_rows(rows, fmt)
 
 
@@ -196,7 +198,7 @@ def bench_ledger(
     ] = None,
 ) -> None:
     """Append, seal, compact, replay and query EVENTS events; put one large blob."""
-    from aka_ledger._bench import run_bench
+    from aka_ledger import run_bench
 
     result = run_bench(events, directory=tmp_dir, blob_mb=blob_mb)
     if fmt is OutputFormat.json:

@@ -27,7 +27,7 @@ def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServ
 
     from aka.api import Sample
     from aka.errors import AkaError
-    from aka.integrations._scorer import score_response
+    from aka.integrations import score_response
 
     class Handler(BaseHTTPRequestHandler):
         def _reply(self, code: int, body: dict[str, object]) -> None:

@@ -60,7 +60,7 @@ def worker(
         wid = worker_id or default_worker_id()
         src = load_source_factory(source)(ledger, run, wid)
         try:
-            target = device or getattr(src, "target_device", "auto")
+            target = device or str(getattr(src, "target_device", "auto"))
             resolved = preflight(target)  # before any claim: a wrong node runs nothing
             report = run_worker(
                 ledger, run, src, worker_id=wid, device=resolved, lease_ttl_s=lease_ttl

@@ -97,13 +97,22 @@ def text_of(ledger: Ledger, digest: str | None) -> str:
     return cut + ("\n… (cut; open the blob for the rest)" if len(data) > MAX_INLINE else "")
 
 
+_TRY_EVENTS = (
+    ev.AttemptStarted,
+    ev.AgentStarted,
+    ev.AgentOutput,
+    ev.AgentFinished,
+    ev.AttemptFinished,
+)
+
+
 def _tries(ledger: Ledger, run_id: str, key: str) -> list[Try]:
-    types = ["AttemptStarted", "AgentStarted", "AgentOutput", "AgentFinished", "AttemptFinished"]
+    types = [cls.__name__ for cls in _TRY_EVENTS]
     by_no: dict[int, Try] = {}
     for e in ledger.events(run_id=run_id, types=types):
-        if e.attempt_key != key:
-            continue
         p = e.payload
+        if e.attempt_key != key or not isinstance(p, _TRY_EVENTS):
+            continue
         t = by_no.setdefault(p.try_no, Try(p.try_no))
         if isinstance(p, ev.AttemptStarted):
             t.worker = p.worker

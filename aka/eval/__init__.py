@@ -2,7 +2,11 @@
 
 Public surface: :func:`evaluate` (record an evaluation of a candidate tree in the ledger),
 :class:`EvalRequest`, :func:`harness_paths` (what code judges, for its digest),
-:func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`.
+:func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`;
+for the benchmarks, trainers and the task checks, :func:`run_job` (the pipeline on one
+:class:`Job`, giving a :class:`Verdict`), :func:`child_env`, :func:`load_file_module`,
+and the process layer: :class:`Workers` built from :class:`Switches`,
+:func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`.
 
 The names are loaded lazily: the evaluation processes import ``aka.eval._child`` and
 ``aka.eval._reference``, which must start without the ledger, pydantic or any thread
@@ -15,22 +19,39 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from aka.eval._child import load_file_module
     from aka.eval._evaluate import (
         EvalRequest,
         build_eval_dir,
         evaluate,
         harness_paths,
     )
+    from aka.eval._pipeline import Job, Verdict, child_env, run_job
     from aka.eval._static import Finding, forbidden_uses, hack_findings
+    from aka.eval._switches import Switches
+    from aka.eval._workers import Workers
+    from aka.eval._workers import configure as configure_workers
+    from aka.eval._workers import current as current_workers
+    from aka.eval._workers import for_run as workers_for_run
 
 __all__ = [
     "EvalRequest",
     "Finding",
+    "Job",
+    "Switches",
+    "Verdict",
+    "Workers",
     "build_eval_dir",
+    "child_env",
+    "configure_workers",
+    "current_workers",
     "evaluate",
     "forbidden_uses",
     "hack_findings",
     "harness_paths",
+    "load_file_module",
+    "run_job",
+    "workers_for_run",
 ]
 
 _WHERE = {
@@ -41,10 +62,22 @@ _WHERE = {
     "Finding": "_static",
     "forbidden_uses": "_static",
     "hack_findings": "_static",
+    "Job": "_pipeline",
+    "Verdict": "_pipeline",
+    "child_env": "_pipeline",
+    "run_job": "_pipeline",
+    "load_file_module": "_child",
+    "Switches": "_switches",
+    "Workers": "_workers",
+    "configure_workers": "_workers:configure",
+    "current_workers": "_workers:current",
+    "workers_for_run": "_workers:for_run",
 }
+"""Public name -> ``module`` (same name there) or ``module:name``."""
 
 
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module 'aka.eval' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"aka.eval.{_WHERE[name]}"), name)
+    module, _, attr = _WHERE[name].partition(":")
+    return getattr(importlib.import_module(f"aka.eval.{module}"), attr or name)

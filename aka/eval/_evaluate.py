@@ -44,7 +44,7 @@ class EvalRequest:
     device: str
     policy: str
     timing: TimingSettings
-    purpose: str = "final"
+    purpose: ev.Purpose = "final"
     try_no: int = 0
     turn: int = 0
     heldout: bool = False

@@ -178,16 +178,16 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
     if plan.pairs and not failed_call:
         got = {int(f.get("shape", -1)): f for f in timings}
         for k, (shape, dtype, _seed) in enumerate(plan.pairs):
-            f = got.get(k)
-            if f is None:
+            tf = got.get(k)
+            if tf is None:
                 if done:
                     error = error or (done[-1].get("error") or "a timing record is missing")
                     flags.append({"flag": "records_incomplete",
                                   "evidence": f"no timing record for shape {k}"})  # fmt: skip
                 continue
-            if f.get("error"):
-                error = error or f"timing failed: {f['error']}"
-            for audit in f.get("audits") or []:
+            if tf.get("error"):
+                error = error or f"timing failed: {tf['error']}"
+            for audit in tf.get("audits") or []:
                 records.append({"kind": "timed", "shape": plan.shapes[shape], "dtype": dtype,
                                 "seed": audit.get("seed"),
                                 **{k2: audit.get(k2) for k2 in
@@ -196,8 +196,8 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
                 if audit.get("mutated"):
                     flags.append({"flag": "input_mutation",
                                   "evidence": f"timed call on shape {plan.shapes[shape]}"})  # fmt: skip
-            if not f.get("error"):
-                timing.append({"shape": plan.shapes[shape], "dtype": dtype, "raw": f})
+            if not tf.get("error"):
+                timing.append({"shape": plan.shapes[shape], "dtype": dtype, "raw": tf})
     if not done and not error:
         error = "the evaluation process ended before its plan was done"
     twins = [(i, c.twin) for i, c in enumerate(plan.calls) if i < c.twin]

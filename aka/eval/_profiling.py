@@ -60,11 +60,11 @@ def profiled(folder: str | None, name: str, fn: Callable[..., T], *args: Any) ->
         stem = f"{name}-{os.getpid()}"
         prof.create_stats()
         with os.fdopen(create(f"{stem}.prof"), "wb") as f:
-            marshal.dump(prof.stats, f)  # type: ignore[attr-defined]
+            marshal.dump(prof.stats, f)
         # Modules imported while evaluating: library ones are what a zygote could preload.
         new = sorted(m for m in sys.modules if m not in before)
-        with os.fdopen(create(f"{stem}.modules.json"), "w") as f:
-            json.dump(new, f)
+        with os.fdopen(create(f"{stem}.modules.json"), "w") as out:
+            json.dump(new, out)
         os.close(dir_fd)
 
 

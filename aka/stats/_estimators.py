@@ -97,7 +97,7 @@ def sign_flip_pvalue(deltas: ArrayLike, *, n_resamples: int, seed: int) -> float
         alternative="two-sided",
         rng=np.random.default_rng(seed),
     )
-    return float(min(1.0, res.pvalue))
+    return min(1.0, float(res.pvalue))
 
 
 def cohens_dz(deltas: ArrayLike) -> float:

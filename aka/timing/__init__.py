@@ -11,6 +11,7 @@ torch is imported lazily inside the GPU paths: importing this package never load
 See docs/timing.md for the method and the evidence behind each choice.
 """
 
+from aka.timing._bench_report import render_markdown as render_bench_report
 from aka.timing._config import ENGINE_VERSION, TimingConfig
 from aka.timing._device import device_fingerprint, read_clocks
 from aka.timing._engine import host_check, measure_pair, method, pair_from_samples
@@ -44,6 +45,7 @@ __all__ = [
     "ratio_of_medians_ci",
     "read_clocks",
     "rel_halfwidth",
+    "render_bench_report",
     "stop_decision",
     "summarize",
     "timer_resolution",

@@ -57,11 +57,11 @@ def workspace(tmp_path: Path) -> Path:
 def make_request(
     workspace: Path, env: dict[str, str] | None = None, **settings: object
 ) -> AgentRequest:
-    extra = dict(settings.pop("extra", {}) or {})  # type: ignore[call-overload]
+    options = dict(settings.pop("options", {}) or {})  # type: ignore[call-overload]
     return AgentRequest(
         workspace=workspace,
         prompt="Make softmax faster.",
-        settings=AgentSettings(extra=extra, **settings),  # type: ignore[arg-type]
+        settings=AgentSettings(options=options, **settings),  # type: ignore[arg-type]
         env=env or {},
     )
 

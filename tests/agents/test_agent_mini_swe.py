@@ -23,7 +23,7 @@ def test_mini_swe_reads_trajectory_for_cost_and_tokens(
         env={"FAKE_ARGV": str(argv_file)},
         model="openai/qwen3-coder",
         max_iterations=5,
-        extra={"api_base": "http://localhost:8000/v1", "cost_limit": 2},
+        options={"api_base": "http://localhost:8000/v1", "cost_limit": 2},
     )
     outcome = get_agent("mini_swe").run(request, sink)
     assert outcome.status == "ok" and outcome.exit_code == 0
@@ -40,7 +40,9 @@ def test_mini_swe_reads_trajectory_for_cost_and_tokens(
 
 def test_mini_swe_passes_a_local_server_through_the_environment(workspace: Path) -> None:
     request = make_request(
-        workspace, env={"MSWEA_CONFIGURED": "false"}, extra={"api_base": "http://localhost:8000/v1"}
+        workspace,
+        env={"MSWEA_CONFIGURED": "false"},
+        options={"api_base": "http://localhost:8000/v1"},
     )
     env = _with_env(request).env
     assert env["OPENAI_API_BASE"] == env["OPENAI_BASE_URL"] == "http://localhost:8000/v1"

@@ -28,9 +28,9 @@ def run(
 ):
     sink = Collect()
     settings.setdefault("timeout_seconds", 20.0)
-    extra = {**FAST, **dict(settings.pop("extra", {}) or {})}  # type: ignore[call-overload]
+    extra = {**FAST, **dict(settings.pop("options", {}) or {})}  # type: ignore[call-overload]
     request = make_request(
-        workspace, env={"FAKE_SCENARIO": scenario, **(env or {})}, extra=extra, **settings
+        workspace, env={"FAKE_SCENARIO": scenario, **(env or {})}, options=extra, **settings
     )
     outcome = get_agent(agent).run(request, sink)
     return outcome, sink
@@ -195,7 +195,7 @@ def test_large_output_is_capped_and_flagged_but_fully_parsed(
         workspace,
         "large",
         env={"FAKE_LINES": "3000", "FAKE_HUGE": "300000"},
-        extra={"max_transcript_bytes": cap, "max_line_bytes": 65536},
+        options={"max_transcript_bytes": cap, "max_line_bytes": 65536},
     )
     clean, _ = run(agent, workspace)
     assert outcome.status == "ok" and outcome.truncated
@@ -262,7 +262,7 @@ def test_missing_cli_is_an_error_that_says_how_to_install(
 def test_extra_args_go_before_the_prompt(fake_bin: Path, workspace: Path, tmp_path: Path) -> None:
     argv_file = tmp_path / "argv.json"
     extra = {"args": ["--add-dir", "/data"]}
-    run("claude_code", workspace, env={"FAKE_ARGV": str(argv_file)}, extra=extra)
+    run("claude_code", workspace, env={"FAKE_ARGV": str(argv_file)}, options=extra)
     assert json.loads(argv_file.read_text())[-3:] == ["--add-dir", "/data", "Make softmax faster."]
 
 
@@ -271,20 +271,20 @@ def test_extra_executable_overrides_the_path_lookup(
 ) -> None:
     exe = str(fake_bin / "claude")
     monkeypatch.setenv("PATH", "/nonexistent")
-    outcome, _ = run("claude_code", workspace, extra={"executable": exe})
+    outcome, _ = run("claude_code", workspace, options={"executable": exe})
     assert outcome.status == "ok" and outcome.cost_usd == 0.0421
 
 
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        ({"args": "--verbose"}, "settings.extra.args"),
-        ({"max_line_bytes": "big"}, "settings.extra.max_line_bytes"),
+        ({"args": "--verbose"}, "options.args"),
+        ({"max_line_bytes": "big"}, "options.max_line_bytes"),
     ],
 )
 def test_bad_extra_settings_are_input_errors(
     fake_bin: Path, workspace: Path, extra: dict, field: str
 ) -> None:
     with pytest.raises(InputError) as err:
-        get_agent("claude_code").run(make_request(workspace, extra=extra), Collect())
+        get_agent("claude_code").run(make_request(workspace, options=extra), Collect())
     assert err.value.where == field

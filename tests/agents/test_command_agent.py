@@ -32,7 +32,7 @@ def test_command_runs_with_filled_template(workspace: Path, tmp_path: Path) -> N
     command = [sys.executable, str(script), "{prompt_file}", "{workspace}", "{model}"]
     sink = Collect()
     outcome = get_agent("command").run(
-        make_request(workspace, model="local-7b", extra={"command": command}), sink
+        make_request(workspace, model="local-7b", options={"command": command}), sink
     )
     assert outcome.status == "ok" and outcome.exit_code == 0
     assert (outcome.tokens_in, outcome.tokens_out, outcome.cost_usd, outcome.model) == (
@@ -53,7 +53,7 @@ def test_command_runs_with_filled_template(workspace: Path, tmp_path: Path) -> N
 def test_command_can_reuse_a_cli_stream_format(workspace: Path) -> None:
     command = ["cat", str(FAKES / "claude.jsonl")]
     outcome = get_agent("command").run(
-        make_request(workspace, extra={"command": command, "stream_format": "claude"}), Collect()
+        make_request(workspace, options={"command": command, "stream_format": "claude"}), Collect()
     )
     assert (outcome.tokens_in, outcome.cost_usd) == (460, 0.0421)
 
@@ -61,15 +61,15 @@ def test_command_can_reuse_a_cli_stream_format(workspace: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        ({}, "settings.extra.command"),
-        ({"command": "echo hi"}, "settings.extra.command"),
-        ({"command": ["echo", "{prompt}"]}, "settings.extra.command"),
-        ({"command": ["echo"], "stream_format": "xml"}, "settings.extra.stream_format"),
+        ({}, "options.command"),
+        ({"command": "echo hi"}, "options.command"),
+        ({"command": ["echo", "{prompt}"]}, "options.command"),
+        ({"command": ["echo"], "stream_format": "xml"}, "options.stream_format"),
     ],
 )
 def test_bad_command_settings_name_the_field(workspace: Path, extra: dict, field: str) -> None:
     with pytest.raises(InputError) as err:
-        get_agent("command").run(make_request(workspace, extra=extra), Collect())
+        get_agent("command").run(make_request(workspace, options=extra), Collect())
     assert err.value.where == field and err.value.fix
 
 
@@ -78,7 +78,7 @@ def test_version_command_is_recorded(workspace: Path) -> None:
         "command": ["true"],
         "version_command": [sys.executable, "-c", "print('my-agent 3.1')"],
     }
-    outcome = get_agent("command").run(make_request(workspace, extra=extra), Collect())
+    outcome = get_agent("command").run(make_request(workspace, options=extra), Collect())
     assert outcome.version == "my-agent 3.1"
     assert json.loads(json.dumps(outcome.status)) == "ok"
 
@@ -90,7 +90,7 @@ def test_stdin_is_closed_and_extra_env_reaches_the_process(workspace: Path) -> N
     extra = {"command": [sys.executable, "-c", script], "env": {"ARM_VAR": "from-arm"}}
     sink = Collect()
     outcome = get_agent("command").run(
-        make_request(workspace, timeout_seconds=20.0, extra=extra), sink
+        make_request(workspace, timeout_seconds=20.0, options=extra), sink
     )
     assert outcome.status == "ok"
     assert sink.of("log")[0].text == "from-arm:''"
@@ -116,7 +116,7 @@ def test_items_arrive_on_the_callers_thread_and_a_failing_handler_is_counted(
     extra = {"command": [sys.executable, "-c", "print('a'); print('boom'); print('b')"]}
     sink = _Picky()
     outcome = get_agent("command").run(
-        make_request(workspace, timeout_seconds=20.0, extra=extra), sink
+        make_request(workspace, timeout_seconds=20.0, options=extra), sink
     )
     assert outcome.status == "ok"
     assert sink.threads == {threading.get_ident()}
@@ -136,7 +136,7 @@ def test_the_ledger_location_never_reaches_the_agent(
         workspace,
         env={"AKA_EVAL_SOCKET": "/tmp/s.sock"},
         timeout_seconds=20.0,
-        extra={"command": [sys.executable, "-c", script]},
+        options={"command": [sys.executable, "-c", script]},
     )
     assert get_agent("command").run(request, sink).status == "ok"
     assert sink.of("log")[0].text == "- /tmp/s.sock"
@@ -152,7 +152,7 @@ def test_the_eval_program_beside_this_interpreter_is_put_on_path(
     script = "import shutil; print(shutil.which('aka'))"
     request = dataclasses.replace(
         make_request(
-            workspace, timeout_seconds=20.0, extra={"command": [sys.executable, "-c", script]}
+            workspace, timeout_seconds=20.0, options={"command": [sys.executable, "-c", script]}
         ),
         eval_command=("aka", "eval"),
     )

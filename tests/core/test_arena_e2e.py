@@ -9,10 +9,21 @@ from pathlib import Path
 import pytest
 from arena_helpers import write_config
 
-from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSink, register_agent
+from aka.agent import (
+    AgentItem,
+    AgentOptions,
+    AgentOutcome,
+    AgentRequest,
+    AgentSink,
+    register_agent,
+)
 
 FAST_KERNEL = "import torch\n\n\ndef affine(x):\n    return torch.addcmul(torch.ones_like(x), x, torch.full_like(x, 2.0))\n"
 WRONG_KERNEL = "def affine(x):\n    return x * 2\n"
+
+
+class ForgerOptions(AgentOptions):
+    wrong: bool = False
 
 
 @register_agent("test_forger")
@@ -20,11 +31,12 @@ class ForgerAgent:
     """Writes a correct kernel plus every forgery it can think of."""
 
     name = "test_forger"
+    Options = ForgerOptions
 
     def run(self, request: AgentRequest, sink: AgentSink) -> AgentOutcome:
         ws = request.workspace
         (ws / "kernel.py").write_text(
-            WRONG_KERNEL if request.settings.extra.get("wrong") else FAST_KERNEL
+            WRONG_KERNEL if request.settings.options.get("wrong") else FAST_KERNEL
         )
         (ws / "result.json").write_text(
             json.dumps({"score": 1e9, "speedup": 1000, "correct": True})

@@ -194,7 +194,7 @@ def test_command_agent_gets_mcp_file_and_tool_lists(tmp_path: Path) -> None:
         f"json.dump({{'mcp': json.load(open(sys.argv[1])), 'tools': sys.argv[2]}}, open({str(out)!r}, 'w'))\n"
     )
     extra = {"command": [sys.executable, str(script), "{mcp_config}", "{allowed_tools}"]}
-    req = _request(tmp_path, extra=extra, mcp_servers=SERVERS, allowed_tools=("Read", "Edit"))
+    req = _request(tmp_path, options=extra, mcp_servers=SERVERS, allowed_tools=("Read", "Edit"))
     outcome = CommandAgent().run(req, Sink())
     assert outcome.status == "ok", outcome.error
     seen = json.loads(out.read_text())

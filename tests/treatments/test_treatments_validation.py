@@ -47,7 +47,12 @@ def _refused(cli, tmp_path: Path, tasks_root: Path, arm: dict[str, Any], **extra
             "agent 'noop' cannot take mcp_servers",
         ),
         (
-            {"name": "x", "agent": "replay", "allowed_tools": ["Read"]},
+            {
+                "name": "x",
+                "agent": "replay",
+                "options": {"source": "kept/"},
+                "allowed_tools": ["Read"],
+            },
             "agent 'replay' cannot take allowed_tools",
         ),
         (
