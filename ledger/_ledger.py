@@ -364,10 +364,12 @@ class Ledger:
         """Each writer's high-water mark (last seq, head over its ids) as read now.
 
         Record them where a later loss must show (in an event of your own) and pass
-        them back to :meth:`verify`. Forged events count too: marks witness files.
+        them back to :meth:`verify`. A writer holding an event that fails the ledger's
+        :class:`Authority` gets no mark: removing a forgery is not a loss.
         """
-        table, _ = self._store.read()
-        return marks_of([table])
+        table, _ = self.table()
+        forgers = {r.writer_id for r in self.rejected}
+        return {w: m for w, m in marks_of([table]).items() if w not in forgers}
 
     def compact(self, *, target_rows: int | None = None) -> CompactionResult:
         """Merge small segments (and seal dead writers' live logs); safe while others run."""
