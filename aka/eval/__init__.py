@@ -2,7 +2,8 @@
 
 Public surface: :func:`evaluate` (record an evaluation of a candidate tree in the ledger),
 :class:`EvalRequest`, :func:`harness_paths` (what code judges, for its digest),
-:func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`.
+:func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`,
+:func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
 
 The names are loaded lazily: the evaluation processes import ``aka.eval._child`` and
 ``aka.eval._reference``, which must start without the ledger, pydantic or any thread
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         harness_paths,
         run_child,
     )
+    from aka.eval._contain import hide
     from aka.eval._static import Finding, forbidden_uses, hack_findings
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "forbidden_uses",
     "hack_findings",
     "harness_paths",
+    "hide",
     "run_child",
 ]
 
@@ -44,6 +47,7 @@ _WHERE = {
     "Finding": "_static",
     "forbidden_uses": "_static",
     "hack_findings": "_static",
+    "hide": "_contain",
 }
 
 
