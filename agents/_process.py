@@ -161,7 +161,13 @@ def run_cli(
             sink.emit(item)
 
     run_env = env if env is not None else agent_env(os.environ, request)
-    result = run_process(argv, cwd=request.workspace, env=run_env, limits=limits, on_line=on_line)
+    hidden = _hidden(request)
+    result = run_process(
+        argv, cwd=request.workspace, env=run_env, limits=limits, on_line=on_line, hidden=hidden
+    )
+    containment = result.containment or "not contained: options.contain is false"
+    if containment.startswith("not contained"):
+        sink.emit(AgentItem("log", f"the agent ran {containment}", {"containment": containment}))
     for item in parser.finish():
         sink.emit(item)
     outcome = outcome_from(result, parser.totals, version=version, requested_model=settings.model)
@@ -182,12 +188,29 @@ def run_cli(
                 "malformed_lines": parser.totals.malformed_lines,
                 "processes_stopped": result.killed,
                 "handler_errors": result.handler_errors,
+                "containment": containment,
             },
         )
     )
     if outcome.error:
         sink.emit(AgentItem("error", outcome.error, {"status": outcome.status}))
     return outcome
+
+
+def _hidden(request: AgentRequest) -> tuple[Path, ...] | None:
+    """What the sandbox covers, or None where ``options.contain`` is false.
+
+    Raises:
+        InputError: ``contain`` is not a boolean.
+    """
+    contain = request.settings.extra.get("contain", True)
+    if not isinstance(contain, bool):
+        raise InputError(
+            f"expected true or false, got {contain!r}",
+            where="settings.extra.contain",
+            fix="write `contain: false` to run the agent without namespaces (debugging)",
+        )
+    return request.hidden if contain else None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ Elsewhere only the process group is signalled.
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import threading
 import time
@@ -103,6 +105,8 @@ class ProcessResult:
         handler_errors: lines whose handler raised (the line is in the transcript).
         spawn_error: why the process could not be started, if it could not.
         wall_seconds: wall-clock time from spawn to the end of cleanup.
+        containment: what the sandbox did (``contained (...); own PID namespace``) or
+            why not (``not contained: ...``); None when no sandbox was asked for.
     """
 
     exit_code: int | None
@@ -118,6 +122,7 @@ class ProcessResult:
     handler_errors: int = 0
     spawn_error: str | None = None
     wall_seconds: float = 0.0
+    containment: str | None = None
 
 
 def run_process(
@@ -127,26 +132,53 @@ def run_process(
     env: Mapping[str, str],
     limits: Limits,
     on_line: Callable[[str], None],
+    hidden: Sequence[Path] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion or timeout, feeding stdout lines to ``on_line``.
 
     ``on_line`` is called on the caller's thread, in stream order (a reader thread only
     reads). Stdin is closed: an agent waiting for input gets EOF instead of hanging.
+    With ``hidden`` (even empty), the process runs in its own PID and mount namespaces
+    with those paths covered (:mod:`aka_agents._sandbox`), where the kernel allows.
     """
     marker = uuid.uuid4().hex
     started = time.monotonic()
+    status_r = status_w = paths_r = -1
+    cmd = list(argv)
+    if hidden is not None:  # imported here: `python -m aka_agents._sandbox` runs it as main
+        from aka_agents._sandbox import command, paths_payload
+
+        status_r, status_w = os.pipe()
+        paths_r, paths_w = os.pipe()
+        with os.fdopen(paths_w, "wb") as f:  # a few paths: far below the pipe's buffer
+            f.write(paths_payload(hidden))
+        cmd = command(argv, status_w, paths_r)
     try:
         proc = subprocess.Popen(
-            list(argv),
+            cmd,
             cwd=cwd,
             env={**env, MARKER_VAR: marker},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own session and process group (pgid == pid)
+            pass_fds=(status_w, paths_r) if status_w >= 0 else (),
         )
     except OSError as exc:
         return ProcessResult(exit_code=None, spawn_error=f"{argv[0]}: {exc.strerror or exc}")
+    finally:
+        if status_w >= 0:
+            os.close(status_w)
+            os.close(paths_r)
+    containment = None
+    if status_r >= 0:
+        from aka_agents._sandbox import EXEC_FAILED
+
+        containment = _read_status(status_r, min(30.0, max(1.0, limits.timeout_seconds)))
+        if containment.startswith(EXEC_FAILED):
+            proc.wait()
+            spawn_error = containment.removeprefix(EXEC_FAILED)
+            return ProcessResult(exit_code=None, spawn_error=spawn_error)
     lines = Lines(on_line)
     out = StdoutPump(limits.max_transcript_bytes, limits.max_line_bytes, lines.queue.put)
     err: list[bytes] = []
@@ -165,7 +197,8 @@ def run_process(
         except subprocess.TimeoutExpired:
             timed_out = True
     finally:
-        killed = stop_tree(proc.pid, marker, limits.kill_grace_seconds)
+        launcher = _launcher(proc) if hidden is not None else 0
+        killed = max(0, stop_tree(proc.pid, marker, limits.kill_grace_seconds) - launcher)
         proc.wait()
     lines.drain(reader, limits.kill_grace_seconds + 1.0)
     err_reader.join(timeout=1.0)
@@ -182,4 +215,39 @@ def run_process(
         killed=killed,
         handler_errors=lines.handler_errors,
         wall_seconds=time.monotonic() - started,
+        containment=containment,
     )
+
+
+def _launcher(proc: subprocess.Popen[bytes]) -> int:
+    """How many of the tree's live processes are the sandbox's own (launcher and init)."""
+    if proc.poll() is not None:
+        return 0
+    try:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return 1 + min(1, len(children))
+
+
+def _read_status(fd: int, within: float) -> str:
+    """The sandbox launcher's last line (what it did, or that exec failed), until EOF.
+
+    EOF comes when the agent is executed (the pipe is closed on exec); a launcher that
+    says nothing within ``within`` seconds is recorded as such and left to run.
+    """
+    data = b""
+    end = time.monotonic() + within
+    try:
+        while (left := end - time.monotonic()) > 0:
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                lines = data.decode("utf-8", "replace").strip().splitlines()
+                return lines[-1] if lines else "not contained: the sandbox launcher said nothing"
+            data += chunk
+    finally:
+        os.close(fd)
+    return "not contained: no word from the sandbox launcher in time"
