@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from aka.eval._contain import hide
     from aka.eval._evaluate import (
         EvalRequest,
         build_eval_dir,
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
         harness_paths,
         run_child,
     )
-    from aka.eval._contain import hide
     from aka.eval._static import Finding, forbidden_uses, hack_findings
 
 __all__ = [
