@@ -159,7 +159,7 @@ def observe(root: Path, listing: Listing, entries: list[ManifestEntry]) -> dict[
     tables: list[pa.Table] = []
     for path in paths:
         try:
-            tables.append(pq.read_table(path, columns=_COLS))
+            tables.append(pq.read_table(path, columns=_COLS, page_checksum_verification=True))
         except FileNotFoundError:
             raise
         except (OSError, pa.ArrowException):
