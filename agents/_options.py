@@ -32,6 +32,11 @@ class ProcessOptions(AgentOptions):
     kill_grace_seconds: float = Field(
         default=5.0, ge=0, description="SIGTERM to SIGKILL delay at the timeout (seconds)"
     )
+    contain: bool = Field(
+        default=True,
+        description="run in own PID and mount namespaces with the ledger and run keys hidden "
+        "(docs/security.md)",
+    )
 
 
 class CliOptions(ProcessOptions):

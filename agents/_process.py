@@ -1,96 +1,41 @@
-"""Subprocess machinery shared by every CLI agent: spawn, stream, cap, time out, clean up.
+"""The CLI-agent layer over :func:`run_process`: environment, launch, outcome, checks.
 
-An agent CLI is an untrusted, long-running process tree. This module runs it so that:
-
-- its stdout is read line by line and handed to a parser as it arrives (lines longer
-  than a limit are cut, the rest of the line is dropped and counted);
-- the raw stdout is kept as the transcript under a size cap, streamed: the first and
-  the last half of the cap are kept, the bytes between are counted and hashed (BLAKE3)
-  as they pass and a marker line in the transcript says how many and their digest, so
-  neither memory nor what is stored grows with the output; the parser still sees every
-  line (the final usage event is not lost), and the result is flagged as truncated;
-- at the timeout the whole process tree is stopped: SIGTERM, a grace period, SIGKILL;
-- after the main process ends, by itself or not, nothing it started is left running.
-
-What "nothing left running" catches, on Linux: every process in the agent's process group
-(children and grandchildren, background jobs, ``nohup``), and processes that left the
-group with ``setsid`` but kept the inherited environment, found by a per-run marker
-variable (``AKA_AGENT_RUN``) in ``/proc/<pid>/environ``. A process that both leaves the
-session and scrubs its environment escapes; container runners catch those. Elsewhere only
-the process group is signalled.
+Every CLI agent (Claude Code, Codex, Cursor, mini-SWE, ``command``) goes through
+:func:`run_cli`: the agent's environment without ``AKA_*``, its stream parsed into items
+as it arrives, a closing ``log`` item saying how the process ended (and whether it was
+contained), and an :class:`AgentOutcome` from the process and the stream.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import shutil
-import subprocess
 import sys
-import threading
-import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
-
-from blake3 import blake3
+from typing import Any, Literal
 
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, AgentSettings, AgentSink
 from aka.errors import InputError
+from aka_agents._spawn import Limits, MiB, ProcessResult, run_process
 from aka_agents._streams import StreamParser, StreamTotals
-from aka_agents._tree import MARKER_VAR, stop_tree
 
-MiB = 1 << 20
-_STDERR_TAIL = 64 * 1024
-_QUEUE_LINES = 10_000  # lines read ahead of the parser before the reader waits
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Budgets for one process run.
-
-    Attributes:
-        timeout_seconds: wall-clock budget; at the end the process tree is stopped.
-        max_transcript_bytes: stdout kept verbatim up to this size (parsing goes on).
-        max_line_bytes: a longer stdout line is cut here and its rest dropped.
-        kill_grace_seconds: time between SIGTERM and SIGKILL.
-    """
-
-    timeout_seconds: float
-    max_transcript_bytes: int = 64 * MiB
-    max_line_bytes: int = 4 * MiB
-    kill_grace_seconds: float = 5.0
-
-    @classmethod
-    def from_settings(cls, settings: AgentSettings) -> Limits:
-        """Limits from an arm's settings; ``options`` may override the caps and the grace.
-
-        Raises:
-            InputError: an override is not a number.
-        """
-        extra = settings.options
-        values: dict[str, float] = {}
-        for key, default in (
-            ("max_transcript_bytes", 64 * MiB),
-            ("max_line_bytes", 4 * MiB),
-            ("kill_grace_seconds", 5.0),
-        ):
-            try:
-                values[key] = float(extra.get(key, default))
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"{extra[key]!r} is not a number",
-                    where=f"options.{key}",
-                    fix="give a number",
-                ) from None
-        return cls(
-            timeout_seconds=float(settings.timeout_seconds),
-            max_transcript_bytes=int(values["max_transcript_bytes"]),
-            max_line_bytes=int(values["max_line_bytes"]),
-            kill_grace_seconds=values["kill_grace_seconds"],
-        )
+__all__ = [
+    "AgentCheck",
+    "Limits",
+    "ProcessResult",
+    "agent_env",
+    "check_cli",
+    "env_credentials",
+    "extra_args",
+    "first_line",
+    "launch",
+    "outcome_from",
+    "resolve_executable",
+    "run_cli",
+    "run_process",
+]
 
 
 def extra_args(settings: AgentSettings, key: str = "args") -> list[str]:
@@ -107,242 +52,6 @@ def extra_args(settings: AgentSettings, key: str = "args") -> list[str]:
             fix='write it as a YAML list, e.g. ["--flag", "value"]',
         )
     return list(value)
-
-
-@dataclass(frozen=True)
-class ProcessResult:
-    """How a process run ended.
-
-    Attributes:
-        exit_code: the main process's return code (negative: killed by that signal);
-            None when it could not be started.
-        timed_out: the timeout stopped it.
-        transcript: stdout: all of it up to ``Limits.max_transcript_bytes``, else its
-            first and last half of the cap around a marker line naming what was left out.
-        truncated: the transcript was capped or at least one line was cut.
-        stdout_bytes: every stdout byte read (cut long lines excepted).
-        omitted_bytes: stdout bytes left out of the transcript.
-        omitted_digest: BLAKE3 (``b3:``) of those bytes, None when none were.
-        long_lines: how many lines were cut at ``Limits.max_line_bytes``.
-        stderr_tail: the last 64 KiB of stderr, decoded.
-        killed: processes of the tree signalled after the main process ended or timed out.
-        handler_errors: lines whose handler raised (the line is in the transcript).
-        spawn_error: why the process could not be started, if it could not.
-        wall_seconds: wall-clock time from spawn to the end of cleanup.
-    """
-
-    exit_code: int | None
-    timed_out: bool = False
-    transcript: bytes = b""
-    truncated: bool = False
-    stdout_bytes: int = 0
-    omitted_bytes: int = 0
-    omitted_digest: str | None = None
-    long_lines: int = 0
-    stderr_tail: str = ""
-    killed: int = 0
-    handler_errors: int = 0
-    spawn_error: str | None = None
-    wall_seconds: float = 0.0
-
-
-class _Transcript:
-    """The head and tail of a stream under a byte cap, and the count and digest of the rest.
-
-    Memory stays under about twice the cap whatever the stream's size: the head is
-    filled first, later bytes go to a tail buffer trimmed to its half of the cap, and
-    the bytes trimmed off (the omitted middle, in stream order) are hashed as they go.
-    """
-
-    def __init__(self, cap: int):
-        self.head_cap = max(0, cap) // 2
-        self.tail_cap = max(0, cap) - self.head_cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.omitted = 0
-        self._middle = blake3()
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self.tail += chunk
-        excess = len(self.tail) - self.tail_cap
-        if excess > self.tail_cap or (excess > 0 and len(chunk) >= self.tail_cap):
-            self._middle.update(memoryview(self.tail)[:excess])
-            self.omitted += excess
-            del self.tail[:excess]
-
-    def finish(self) -> None:
-        excess = len(self.tail) - self.tail_cap
-        if excess > 0:
-            self._middle.update(memoryview(self.tail)[:excess])
-            self.omitted += excess
-            del self.tail[:excess]
-
-    @property
-    def omitted_digest(self) -> str | None:
-        return "b3:" + self._middle.hexdigest() if self.omitted else None
-
-    def value(self) -> bytes:
-        """Head, a marker line for what was left out (if anything), tail."""
-        self.finish()
-        if not self.omitted:
-            return bytes(self.head + self.tail)
-        marker = (
-            f"\n[aka: {self.omitted} bytes of {self.total} left out here; "
-            f"their blake3 is {self.omitted_digest}]\n"
-        ).encode()
-        return bytes(self.head) + marker + bytes(self.tail)
-
-
-class _Stdout:
-    """Reader state for stdout: the transcript under its cap, long-line accounting."""
-
-    def __init__(self, limits: Limits, on_line: Callable[[str], None]):
-        self.limits = limits
-        self.on_line = on_line
-        self.transcript = _Transcript(limits.max_transcript_bytes)
-        self.long_lines = 0
-
-    @property
-    def capped(self) -> bool:
-        self.transcript.finish()
-        return self.transcript.omitted > 0
-
-    def keep(self, chunk: bytes) -> None:
-        self.transcript.add(chunk)
-
-    def pump(self, stream: IO[bytes]) -> None:
-        limit = max(1, self.limits.max_line_bytes)
-        skipping = False
-        while chunk := stream.readline(limit):
-            complete = chunk.endswith(b"\n")
-            if skipping:  # the rest of a line already cut
-                skipping = not complete
-                continue
-            if not complete and len(chunk) >= limit:
-                self.long_lines += 1
-                skipping = True
-                chunk += b"\n"
-            self.keep(chunk)
-            self.on_line(chunk.decode("utf-8", "replace").rstrip("\r\n"))
-
-
-def _pump_tail(stream: IO[bytes], out: list[bytes]) -> None:
-    tail = b""
-    while chunk := stream.read(8192):
-        tail = (tail + chunk)[-_STDERR_TAIL:]
-    out.append(tail)
-
-
-class _Lines:
-    """Hands stdout lines from the reader thread to the caller's thread, in order."""
-
-    def __init__(self, on_line: Callable[[str], None]):
-        self.queue: queue.Queue[str | None] = queue.Queue(maxsize=_QUEUE_LINES)
-        self.on_line = on_line
-        self.eof = False
-        self.handler_errors = 0
-
-    def handle_next(self, wait: float) -> None:
-        """Handle one line if one arrives within ``wait`` seconds."""
-        try:
-            line = self.queue.get(timeout=wait)
-        except queue.Empty:
-            return
-        if line is None:
-            self.eof = True
-            return
-        try:
-            self.on_line(line)
-        except Exception:  # a handler bug must not stop the draining of the pipe
-            self.handler_errors += 1
-
-    def drain(self, reader: threading.Thread, within: float) -> None:
-        """Handle what is left, until end of file or ``within`` seconds."""
-        end = time.monotonic() + within
-        while not self.eof and time.monotonic() < end:
-            if not reader.is_alive() and self.queue.empty():
-                return
-            self.handle_next(0.05)
-
-
-def _pump_stdout(out: _Stdout, stream: IO[bytes], lines: _Lines) -> None:
-    try:
-        out.pump(stream)
-    finally:
-        lines.queue.put(None)
-
-
-def run_process(
-    argv: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    limits: Limits,
-    on_line: Callable[[str], None],
-) -> ProcessResult:
-    """Run ``argv`` to completion or timeout, feeding stdout lines to ``on_line``.
-
-    ``on_line`` is called on the caller's thread, in stream order (a reader thread only
-    reads). Stdin is closed: an agent waiting for input gets EOF instead of hanging.
-    """
-    marker = uuid.uuid4().hex
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env={**env, MARKER_VAR: marker},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own session and process group (pgid == pid)
-        )
-    except OSError as exc:
-        return ProcessResult(exit_code=None, spawn_error=f"{argv[0]}: {exc.strerror or exc}")
-    lines = _Lines(on_line)
-    out = _Stdout(limits, lines.queue.put)
-    err: list[bytes] = []
-    assert proc.stdout is not None and proc.stderr is not None
-    reader = threading.Thread(target=_pump_stdout, args=(out, proc.stdout, lines), daemon=True)
-    err_reader = threading.Thread(target=_pump_tail, args=(proc.stderr, err), daemon=True)
-    reader.start()
-    err_reader.start()
-    deadline = started + max(0.0, limits.timeout_seconds)
-    timed_out = False
-    try:
-        while not lines.eof and proc.poll() is None and time.monotonic() < deadline:
-            lines.handle_next(0.05)
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-    finally:
-        killed = stop_tree(proc.pid, marker, limits.kill_grace_seconds)
-        proc.wait()
-    lines.drain(reader, limits.kill_grace_seconds + 1.0)
-    err_reader.join(timeout=1.0)
-    return ProcessResult(
-        exit_code=proc.returncode,
-        timed_out=timed_out,
-        transcript=out.transcript.value(),
-        truncated=out.capped or out.long_lines > 0,
-        stdout_bytes=out.transcript.total,
-        omitted_bytes=out.transcript.omitted,
-        omitted_digest=out.transcript.omitted_digest,
-        long_lines=out.long_lines,
-        stderr_tail=err[0].decode("utf-8", "replace") if err else "",
-        killed=killed,
-        handler_errors=lines.handler_errors,
-        wall_seconds=time.monotonic() - started,
-    )
 
 
 def agent_env(base: Mapping[str, str], request: AgentRequest) -> dict[str, str]:
@@ -452,7 +161,13 @@ def run_cli(
             sink.emit(item)
 
     run_env = env if env is not None else agent_env(os.environ, request)
-    result = run_process(argv, cwd=request.workspace, env=run_env, limits=limits, on_line=on_line)
+    hidden = _hidden(request)
+    result = run_process(
+        argv, cwd=request.workspace, env=run_env, limits=limits, on_line=on_line, hidden=hidden
+    )
+    containment = result.containment or "not contained: options.contain is false"
+    if containment.startswith("not contained"):
+        sink.emit(AgentItem("log", f"the agent ran {containment}", {"containment": containment}))
     for item in parser.finish():
         sink.emit(item)
     outcome = outcome_from(result, parser.totals, version=version, requested_model=settings.model)
@@ -473,12 +188,29 @@ def run_cli(
                 "malformed_lines": parser.totals.malformed_lines,
                 "processes_stopped": result.killed,
                 "handler_errors": result.handler_errors,
+                "containment": containment,
             },
         )
     )
     if outcome.error:
         sink.emit(AgentItem("error", outcome.error, {"status": outcome.status}))
     return outcome
+
+
+def _hidden(request: AgentRequest) -> tuple[Path, ...] | None:
+    """What the sandbox covers, or None where ``options.contain`` is false.
+
+    Raises:
+        InputError: ``contain`` is not a boolean.
+    """
+    contain = request.settings.options.get("contain", True)
+    if not isinstance(contain, bool):
+        raise InputError(
+            f"expected true or false, got {contain!r}",
+            where="options.contain",
+            fix="write `contain: false` to run the agent without namespaces (debugging)",
+        )
+    return request.hidden if contain else None
 
 
 @dataclass(frozen=True)

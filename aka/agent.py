@@ -100,6 +100,9 @@ class AgentRequest:
         tunables: module-level integer constants of the entry file a search may vary,
             with the values to try (from the task spec).
         memory_dir: the arm's memory directory inside the workspace, when it has one.
+        hidden: paths the agent's processes must not see (the ledger, the run key
+            directory): CLI agents run in their own mount and PID namespaces with these
+            covered, where the kernel allows (docs/security.md).
     """
 
     workspace: Path
@@ -113,6 +116,7 @@ class AgentRequest:
     entry_file: str = ""
     tunables: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     memory_dir: Path | None = None
+    hidden: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

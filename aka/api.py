@@ -211,6 +211,7 @@ class Evaluator:
             harness=self._harness,
             policy=self.policy,
             aka_version=__version__,
+            writers={w: (m.last, m.head) for w, m in self.ledger.marks().items()},
         )
         create_run_key(self.run_id)
         self.ledger.append(started, run_id=self.run_id, durable=True)

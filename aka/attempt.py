@@ -27,7 +27,7 @@ from aka.config import RunConfig
 from aka.core import AttemptPlan
 from aka.errors import InfrastructureError, NotFoundError
 from aka.eval import EvalRequest, evaluate, workers_for_run
-from aka.runkeys import with_authority
+from aka.runkeys import key_dir, with_authority
 from aka.selfeval import SOCKET_ENV, serve
 from aka.tasks import Task, baseline_task
 from aka.treatments import (
@@ -250,6 +250,7 @@ def _run_agent(
                 entry_file=task.spec.entry_file,
                 tunables={k: tuple(v) for k, v in task.spec.tunables.items()},
                 memory_dir=None if arm.memory is None else ws.path / arm.memory.path,
+                hidden=tuple(x for x in (ledger.root, key_dir()) if x is not None),
             )
             try:
                 outcome = agent.run(request, sink)

@@ -43,6 +43,14 @@ class RunStarted(EventModel):
     harness: Digest = Field(description="Tree digest of the evaluator's own code.")
     policy: str = Field(description="Scoring policy name.")
     aka_version: str = Field(description="aka version that started the run.")
+    writers: dict[str, tuple[int, str]] = Field(
+        default_factory=dict,
+        description="Every ledger writer seen as the run started -> [last seq, head over its "
+        "event ids] (its high-water mark): `aka ledger verify` names a writer whose tail or "
+        "whole files were deleted since.",
+    )
+
+    schema_version = 2
 
 
 class AttemptPlanned(EventModel):
@@ -370,3 +378,9 @@ REGISTRY = EventRegistry(
 """Every arena event type; pass it to :meth:`aka_ledger.Ledger.open`."""
 
 REGISTRY.upcaster("Scored", 1)(_scored_v1)
+
+
+@REGISTRY.upcaster("RunStarted", 1)
+def _run_started_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Runs started before high-water marks recorded none."""
+    return {**data, "writers": {}}

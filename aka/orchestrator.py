@@ -156,6 +156,7 @@ def start_run(
         harness=harness_digest(ledger),
         policy=config.scoring.policy,
         aka_version=__version__,
+        writers={w: (m.last, m.head) for w, m in ledger.marks().items()},
     )
     planned = initial_plan(
         [t.key for t in runnable], [(a.name, a.agent) for a in config.arms], config.repeats

@@ -36,9 +36,11 @@ __all__ = [
 
 KEY_DIR_ENV = "AKA_KEY_DIR"
 AUTHORITY_TYPES = frozenset(
-    {"Scored", "Compiled", "CorrectnessChecked", "KernelTimed", "AttemptFinished"}
+    {"RunStarted", "Scored", "Compiled", "CorrectnessChecked", "KernelTimed", "AttemptFinished"}
 )
-"""The events that decide outcomes: only processes holding the run's key may write them."""
+"""The events that decide outcomes, and ``RunStarted`` (it holds the ledger's high-water
+marks, which must not be rewritten to hide a deletion): only processes holding the run's
+key may write them."""
 
 
 def key_dir() -> Path:

@@ -11,6 +11,7 @@ from aka_ledger._compact import CompactionResult
 from aka_ledger._envelope import Envelope
 from aka_ledger._errors import CorruptError, LedgerError, MissingBlobError, SchemaError
 from aka_ledger._ledger import Ledger, Problem
+from aka_ledger._marks import Mark
 from aka_ledger._model import EventModel, EventRegistry
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "EventRegistry",
     "Ledger",
     "LedgerError",
+    "Mark",
     "MissingBlobError",
     "Problem",
     "Rejected",

@@ -12,6 +12,7 @@ wait for a compaction.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import secrets
@@ -37,6 +38,7 @@ from aka_ledger._fs import (
     temp_abandoned,
     write_atomic,
 )
+from aka_ledger._marks import Mark, merge, observe_retrying
 from aka_ledger._scan import (
     Listing,
     ManifestEntry,
@@ -45,6 +47,7 @@ from aka_ledger._scan import (
     latest_manifest,
     list_files,
     manifest_bytes,
+    read_manifest_marks,
 )
 from aka_ledger._segments import read_segment, write_segment
 from aka_ledger._writer import sealed_tail
@@ -104,7 +107,9 @@ def compact(
         return CompactionResult(sealed_orphans=sealed, quarantined=quarantined)
     (events / MANIFESTS).mkdir(exist_ok=True)
     path = events / MANIFESTS / f"{number + 1:08d}.json"
-    if not write_atomic(path, manifest_bytes(keep + written), tag="manifest", exclusive=True):
+    marks = [m.to_json() for m in _marks(root, number, keep + written)]
+    data = manifest_bytes(keep + written, marks)
+    if not write_atomic(path, data, tag="manifest", exclusive=True):
         for e in written:
             (events / e.file).unlink(missing_ok=True)
         return CompactionResult(sealed_orphans=sealed, quarantined=quarantined)
@@ -112,6 +117,20 @@ def compact(
     return CompactionResult(
         number + 1, len(inputs), len(written), removed, sealed, rows, quarantined
     )
+
+
+def _marks(root: Path, number: int, entries: list[ManifestEntry]) -> list[Mark]:
+    """The marks manifest ``number + 1`` records: the last one's, moved on to what is seen.
+
+    A mark is never lowered: a writer whose events were lost since the last manifest
+    keeps its old mark, so ``verify`` keeps naming the loss.
+    """
+    old: list[Mark] = []
+    if number:
+        prev = root / EVENTS / MANIFESTS / f"{number:08d}.json"
+        with contextlib.suppress(FileNotFoundError, CorruptError):
+            old = [Mark.from_json(m) for m in read_manifest_marks(prev)]
+    return merge(old, observe_retrying(root, entries).values())
 
 
 def _write_outputs(

@@ -9,7 +9,7 @@ only stores record batches and returns them as a table.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -23,6 +23,7 @@ from aka_ledger._cas import ContentStore, FileContentStore, MemoryContentStore
 from aka_ledger._envelope import SCHEMA, Envelope, decode, encode, no_gc, now_us
 from aka_ledger._errors import LedgerError
 from aka_ledger._fs import CAS, check_writer_id, default_writer_id, ensure_root
+from aka_ledger._marks import Mark, marks_of
 from aka_ledger._model import EventModel, EventRegistry
 from aka_ledger._scan import dedup_sort, read_all
 from aka_ledger._writer import FileWriter, drop_cas_temps
@@ -344,14 +345,31 @@ class Ledger:
         return connect(self)
 
     # -- maintenance --------------------------------------------------------------------
-    def verify(self, *, deep: bool = False) -> list[Problem]:
+    def verify(
+        self, *, deep: bool = False, marks: Iterable[tuple[str, Mark]] = ()
+    ) -> list[Problem]:
         """Check everything recorded; an empty list means the ledger is sound.
 
-        ``deep`` also checks blobs reachable through referenced blobs (a tree's files).
+        Args:
+            deep: also check blobs reachable through referenced blobs (a tree's files).
+            marks: high-water marks the application recorded (from :meth:`marks`), each
+                with where it was recorded: a writer that no longer reaches one is
+                reported, as for the marks every compaction manifest carries.
         """
         from aka_ledger._verify import verify
 
-        return verify(self, deep=deep)
+        return verify(self, deep=deep, marks=marks)
+
+    def marks(self) -> dict[str, Mark]:
+        """Each writer's high-water mark (last seq, head over its ids) as read now.
+
+        Record them where a later loss must show (in an event of your own) and pass
+        them back to :meth:`verify`. A writer holding an event that fails the ledger's
+        :class:`Authority` gets no mark: removing a forgery is not a loss.
+        """
+        table, _ = self.table()
+        forgers = {r.writer_id for r in self.rejected}
+        return {w: m for w, m in marks_of([table]).items() if w not in forgers}
 
     def compact(self, *, target_rows: int | None = None) -> CompactionResult:
         """Merge small segments (and seal dead writers' live logs); safe while others run."""

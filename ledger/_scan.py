@@ -14,6 +14,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,15 +65,21 @@ class ManifestEntry:
         return out
 
 
-def manifest_checksum(segments: object) -> str:
-    """BLAKE3 over a manifest's ``segments``, canonical JSON: it covers every field."""
-    return blake3(json.dumps(segments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def manifest_checksum(segments: object, marks: object = None) -> str:
+    """BLAKE3 over a manifest's ``segments`` (and ``marks``), canonical JSON.
+
+    It covers every field. Manifests written before marks existed summed ``segments``
+    alone, and are still read.
+    """
+    doc = segments if marks is None else {"marks": marks, "segments": segments}
+    return blake3(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def manifest_bytes(entries: list[ManifestEntry]) -> bytes:
-    """A manifest's file content: its entries and their checksum."""
+def manifest_bytes(entries: list[ManifestEntry], marks: list[Any]) -> bytes:
+    """A manifest's file content: its entries, writers' marks (JSON rows), the checksum."""
     segments = [e.to_json() for e in entries]
-    return json.dumps({"segments": segments, "checksum": manifest_checksum(segments)}).encode()
+    checksum = manifest_checksum(segments, marks)
+    return json.dumps({"segments": segments, "marks": marks, "checksum": checksum}).encode()
 
 
 @dataclass(slots=True)
@@ -143,7 +150,9 @@ def read_manifest(path: Path) -> list[ManifestEntry]:
         doc = read_json(path)
     except LedgerError as exc:
         raise CorruptError(exc.message, path=path, fix=_MANIFEST_FIX) from None
-    if "checksum" in doc and doc["checksum"] != manifest_checksum(doc.get("segments")):
+    if "checksum" in doc and doc["checksum"] != manifest_checksum(
+        doc.get("segments"), doc.get("marks")
+    ):
         raise CorruptError(
             "manifest does not match its checksum (altered or damaged)",
             path=path,
@@ -167,6 +176,29 @@ _MANIFEST_FIX = (
     "restore it from a backup; the manifest before it (if kept) lists the previous "
     "compaction's files"
 )
+
+
+def read_manifest_marks(path: Path) -> list[list[Any]]:
+    """The writers' marks a manifest records, as JSON rows ``[writer, last, head]``.
+
+    Call after :func:`read_manifest` accepted the file (its checksum covers them).
+    Manifests from before marks existed have none.
+
+    Raises:
+        CorruptError: the marks are malformed.
+    """
+    marks = read_json(path).get("marks", [])
+    ok = isinstance(marks, list) and all(
+        isinstance(m, list)
+        and len(m) == 3
+        and isinstance(m[0], str)
+        and isinstance(m[1], int)
+        and isinstance(m[2], str)
+        for m in marks
+    )
+    if not ok:
+        raise CorruptError("manifest marks are malformed", path=path, fix=_MANIFEST_FIX)
+    return marks
 
 
 def latest_manifest(listing: Listing) -> tuple[int, list[ManifestEntry]]:

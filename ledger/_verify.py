@@ -13,6 +13,7 @@ import os
 import re
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,14 @@ from aka_ledger._fs import (
     ensure_root,
     temp_abandoned,
 )
-from aka_ledger._scan import covered_units, latest_manifest, list_files, read_manifest
+from aka_ledger._marks import Mark, by_writer, shortfalls
+from aka_ledger._scan import (
+    covered_units,
+    latest_manifest,
+    list_files,
+    read_manifest,
+    read_manifest_marks,
+)
 from aka_ledger._segments import file_digest, read_live, read_segment
 
 if TYPE_CHECKING:
@@ -55,9 +63,13 @@ class _Report:
         self.problems.append(self._problem(str(path), message))
 
 
-def verify(ledger: Ledger, *, deep: bool = False) -> list[Problem]:
+def verify(
+    ledger: Ledger, *, deep: bool = False, marks: Iterable[tuple[str, Mark]] = ()
+) -> list[Problem]:
     """All problems found (empty if the ledger is sound).
 
+    Each writer must reach the mark the latest manifest recorded for it, and each of
+    ``marks`` (an application's own records, paired with where each was recorded).
     With ``deep``, blobs reachable *through* referenced blobs (the files of a tree, the
     blobs an arm or a config names) are checked too: every referenced blob is read and
     each ``b3:`` digest in it followed, which reads every such blob once.
@@ -66,6 +78,8 @@ def verify(ledger: Ledger, *, deep: bool = False) -> list[Problem]:
     if ledger.root is None:
         table, names = ledger.table()
         _check_rows(report, ledger, table, names[0])
+        for path, message in shortfalls(by_writer([table]), marks):
+            report.add(path, message)
         _check_digests(report, ledger, {d: names[0] for d in _digests(table)}, deep=deep)
         return report.problems
     root = ledger.root
@@ -79,6 +93,7 @@ def verify(ledger: Ledger, *, deep: bool = False) -> list[Problem]:
     _check_files(report, ledger, root, tables, units)
     _check_chains(report, units)
     _check_sequences(report, tables)
+    _check_marks(report, root, tables, marks)
     referenced: dict[str, str] = {}
     for t in tables:
         src = str(t.schema.metadata[b"src"].decode()) if t.schema.metadata else "?"
@@ -149,6 +164,25 @@ def _check_files(
             _report_damage(report, path, scan)
             _take(report, ledger, pa.Table.from_batches(scan.batches, SCHEMA), str(path), tables)
     _check_quarantine(report, root / QUARANTINE)
+
+
+def _check_marks(
+    report: _Report, root: Path, tables: list[pa.Table], marks: Iterable[tuple[str, Mark]]
+) -> None:
+    """Every writer still reaches its high-water marks (a deleted tail or writer shows)."""
+    expected = list(marks)
+    listing = list_files(root)
+    if listing.manifests:
+        number, path = max(listing.manifests)
+        try:
+            read_manifest(path)
+            rows = read_manifest_marks(path)
+        except (LedgerError, FileNotFoundError):
+            rows = []  # reported with the manifest's other problems
+        where = f"manifest {number}"
+        expected = [(where, Mark.from_json(r)) for r in rows] + expected
+    for writer_file, message in shortfalls(by_writer(tables), expected):
+        report.add(root / writer_file, message)
 
 
 def _report_damage(report: _Report, path: Path, scan: LiveScan) -> None:

@@ -36,6 +36,23 @@ def _open(path: Path) -> Any:
     return Ledger.open(path, registry=REGISTRY, create=False, authority=arena_authority(sign=False))
 
 
+def _run_marks(led: Any) -> list[tuple[str, Any]]:
+    """The high-water marks every run recorded as it started, with the run named."""
+    from aka.events import RunStarted
+    from aka_ledger import LedgerError, Mark
+
+    try:
+        found = led.events(types={"RunStarted"})
+    except LedgerError:
+        return []  # unreadable events: verify names the damage itself
+    out = []
+    for env in found:
+        if isinstance(env.payload, RunStarted):
+            where = f"run {env.run_id}'s RunStarted"
+            out += [(where, Mark(w, last, head)) for w, (last, head) in env.payload.writers.items()]
+    return out
+
+
 @ledger_app.command("verify")
 def verify(
     ledger: LedgerOpt = DEFAULT_LEDGER,
@@ -48,7 +65,7 @@ def verify(
     """Check segments, hash chains, sequences and blobs; exit 1 naming each bad file."""
     led = _open(ledger)
     try:
-        problems = led.verify(deep=deep)
+        problems = led.verify(deep=deep, marks=_run_marks(led))
     finally:
         led.close()
     rows = [{"path": p.path, "problem": p.message} for p in problems]

@@ -5,8 +5,9 @@ Public surface: :func:`evaluate` (record an evaluation of a candidate tree in th
 :func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`;
 for the benchmarks, trainers and the task checks, :func:`run_job` (the pipeline on one
 :class:`Job`, giving a :class:`Verdict`), :func:`child_env`, :func:`load_file_module`,
-and the process layer: :class:`Workers` built from :class:`Switches`,
-:func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`.
+the process layer: :class:`Workers` built from :class:`Switches`,
+:func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`; and
+:func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
 
 The names are loaded lazily: the evaluation processes import ``aka.eval._child`` and
 ``aka.eval._reference``, which must start without the ledger, pydantic or any thread
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aka.eval._child import load_file_module
+    from aka.eval._contain import hide
     from aka.eval._evaluate import (
         EvalRequest,
         build_eval_dir,
@@ -49,6 +51,7 @@ __all__ = [
     "forbidden_uses",
     "hack_findings",
     "harness_paths",
+    "hide",
     "load_file_module",
     "run_job",
     "workers_for_run",
@@ -72,6 +75,7 @@ _WHERE = {
     "configure_workers": "_workers:configure",
     "current_workers": "_workers:current",
     "workers_for_run": "_workers:for_run",
+    "hide": "_contain",
 }
 """Public name -> ``module`` (same name there) or ``module:name``."""
 

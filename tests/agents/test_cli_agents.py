@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,9 @@ pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process checks read /proc"
 )
 
-FAST = {"kill_grace_seconds": 0.5}
+FAST = {"kill_grace_seconds": 0.5, "contain": False}
+"""Uncontained by default here: these tests follow the process tree by its pids, which a
+PID namespace renumbers (the contained runs: ``test_a_contained_agent_leaves_nothing``)."""
 
 
 def run(
@@ -288,3 +292,44 @@ def test_bad_extra_settings_are_input_errors(
     with pytest.raises(InputError) as err:
         get_agent("claude_code").run(make_request(workspace, options=extra), Collect())
     assert err.value.where == field
+
+
+def _carrying(token: str) -> list[int]:
+    """Live processes (host pids) whose environment carries ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token.encode() in (entry / "environ").read_bytes():
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state not in ("Z", "X"):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("scenario", ["hang", "orphan", "setsid"])
+def test_a_contained_agent_leaves_nothing(
+    fake_bin: Path, workspace: Path, tmp_path: Path, scenario: str
+) -> None:
+    """In its own PID namespace, what the agent left dies with the namespace's init."""
+    token = f"AKA_TEST_TOKEN_{uuid.uuid4().hex}"
+    outcome, sink = run(
+        "claude_code",
+        workspace,
+        scenario,
+        env={"FAKE_PIDS": str(tmp_path / "pids.json"), "TOKEN": token},
+        timeout_seconds=2.0 if scenario == "hang" else 20.0,
+        extra={"contain": True},
+    )
+    containment = sink.ended()["containment"]
+    if "own PID namespace" not in containment:
+        pytest.skip(f"no PID namespace here: {containment}")
+    assert containment.startswith("contained")
+    assert outcome.status == ("timeout" if scenario == "hang" else "ok")
+    if scenario == "hang":
+        assert outcome.exit_code == -15 and sink.ended()["processes_stopped"] == 2
+    deadline = time.monotonic() + 3.0
+    while _carrying(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _carrying(token) == []

@@ -187,7 +187,8 @@ def test_an_agent_that_finds_the_ledger_cannot_score_its_own_attempt(
     arm = {
         "name": "baseline",
         "agent": "command",
-        "options": {"command": [sys.executable, str(script), str(marker)]},
+        # uncontained, as where the kernel refuses namespaces (tests/core/test_agent_sandbox.py)
+        "options": {"command": [sys.executable, str(script), str(marker)], "contain": False},
     }
     ledger_dir = _run(tmp_path, tasks_root, "inside", arms=[arm])
     assert Path(marker.read_text()).resolve() == ledger_dir.resolve(), "the agent found it"

@@ -54,7 +54,11 @@ def _digest(doc: dict[str, Any]) -> None:
     doc["segments"][0]["b3"] = "0" * 64
 
 
-@pytest.mark.parametrize("edit", [_rows, _writer, _first, _last, _chain, _digest])
+def _mark(doc: dict[str, Any]) -> None:
+    doc["marks"][0][1] -= 1  # a writer's high-water mark lowered
+
+
+@pytest.mark.parametrize("edit", [_rows, _writer, _first, _last, _chain, _digest, _mark])
 def test_every_manifest_field_is_covered_by_its_checksum(tmp_path: Path, edit: Any) -> None:
     manifest, _ = _compacted(tmp_path)
     doc = json.loads(manifest.read_text())
