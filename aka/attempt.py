@@ -201,7 +201,7 @@ def _run_agent(
         )
         before = memory_before(ledger, ctx.run_id, arm, ws.path, try_no=p.try_no)
         if before is not None:
-            emit(before, durable=True)
+            emit(before)
         prompt = arm_prompt(
             ledger.cas, arm, task, device=ctx.started.device, eval_command="aka eval"
         )
@@ -214,8 +214,7 @@ def _run_agent(
                 arm=ctx.started.arms[p.arm],
                 prompt=ledger.cas.put(prompt.encode()),
                 timeout_seconds=arm.timeout_seconds,
-            ),
-            durable=True,
+            )
         )
         sink = _Sink(lambda e: emit(e), p.try_no)
 
@@ -261,17 +260,16 @@ def _run_agent(
                 wall_s=time.monotonic() - t0,
                 transcript=transcript,
                 error=outcome.error,
-            ),
-            durable=True,
+            )
         )
         after = memory_after(ledger.cas, arm, ws.path, try_no=p.try_no)
         if after is not None:
-            emit(after, durable=True)
+            emit(after)
         tree, diff, changed = capture(ledger.cas, task, ws.path)
     captured = ev.CandidateCaptured(
         try_no=p.try_no, tree=tree, diff=ledger.cas.put(diff), changed=changed
     )
-    emit(captured, durable=True)
+    emit(captured)
     return captured
 
 
@@ -296,7 +294,7 @@ def execute_attempt(
             captured = ev.CandidateCaptured(
                 try_no=p.try_no, tree=c.tree, diff=c.diff, changed=c.changed, reused_from=c.try_no
             )
-            emit(captured, durable=True)
+            emit(captured)
         else:
             captured = _run_agent(ledger, ctx, p, task, emit)
         judged = _judged_as(ledger, ctx, p, task, captured)

@@ -1,9 +1,16 @@
 """The arena's event vocabulary: one frozen model per event type, all in one module.
 
 Every step of an attempt is one of these, appended to the ledger. Names are past tense;
-``*Started`` events are *intents* written (durably) before a side effect that cannot be
-repeated for free (an agent run, a GPU measurement) and closed by a result event. On
-resume, an intent without its result marks a failed try.
+``*Started`` events are *intents* written before a side effect that cannot be repeated
+for free (an agent run, a GPU measurement) and closed by a result event. On resume, an
+intent without its result marks a failed try.
+
+Durability is declared here, once per type (``durable = True``): intents, results and
+the run's own records are on stable storage when their append returns; progress
+(``WorkspaceMaterialized``, ``AgentOutput``, the evaluation's ``Compiled``,
+``CorrectnessChecked`` and ``KernelTimed``, closed by a durable ``Scored``) is not, and
+a crash may lose the last of it, never a decision. No appending code passes
+``durable=``.
 
 Artifacts are digests (``b3:...``), never paths. Bump a model's ``schema_version`` when
 its fields change and register an upcaster in :data:`REGISTRY`.
@@ -28,6 +35,7 @@ class _Part(BaseModel):
 class RunStarted(EventModel):
     """A run began (or was registered before its first attempt)."""
 
+    durable = True
     type: Literal["RunStarted"] = "RunStarted"
     label: str = Field(description="Human label of the run (from config or --label).")
     config: Digest = Field(description="Blob of the resolved run config (JSON).")
@@ -44,6 +52,7 @@ class RunStarted(EventModel):
 class AttemptPlanned(EventModel):
     """The planner's output: one attempt of one arm on one task (pure, no side effect)."""
 
+    durable = True
     type: Literal["AttemptPlanned"] = "AttemptPlanned"
     task: str = Field(description="Task key (path under tasks/).")
     arm: str = Field(description="Arm name.")
@@ -55,6 +64,7 @@ class AttemptPlanned(EventModel):
 class AttemptStarted(EventModel):
     """A try of an attempt began on a worker."""
 
+    durable = True
     type: Literal["AttemptStarted"] = "AttemptStarted"
     try_no: int = Field(ge=1, description="Try number: 1 first; a retry after a crash is 2, ...")
     worker: str = Field(description="Worker id (node/device/process).")
@@ -72,6 +82,7 @@ class WorkspaceMaterialized(EventModel):
 class AgentStarted(EventModel):
     """Intent: an agent is about to run (a side effect that costs tokens and time)."""
 
+    durable = True
     type: Literal["AgentStarted"] = "AgentStarted"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     agent: str = Field(description="Agent name.")
@@ -101,6 +112,7 @@ class AgentOutput(EventModel):
 class AgentFinished(EventModel):
     """Result: the agent run ended."""
 
+    durable = True
     type: Literal["AgentFinished"] = "AgentFinished"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     status: Literal["ok", "timeout", "error"] = Field(description="How the agent ended.")
@@ -117,6 +129,7 @@ class AgentFinished(EventModel):
 class CandidateCaptured(EventModel):
     """The patch produced: the workspace after the agent, as a tree and a diff."""
 
+    durable = True
     type: Literal["CandidateCaptured"] = "CandidateCaptured"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     tree: Digest = Field(description="Tree digest of the editable files after the agent.")
@@ -130,6 +143,7 @@ class CandidateCaptured(EventModel):
 class EvaluationStarted(EventModel):
     """Intent: the evaluator is about to measure a candidate."""
 
+    durable = True
     type: Literal["EvaluationStarted"] = "EvaluationStarted"
     try_no: int = Field(ge=0, description="Try this belongs to (0 outside attempts).")
     eval_id: str = Field(description="Unique id of this evaluation.")
@@ -211,6 +225,7 @@ class Scored(EventModel):
     """
 
     schema_version = 2
+    durable = True
     type: Literal["Scored"] = "Scored"
     eval_id: str = Field(description="Evaluation this closes.")
     try_no: int = Field(ge=0, description="Try this belongs to.")
@@ -241,6 +256,7 @@ class Scored(EventModel):
 class AttemptFinished(EventModel):
     """A try ended: 'scored' (a final Scored exists) or 'error' (infrastructure failure)."""
 
+    durable = True
     type: Literal["AttemptFinished"] = "AttemptFinished"
     try_no: int = Field(ge=1, description="Try that ended.")
     status: Literal["scored", "error"] = Field(description="How it ended.")
@@ -250,6 +266,7 @@ class AttemptFinished(EventModel):
 class RunFinished(EventModel):
     """Every planned attempt has a result (or exhausted its tries)."""
 
+    durable = True
     type: Literal["RunFinished"] = "RunFinished"
     attempts: int = Field(description="Planned attempts.")
     scored: int = Field(description="Attempts with a final score.")
@@ -263,6 +280,7 @@ class HeldoutEvaluated(EventModel):
     attempt's for a candidate and empty for a task's baseline.
     """
 
+    durable = True
     type: Literal["HeldoutEvaluated"] = "HeldoutEvaluated"
     task: str = Field(description="Task key.")
     role: Literal["candidate", "baseline"] = Field(
@@ -292,6 +310,7 @@ class CheckResult(_Part):
 class TaskValidated(EventModel):
     """A task folder was validated (``aka tasks validate``)."""
 
+    durable = True
     type: Literal["TaskValidated"] = "TaskValidated"
     task: str = Field(description="Task key.")
     task_tree: Digest | None = Field(
@@ -312,6 +331,7 @@ class MemorySnapshotted(EventModel):
     key); ``after`` is what it left, which the next attempt in planned order starts from.
     """
 
+    durable = True
     type: Literal["MemorySnapshotted"] = "MemorySnapshotted"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     phase: Literal["before", "after"] = Field(description="Before or after the agent ran.")

@@ -125,7 +125,6 @@ def _evaluate_heldout(
         ),
         run_id=ctx.run_id,
         attempt_key=attempt_key,
-        durable=True,
     )
     return scored.eval_id, scored
 

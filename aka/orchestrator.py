@@ -163,7 +163,7 @@ def start_run(
     items: list[tuple[ev.EventModel, str, str | None]] = [(started, run_id, None)]
     items += [(p, run_id, attempt_key(p.task, p.arm, p.repeat)) for p in planned]
     create_run_key(run_id)  # before anything of the run is recorded
-    ledger.append_many(items, durable=True)
+    ledger.append_many(items)
     return run_id
 
 
@@ -186,7 +186,6 @@ def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunSta
         ledger.append(
             ev.RunFinished(attempts=len(state.attempts), scored=n_scored),
             run_id=run_id,
-            durable=True,
         )
         state = run_state(ledger, run_id)
     return state

@@ -328,7 +328,6 @@ def record_validation(
             eval_ids=out.eval_ids,
         ),
         run_id=run_id,
-        durable=True,
     )
     return out
 

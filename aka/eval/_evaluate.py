@@ -185,7 +185,7 @@ def _scored(req: EvalRequest, eval_id: str, verdict: Verdict, timed: bool) -> ev
 def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequest) -> ev.Scored:
     """Evaluate one candidate and append its events; returns the Scored event.
 
-    Event order: EvaluationStarted (durable intent) → Compiled → CorrectnessChecked →
+    Event order: EvaluationStarted (a durable intent) → Compiled → CorrectnessChecked →
     KernelTimed → Scored (durable result). A failed stage ends the chain at Scored. Any
     hack flag makes the evaluation incorrect; CorrectnessChecked and Scored name the
     flags and the evidence. Timings are recorded only for correct candidates.
@@ -193,8 +193,8 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
     eval_id = uuid.uuid4().hex
     seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
 
-    def emit(event: ev.EventModel, durable: bool = False) -> None:
-        ledger.append(event, run_id=run_id, attempt_key=attempt_key, durable=durable)
+    def emit(event: ev.EventModel) -> None:
+        ledger.append(event, run_id=run_id, attempt_key=attempt_key)
 
     emit(
         ev.EvaluationStarted(
@@ -206,8 +206,7 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
             task=req.task_tree,
             harness=req.harness,
             device=req.device,
-        ),
-        durable=True,
+        )
     )
     with tempfile.TemporaryDirectory(prefix="aka-eval-") as tmp:
         if req.task.spec.commands is not None:  # the task's own scripts judge it
@@ -241,5 +240,5 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
         fp = ledger.cas.put(json.dumps(verdict.device, sort_keys=True).encode())
         emit(ev.KernelTimed(eval_id=eval_id, shapes=timings, device=fp))
     scored = _scored(req, eval_id, verdict, bool(timings))
-    emit(scored, durable=True)
+    emit(scored)
     return scored
