@@ -254,13 +254,37 @@ class Scored(EventModel):
 
 
 class AttemptFinished(EventModel):
-    """A try ended: 'scored' (a final Scored exists) or 'error' (infrastructure failure)."""
+    """A try ended, and who ended it.
 
+    Version 2 added the statuses ``task`` and ``infra``, tries that are not charged to
+    the attempt (a version 1 event is read unchanged).
+    """
+
+    schema_version = 2
     durable = True
     type: Literal["AttemptFinished"] = "AttemptFinished"
     try_no: int = Field(ge=1, description="Try that ended.")
-    status: Literal["scored", "error"] = Field(description="How it ended.")
-    error: str | None = Field(default=None, description="Error summary for 'error'.")
+    status: Literal["scored", "error", "task", "infra"] = Field(
+        description="'scored': a final Scored exists; 'error': the try failed (the agent or "
+        "its evaluation crashed), a spent try; 'task': the task itself failed (its folder, "
+        "reference or baseline), not charged, retried once the task is fixed; 'infra': the "
+        "machine failed (a full disk, an unwritable ledger), not charged, retried on resume."
+    )
+    error: str | None = Field(default=None, description="Why, for every status but 'scored'.")
+
+
+class TaskRefreshed(EventModel):
+    """A task that failed during the run was fixed on disk; later tries use its new tree.
+
+    Recorded by ``aka resume`` for a task whose attempts wait on a ``task`` failure when
+    the folder's tree differs from the run's; every evaluation names the tree it used.
+    """
+
+    durable = True
+    type: Literal["TaskRefreshed"] = "TaskRefreshed"
+    task: str = Field(description="Task key.")
+    tree: Digest = Field(description="Tree digest of the fixed task folder.")
+    previous: Digest = Field(description="Tree digest the run used until now.")
 
 
 class RunFinished(EventModel):
@@ -379,6 +403,7 @@ REGISTRY = EventRegistry(
         KernelTimed,
         Scored,
         AttemptFinished,
+        TaskRefreshed,
         RunFinished,
         HeldoutEvaluated,
         TaskValidated,
@@ -388,3 +413,9 @@ REGISTRY = EventRegistry(
 """Every arena event type; pass it to :meth:`aka_ledger.Ledger.open`."""
 
 REGISTRY.upcaster("Scored", 1)(_scored_v1)
+
+
+@REGISTRY.upcaster("AttemptFinished", 1)
+def _attempt_finished_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 only widened the statuses; a version 1 payload is valid as it is."""
+    return data
