@@ -17,6 +17,7 @@ import secrets
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,13 +183,24 @@ def _scored(req: EvalRequest, eval_id: str, verdict: Verdict, timed: bool) -> ev
     )
 
 
-def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequest) -> ev.Scored:
+def evaluate(
+    ledger: Ledger,
+    run_id: str,
+    attempt_key: str | None,
+    req: EvalRequest,
+    *,
+    vet: Callable[[ev.Scored], None] | None = None,
+) -> ev.Scored:
     """Evaluate one candidate and append its events; returns the Scored event.
 
     Event order: EvaluationStarted (a durable intent) → Compiled → CorrectnessChecked →
     KernelTimed → Scored (durable result). A failed stage ends the chain at Scored. Any
     hack flag makes the evaluation incorrect; CorrectnessChecked and Scored name the
     flags and the evidence. Timings are recorded only for correct candidates.
+
+    ``vet`` sees the Scored before it is recorded; what it raises leaves the chain
+    without a result (the attempt's boundary decides what that was: a task that fails
+    itself is not the candidate's score, :class:`aka.taskhealth.TaskHealth`).
     """
     eval_id = uuid.uuid4().hex
     seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
@@ -240,5 +252,7 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
         fp = ledger.cas.put(json.dumps(verdict.device, sort_keys=True).encode())
         emit(ev.KernelTimed(eval_id=eval_id, shapes=timings, device=fp))
     scored = _scored(req, eval_id, verdict, bool(timings))
+    if vet is not None:
+        vet(scored)
     emit(scored)
     return scored
