@@ -276,12 +276,11 @@ def drive(
         ctx.tasks.close()
     waiting = blocked(state, max_tries=ctx.config.max_tries)
     if waiting:
-        task = waiting[0].planned.task
+        tasks = sorted({a.planned.task for a in waiting})
         raise TaskError(
-            f"run {run_id!r}: {len(waiting)} attempt(s) wait on broken task(s) "
-            f"{sorted({a.planned.task for a in waiting})}; nothing was charged to the agent. "
-            f"{state.broken[task]}",
-            fix=f"fix the task folder, then `aka resume {run_id}` runs the waiting attempts",
+            f"run {run_id!r}: {len(waiting)} attempt(s) wait until task(s) {tasks} are fixed; "
+            "nothing was charged to the agent\n"
+            + "\n".join(state.broken[t] for t in tasks)  # each names its file and the fix
         )
     return state
 
