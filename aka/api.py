@@ -224,11 +224,11 @@ class Evaluator:
             )
         with self._lock:
             key = self._plan(task_key, tree, sample)
+            cand_tree, diff = self._capture(task, files)
             rec = AttemptRecorder(self.ledger, self.run_id, key, try_no=1)
 
             def body(rec: AttemptRecorder) -> ev.Scored:
                 self._record_sample(rec, sample)
-                cand_tree, diff = self._capture(task, files)
                 rec.emit(
                     ev.CandidateCaptured(
                         try_no=1, tree=cand_tree, diff=self.ledger.cas.put(diff),
@@ -253,7 +253,6 @@ class Evaluator:
                 reraise=True,
             )  # fmt: skip
             assert scored is not None  # a failure was re-raised once recorded
-            cand_tree = next(e.tree for e in rec.events if isinstance(e, ev.CandidateCaptured))
         return EvalResult(
             run_id=self.run_id,
             attempt_key=key,
