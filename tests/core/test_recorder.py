@@ -10,18 +10,21 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Literal
 
 import pyarrow as pa
 import pytest
+from pydantic import Field
 
-from aka import api
+from aka import api, recorder
 from aka import events as ev
 from aka.api import Evaluator, Sample
 from aka.config import TimingSettings
+from aka.core import fold
 from aka.events import REGISTRY
 from aka.runkeys import arena_authority
 from aka.validate import new_validation_id, validate_task
-from aka_ledger import Ledger, _writer
+from aka_ledger import EventRegistry, Ledger, _writer
 
 TASK = "torch/ops/affine"
 WRONG = "def affine(x):\n    return x * 3\n"
@@ -113,3 +116,24 @@ def test_a_validations_outcome_events_are_signed_so_a_forged_one_is_dropped(
         assert led.events(run_id=run_id, types=["Scored"]) == []
         assert [r.run_id for r in led.rejected] == [run_id]
         assert [e.type for e in led.events(run_id=run_id)] == ["TaskValidated"]
+
+
+class Annotated(ev.EventModel):
+    """A reviewer's note on an attempt (an event type added the documented way)."""
+
+    durable = True
+    type: Literal["Annotated"] = "Annotated"
+    note: str = Field(description="What the reviewer noticed.")
+
+
+def test_a_new_event_type_is_one_model_and_one_line(
+    ledger_dir: Path, writes: list[tuple[list[str], bool]]
+) -> None:
+    registry = EventRegistry([*REGISTRY.types().values(), Annotated])
+    with Ledger.open(ledger_dir, registry=registry) as led:
+        recorder.record(led, "r", Annotated(note="fast but fragile"), attempt_key="k")
+        recorder.record(led, "r", ev.RunFinished(attempts=0, scored=0))
+        envs = led.events(run_id="r")
+    assert [e.type for e in envs] == ["Annotated", "RunFinished"]
+    assert writes[0] == (["Annotated"], True), "durable because the type says so"
+    assert fold("r", envs).finished is not None, "the fold reads past a type it does not know"
