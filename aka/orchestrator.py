@@ -314,9 +314,8 @@ def refresh_tasks(ledger: Ledger, ctx: RunContext) -> list[str]:
             continue
         previous = ctx.tree(key)
         if tree != previous:
-            ledger.append(
-                ev.TaskRefreshed(task=key, tree=tree, previous=previous), run_id=ctx.run_id
-            )
+            refreshed = ev.TaskRefreshed(task=key, tree=tree, previous=previous)
+            recorder.record(ledger, ctx.run_id, refreshed)
             ctx.trees[key] = tree
             done.append(key)
     return done
