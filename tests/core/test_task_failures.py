@@ -141,3 +141,31 @@ def test_the_api_reports_a_broken_task_and_records_no_reward(
     envs = _events(ledger_dir, run_id)
     assert _finals(envs, GOOD) == []
     assert [f.status for f in _finished(envs, GOOD)] == ["task"]
+
+
+def test_a_recorded_task_that_no_longer_loads_is_the_tasks_failure(
+    tmp_path: Path, tasks_root: Path, ledger_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run started by an older aka whose task.yaml this one refuses (a rule tightened
+    since, like duplicate keys): resuming it must not charge the agent for the spec."""
+    from aka import orchestrator, workspace
+    from aka.config import load_config
+    from aka.errors import InputError
+
+    cfg = write_config(tmp_path, tasks_root, max_tries=1)
+    with Ledger.open(ledger_dir, registry=REGISTRY) as led:
+        rid = orchestrator.start_run(
+            led, load_config(cfg), config_path=str(cfg), run_id="old", tasks_root=tasks_root
+        )
+
+        def refuse(folder: Path, **_: object) -> None:
+            raise InputError("duplicate key 'shapes'", where=str(folder / "task.yaml"))
+
+        monkeypatch.setattr(workspace, "load_task", refuse)
+        with pytest.raises(TaskError) as caught:
+            orchestrator.drive(led, rid)
+        envs = led.events(run_id=rid)
+    assert f"{GOOD}/task.yaml" in caught.value.render() and "duplicate key" in str(caught.value)
+    assert "aka resume old" in caught.value.render()
+    assert [f.status for f in _finished(envs, GOOD)] == ["task"]
+    assert not any(isinstance(e.payload, ev.AgentStarted) for e in envs)
