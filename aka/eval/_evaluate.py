@@ -93,10 +93,18 @@ def eval_timeout(req: EvalRequest, shapes: list[dict[str, int]]) -> float:
 
 
 def hidden_paths(ledger: Ledger, req: EvalRequest) -> tuple[str, ...]:
-    """What the candidate process must not see: the ledger and the whole task suite."""
-    suite = req.task.path
-    for _ in Path(req.task.key).parts:
-        suite = suite.parent
+    """What the candidate process must not see: the ledger and the whole task suite.
+
+    The suite is the folder the task's key is relative to when the task sits in one (a
+    tasks folder). A task materialized from the content store (``aka run``, ``aka
+    resume``) sits alone in a folder named by its digest: walking its key's depth up from
+    there would hide the temporary folder (the evaluation's own is in it) or ``/``, so
+    its own folder is what is hidden.
+    """
+    path = req.task.path
+    parts = Path(req.task.key).parts
+    mirrors = bool(parts) and path.parts[-len(parts) :] == parts
+    suite = path.parents[len(parts) - 1] if mirrors else path
     return tuple(str(p) for p in (ledger.root, suite) if p is not None)
 
 

@@ -169,3 +169,17 @@ def test_a_recorded_task_that_no_longer_loads_is_the_tasks_failure(
     assert "aka resume old" in caught.value.render()
     assert [f.status for f in _finished(envs, GOOD)] == ["task"]
     assert not any(isinstance(e.payload, ev.AgentStarted) for e in envs)
+
+
+def test_a_task_keyed_two_folders_deep_is_judged_not_mistaken_for_broken(
+    cli, tmp_path: Path, tasks_root: Path, ledger_dir: Path
+) -> None:
+    """The candidate process hides the task suite; for a task materialized from the
+    content store, walking the key's depth up once hid the temporary folder holding the
+    evaluation itself, so every candidate (and the baseline) of a two-part key failed."""
+    shutil.copytree(tasks_root / GOOD, tasks_root / "ops" / "affine")
+    cfg = write_config(tmp_path, tasks_root, tasks=["ops/affine"])
+    out = cli("run", str(cfg), "--run-id", "shallow", "--ledger", str(ledger_dir))
+    assert out.code == 0, out.err
+    [final] = _finals(_events(ledger_dir, "shallow"), "ops/affine")
+    assert final.compiled and final.correct, final.error
