@@ -1,8 +1,9 @@
 """A Python API for RL loops: evaluate candidates without an agent, every one recorded.
 
 An external trainer proposes kernel sources; :class:`Evaluator` scores them with the
-arena's evaluator and records each as an attempt of a service run, with the same events
-as ``aka run`` (so ``aka report``, ``aka export rewards`` and ``aka audit`` work on them)::
+arena's evaluator and records each as an attempt of a service run through the same
+recorder as ``aka run`` (:mod:`aka.recorder`: the same events, durability and failure
+handling, so ``aka report``, ``aka export rewards`` and ``aka audit`` work on them)::
 
     from aka.api import Evaluator
     with Evaluator(".aka", tasks_root="tasks", device="cpu") as ev:
@@ -21,11 +22,11 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from aka import __version__
+from aka import __version__, recorder
 from aka import events as ev
 from aka.attempt import ITEM_TEXT_CAP
 from aka.config import ArmConfig, RunConfig, TimingSettings
@@ -36,8 +37,10 @@ from aka.events import REGISTRY
 from aka.feedback import render_feedback
 from aka.liveness import holding
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
-from aka.runkeys import create_run_key, with_authority
+from aka.recorder import AttemptRecorder
+from aka.runkeys import with_authority
 from aka.scoring import Measurements, score
+from aka.taskhealth import TaskHealth
 from aka.tasks import Task, select
 from aka.treatments import ResolvedArm
 from aka_ledger import Ledger
@@ -95,26 +98,6 @@ class EvalResult:
         return asdict(self)
 
 
-class _Recording:
-    """The ledger as :func:`aka.eval.evaluate` uses it, keeping what the evaluation appends.
-
-    The feedback a trainer gets is made from the evaluation's own events; reading them back
-    from the ledger would cost a read of the whole run for every sample.
-    """
-
-    def __init__(self, ledger: Ledger):
-        self.ledger = ledger
-        self.cas = ledger.cas
-        self.events: list[ev.EventModel] = []
-
-    def append(self, event: ev.EventModel, **kwargs: Any) -> Any:
-        self.events.append(event)
-        return self.ledger.append(event, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.ledger, name)
-
-
 class Evaluator:
     """Scores candidates for one ledger, as attempts of one service run."""
 
@@ -148,6 +131,7 @@ class Evaluator:
         self._arm = ""
         self._started = False
         self._held = contextlib.ExitStack()
+        self._health = TaskHealth(self.ledger, self.run_id)
 
     def __enter__(self) -> Evaluator:
         return self
@@ -163,9 +147,7 @@ class Evaluator:
         """
         if self._started:
             n = sum(self._counts.values())
-            self.ledger.append(
-                ev.RunFinished(attempts=n, scored=n), run_id=self.run_id, durable=True
-            )
+            recorder.finish_run(self.ledger, self.run_id, attempts=n, scored=n)
             self._started = False
         self._held.close()
         if self._own:
@@ -213,8 +195,7 @@ class Evaluator:
             aka_version=__version__,
             writers={w: (m.last, m.head) for w, m in self.ledger.marks().items()},
         )
-        create_run_key(self.run_id)
-        self.ledger.append(started, run_id=self.run_id, durable=True)
+        recorder.start_run(self.ledger, self.run_id, started)
         self._held.enter_context(holding(self.ledger.root, self.run_id))
         self._started = True
 
@@ -230,6 +211,9 @@ class Evaluator:
 
         Raises:
             InputError: unknown task, or a file the task does not declare editable.
+            TaskError: the task fails by itself (its baseline fails too); recorded as the
+                attempt's task failure, no reward.
+            Exception: whatever else failed the attempt, once recorded as its error.
         """
         task, tree = self._task(task_key)
         extra = sorted(set(files) - set(task.spec.editable))
@@ -240,27 +224,36 @@ class Evaluator:
                 fix=f"send only {task.spec.editable}",
             )
         with self._lock:
-            key = self._begin(task_key, tree, sample)
+            key = self._plan(task_key, tree, sample)
             cand_tree, diff = self._capture(task, files)
-            self._append(
-                key,
-                ev.CandidateCaptured(
-                    try_no=1, tree=cand_tree, diff=self.ledger.cas.put(diff), changed=sorted(files)
-                ),
-            )
-            req = EvalRequest(
-                task=task,
-                task_tree=tree,
-                candidate=cand_tree,
-                harness=self._harness,
-                device=self.device,
-                policy=self.policy,
-                timing=self.timing,
-                try_no=1,
-            )
-            seen = _Recording(self.ledger)
-            scored = evaluate(cast(Ledger, seen), self.run_id, key, req)
-            self._append(key, ev.AttemptFinished(try_no=1, status="scored"))
+            rec = AttemptRecorder(self.ledger, self.run_id, key, try_no=1)
+
+            def body(rec: AttemptRecorder) -> ev.Scored:
+                self._record_sample(rec, sample)
+                rec.emit(
+                    ev.CandidateCaptured(
+                        try_no=1, tree=cand_tree, diff=self.ledger.cas.put(diff),
+                        changed=sorted(files),
+                    )
+                )  # fmt: skip
+                req = EvalRequest(
+                    task=task,
+                    task_tree=tree,
+                    candidate=cand_tree,
+                    harness=self._harness,
+                    device=self.device,
+                    policy=self.policy,
+                    timing=self.timing,
+                    try_no=1,
+                )
+                vet = self._health.vet(req, task_key)
+                return evaluate(rec.ledger, self.run_id, key, req, vet=vet)
+
+            scored = recorder.execute_attempt(
+                self.ledger, self.run_id, key, 1, worker="api", body=body, recorder=rec,
+                reraise=True,
+            )  # fmt: skip
+            assert scored is not None  # a failure was re-raised once recorded
         return EvalResult(
             run_id=self.run_id,
             attempt_key=key,
@@ -273,7 +266,7 @@ class Evaluator:
             components=scored.components,
             hack_flags=scored.hack_flags,
             error=scored.error,
-            feedback=render_feedback(seen.events),
+            feedback=render_feedback(rec.events),
         )
 
     def reject(self, task_key: str, error: str, *, sample: Sample | None = None) -> EvalResult:
@@ -289,8 +282,11 @@ class Evaluator:
         _, tree = self._task(task_key)
         failed = score(Measurements(compiled=False, correct=False), self.policy)
         with self._lock:
-            key = self._begin(task_key, tree, sample)
-            self._append(key, ev.AttemptFinished(try_no=1, status="error", error=error))
+            key = self._plan(task_key, tree, sample)
+            recorder.reject_attempt(
+                self.ledger, self.run_id, key, 1, worker="api", error=error,
+                body=lambda rec: self._record_sample(rec, sample),
+            )  # fmt: skip
         return EvalResult(
             run_id=self.run_id,
             attempt_key=key,
@@ -305,11 +301,8 @@ class Evaluator:
             error=error,
         )
 
-    def _append(self, key: str, event: ev.EventModel, durable: bool = True) -> None:
-        self.ledger.append(event, run_id=self.run_id, attempt_key=key, durable=durable)
-
-    def _begin(self, task_key: str, tree: str, sample: Sample | None) -> str:
-        """Plan and start one attempt (and record the sample's prompt and message)."""
+    def _plan(self, task_key: str, tree: str, sample: Sample | None) -> str:
+        """Plan one more attempt of the service run; returns its key."""
         self._start(task_key, tree)
         repeat = self._counts.get(task_key, 0)
         self._counts[task_key] = repeat + 1
@@ -321,31 +314,32 @@ class Evaluator:
             repeat=repeat,
             order=sum(self._counts.values()),
         )
-        self._append(key, planned)
-        self._append(key, ev.AttemptStarted(try_no=1, worker="api"), durable=False)
-        if sample is not None:
-            cas = self.ledger.cas
-            self._append(
-                key,
-                ev.AgentStarted(
-                    try_no=1,
-                    agent=sample.trainer,
-                    arm=self._arm,
-                    prompt=cas.put(sample.prompt.encode()),
-                    timeout_seconds=0.0,
-                ),
-            )
-            item = ev.AgentItemRecord(
-                kind="message", text=sample.message[:ITEM_TEXT_CAP], data=sample.data()
-            )
-            self._append(key, ev.AgentOutput(try_no=1, items=[item]), durable=False)
-            self._append(
-                key,
-                ev.AgentFinished(
-                    try_no=1, status="ok", wall_s=0.0, transcript=cas.put(sample.message.encode())
-                ),
-            )
+        recorder.plan_attempts(self.ledger, self.run_id, [(key, planned)])
         return key
+
+    def _record_sample(self, rec: AttemptRecorder, sample: Sample | None) -> None:
+        """The trainer's prompt and the model's message, as the attempt's agent events."""
+        if sample is None:
+            return
+        cas = self.ledger.cas
+        rec.emit(
+            ev.AgentStarted(
+                try_no=1,
+                agent=sample.trainer,
+                arm=self._arm,
+                prompt=cas.put(sample.prompt.encode()),
+                timeout_seconds=0.0,
+            )
+        )
+        item = ev.AgentItemRecord(
+            kind="message", text=sample.message[:ITEM_TEXT_CAP], data=sample.data()
+        )
+        rec.emit(ev.AgentOutput(try_no=1, items=[item]))
+        rec.emit(
+            ev.AgentFinished(
+                try_no=1, status="ok", wall_s=0.0, transcript=cas.put(sample.message.encode())
+            )
+        )
 
     def evaluate_batch(self, items: list[tuple[str, dict[str, str | bytes]]]) -> list[EvalResult]:
         """Score several candidates, in order (one GPU measures one at a time)."""

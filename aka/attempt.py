@@ -1,34 +1,35 @@
 """One attempt, end to end: workspace, agent, capture, evaluation; every step an event.
 
 The orchestrator (:mod:`aka.orchestrator`) decides which attempts run; this module runs
-one. Its boundary (:func:`execute_attempt`) turns any failure into an
-``AttemptFinished(status="error")`` event, except a failure of the machine (a full
-disk, an unwritable ledger), which stops the run as an :class:`InfrastructureError`
-so the agent is never charged for it.
+one, inside the recorder's boundary (:func:`aka.recorder.execute_attempt`), which turns
+any failure into one ``AttemptFinished`` event: the attempt's own failure spends the
+try; a task that fails itself, or the machine (a full disk, an unwritable ledger), is
+never charged to the agent.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aka import events as ev
 from aka.agent import AgentItem, AgentOutcome, AgentRequest, get_agent
 from aka.config import RunConfig
 from aka.core import AttemptPlan
-from aka.errors import InfrastructureError, NotFoundError
+from aka.errors import AkaError, NotFoundError, TaskError
 from aka.eval import EvalRequest, evaluate, workers_for_run
+from aka.recorder import AttemptRecorder
+from aka.recorder import execute_attempt as record_attempt
 from aka.runkeys import key_dir, with_authority
 from aka.selfeval import SOCKET_ENV, serve
+from aka.taskhealth import TaskHealth
 from aka.tasks import Task, baseline_task
 from aka.treatments import (
     agent_settings,
@@ -40,7 +41,7 @@ from aka.treatments import (
     place_files,
 )
 from aka.workspace import TaskCache, capture, materialize_workspace
-from aka_ledger import Ledger, LedgerError, MissingBlobError, SchemaError
+from aka_ledger import Ledger
 
 ITEM_BATCH = 64
 ITEM_TEXT_CAP = 8192
@@ -56,10 +57,31 @@ class RunContext:
     config: RunConfig
     started: ev.RunStarted
     tasks: TaskCache
+    trees: dict[str, str] = field(default_factory=dict)
+    """Task key -> tree its tries use: recorded at run start, or refreshed after a fix."""
+    health: TaskHealth | None = None
+    """Whether each task's baseline passes, asked only when a candidate fails."""
+
+    def tree(self, key: str) -> str:
+        """The tree digest task ``key``'s tries use now."""
+        return self.trees.get(key) or self.started.tasks[key]
 
     def task(self, key: str) -> Task:
-        """The task as recorded at run start."""
-        return self.tasks.get(key, self.started.tasks[key])
+        """The task as the run records it (at its start, or as refreshed after a fix).
+
+        Raises:
+            TaskError: the recorded folder does not load (a broken task, never the
+                agent's failure).
+        """
+        try:
+            return self.tasks.get(key, self.tree(key))
+        except AkaError as exc:
+            raise TaskError(
+                f"task {key} does not load: {exc.message}",
+                where=f"{key}/task.yaml",
+                fix=f"fix the task folder (`aka tasks validate {key}` shows what fails), "
+                f"then `aka resume {self.run_id}`",
+            ) from exc
 
 
 def open_run(ledger: Ledger, run_id: str) -> RunContext:
@@ -81,7 +103,18 @@ def open_run(ledger: Ledger, run_id: str) -> RunContext:
     assert isinstance(started, ev.RunStarted)
     config = RunConfig.model_validate_json(ledger.cas.get(started.config))
     workers_for_run(config.evaluator.warm_workers)
-    return RunContext(run_id=run_id, config=config, started=started, tasks=TaskCache(ledger.cas))
+    trees = dict(started.tasks)
+    for e in ledger.events(run_id=run_id, types=["TaskRefreshed"]):
+        if isinstance(e.payload, ev.TaskRefreshed):
+            trees[e.payload.task] = e.payload.tree
+    return RunContext(
+        run_id=run_id,
+        config=config,
+        started=started,
+        tasks=TaskCache(ledger.cas),
+        trees=trees,
+        health=TaskHealth(ledger, run_id),
+    )
 
 
 class _Sink:
@@ -183,7 +216,7 @@ def _eval_request(
 ) -> EvalRequest:
     return EvalRequest(
         task=task,
-        task_tree=ctx.started.tasks[p.task],
+        task_tree=ctx.tree(p.task),
         candidate=tree,
         harness=ctx.started.harness,
         device=ctx.started.device,
@@ -204,12 +237,12 @@ def _run_agent(
         start = ledger.cas.snapshot(ws.path) if place_files(ledger.cas, arm, ws.path) else None
         emit(
             ev.WorkspaceMaterialized(
-                try_no=p.try_no, tree=start or ws.start_tree, task=ctx.started.tasks[p.task]
+                try_no=p.try_no, tree=start or ws.start_tree, task=ctx.tree(p.task)
             )
         )
         before = memory_before(ledger, ctx.run_id, arm, ws.path, try_no=p.try_no)
         if before is not None:
-            emit(before, durable=True)
+            emit(before)
         prompt = arm_prompt(
             ledger.cas, arm, task, device=ctx.started.device, eval_command="aka eval"
         )
@@ -222,8 +255,7 @@ def _run_agent(
                 arm=ctx.started.arms[p.arm],
                 prompt=ledger.cas.put(prompt.encode()),
                 timeout_seconds=arm.timeout_seconds,
-            ),
-            durable=True,
+            )
         )
         sink = _Sink(lambda e: emit(e), p.try_no)
 
@@ -270,78 +302,43 @@ def _run_agent(
                 wall_s=time.monotonic() - t0,
                 transcript=transcript,
                 error=outcome.error,
-            ),
-            durable=True,
+            )
         )
         after = memory_after(ledger.cas, arm, ws.path, try_no=p.try_no)
         if after is not None:
-            emit(after, durable=True)
+            emit(after)
         tree, diff, changed = capture(ledger.cas, task, ws.path)
     captured = ev.CandidateCaptured(
         try_no=p.try_no, tree=tree, diff=ledger.cas.put(diff), changed=changed
     )
-    emit(captured, durable=True)
+    emit(captured)
     return captured
 
 
 def execute_attempt(
     ledger: Ledger, run_id: str, p: AttemptPlan, *, worker_id: str, ctx: RunContext | None = None
 ) -> ev.Scored | None:
-    """Run one try of an attempt end to end; every step is an event.
+    """Run one try of an attempt end to end, inside the recorder's boundary.
 
-    Returns the final Scored event, or None if the try failed at the infrastructure
-    level (recorded as ``AttemptFinished(status="error")`` and retried by the planner).
+    Returns the final Scored event, or None if the try failed (recorded as
+    ``AttemptFinished`` with status ``error`` or ``task``; the planner decides what
+    runs next). A full disk or an unwritable ledger raises ``InfrastructureError``.
     """
-    ctx = ctx or open_run(ledger, run_id)
+    run = ctx or open_run(ledger, run_id)
 
-    def emit(event: ev.EventModel, durable: bool = False) -> None:
-        ledger.append(event, run_id=run_id, attempt_key=p.key, durable=durable)
-
-    emit(ev.AttemptStarted(try_no=p.try_no, worker=worker_id), durable=True)
-    try:
-        task = ctx.task(p.task)
+    def body(rec: AttemptRecorder) -> ev.Scored:
+        task = run.task(p.task)
         if p.reuse_candidate is not None:
             c = p.reuse_candidate
             captured = ev.CandidateCaptured(
                 try_no=p.try_no, tree=c.tree, diff=c.diff, changed=c.changed, reused_from=c.try_no
             )
-            emit(captured, durable=True)
+            rec.emit(captured)
         else:
-            captured = _run_agent(ledger, ctx, p, task, emit)
-        judged = _judged_as(ledger, ctx, p, task, captured)
-        scored = evaluate(ledger, run_id, p.key, _eval_request(ctx, p, judged, captured.tree))
-    except Exception as exc:  # the attempt boundary: any failure becomes an event
-        if _infrastructure(exc):
-            raise InfrastructureError(
-                f"run {run_id!r} stopped at attempt {p.key} (try {p.try_no}): the ledger or "
-                f"the disk could not be written ({_one_line(exc)}); nothing was charged to "
-                "the agent",
-                where=str(ledger.root or "ledger"),
-                fix=f"free space (or make the ledger writable), then `aka resume {run_id}`",
-            ) from exc
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        emit(ev.AttemptFinished(try_no=p.try_no, status="error", error=detail[:2000]), durable=True)
-        return None
-    emit(ev.AttemptFinished(try_no=p.try_no, status="scored"), durable=True)
-    return scored
+            captured = _run_agent(ledger, run, p, task, rec.emit)
+        judged = _judged_as(ledger, run, p, task, captured)
+        req = _eval_request(run, p, judged, captured.tree)
+        vet = run.health.vet(req, p.task) if run.health is not None else None
+        return evaluate(ledger, run_id, p.key, req, vet=vet)
 
-
-_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
-
-
-def _infrastructure(exc: BaseException) -> bool:
-    """Whether a failure is the machine's (the ledger unwritable, a full disk)."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, LedgerError) and not isinstance(cur, SchemaError | MissingBlobError):
-            return True
-        if isinstance(cur, OSError) and cur.errno in _FULL:
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
-
-
-def _one_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return record_attempt(ledger, run_id, p.key, p.try_no, worker=worker_id, body=body)

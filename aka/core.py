@@ -13,6 +13,9 @@ from dataclasses import dataclass, field, replace
 from aka import events as ev
 from aka_ledger import Envelope
 
+UNCHARGED = ("task", "infra")
+"""``AttemptFinished`` statuses that do not spend a try."""
+
 
 @dataclass(frozen=True)
 class TryState:
@@ -46,6 +49,18 @@ class AttemptState:
         return None
 
     @property
+    def spent(self) -> int:
+        """Tries charged to the attempt: all but those the task or the machine stopped.
+
+        A try stopped by a broken task or a full disk (``AttemptFinished`` status
+        ``task`` or ``infra``) says nothing about the agent, so it never uses up
+        ``max_tries``; an interrupted try (no ``AttemptFinished``: a kill) does.
+        """
+        return sum(
+            1 for t in self.tries if t.finished is None or t.finished.status not in UNCHARGED
+        )
+
+    @property
     def next_try(self) -> int:
         """The number the next try gets."""
         return max((t.try_no for t in self.tries), default=0) + 1
@@ -66,6 +81,10 @@ class RunState:
     started: ev.RunStarted | None = None
     attempts: dict[str, AttemptState] = field(default_factory=dict)
     finished: ev.RunFinished | None = None
+    trees: dict[str, str] = field(default_factory=dict)
+    """Task key -> the tree its tries use now (``RunStarted``, then ``TaskRefreshed``)."""
+    broken: dict[str, str] = field(default_factory=dict)
+    """Task key -> why the task itself failed, until it is refreshed; its attempts wait."""
 
 
 def _update_try(state: AttemptState, try_no: int, **changes: object) -> AttemptState:
@@ -81,9 +100,14 @@ def _update_try(state: AttemptState, try_no: int, **changes: object) -> AttemptS
 def _apply(state: RunState, env: Envelope) -> RunState:
     p = env.payload
     if isinstance(p, ev.RunStarted):
-        return replace(state, started=state.started or p)
+        if state.started is not None:
+            return state
+        return replace(state, started=p, trees=dict(p.tasks))
     if isinstance(p, ev.RunFinished):
         return replace(state, finished=p)
+    if isinstance(p, ev.TaskRefreshed):
+        broken = {k: v for k, v in state.broken.items() if k != p.task}
+        return replace(state, trees={**state.trees, p.task: p.tree}, broken=broken)
     key = env.attempt_key
     if key is None:
         return state
@@ -112,6 +136,9 @@ def _apply(state: RunState, env: Envelope) -> RunState:
         changes = {"score": p}
     elif isinstance(p, ev.AttemptFinished):
         changes = {"finished": p}
+        if p.status == "task":
+            task = attempt.planned.task
+            state = replace(state, broken={**state.broken, task: p.error or "the task failed"})
     if changes is None or try_no < 1:
         return state
     updated = _update_try(attempt, try_no, **changes)
@@ -171,11 +198,13 @@ def plan(state: RunState, *, max_tries: int) -> list[AttemptPlan]:
     An attempt with a final score is done and never re-run. An attempt whose last try
     ended without a score (an intent with no result: a crash, a kill, an infrastructure
     error) is retried as a new try, reusing a captured candidate so the agent's work is
-    not thrown away, until ``max_tries`` tries have been spent.
+    not thrown away, until ``max_tries`` tries have been spent (:attr:`AttemptState.spent`:
+    a try stopped by the task or the machine is not). The attempts of a task that failed
+    itself wait (:func:`blocked`) until the task is refreshed.
     """
     todo: list[AttemptPlan] = []
-    for attempt in sorted(state.attempts.values(), key=lambda a: a.planned.order):
-        if attempt.score is not None or len(attempt.tries) >= max_tries:
+    for attempt in _open(state, max_tries):
+        if attempt.planned.task in state.broken:
             continue
         p = attempt.planned
         todo.append(
@@ -193,6 +222,20 @@ def plan(state: RunState, *, max_tries: int) -> list[AttemptPlan]:
     return todo
 
 
+def _open(state: RunState, max_tries: int) -> list[AttemptState]:
+    """Attempts with neither a final score nor every try spent, in planned order."""
+    return [
+        a
+        for a in sorted(state.attempts.values(), key=lambda a: a.planned.order)
+        if a.score is None and a.spent < max_tries
+    ]
+
+
+def blocked(state: RunState, *, max_tries: int) -> list[AttemptState]:
+    """Attempts left to run that wait on a task that failed itself (``state.broken``)."""
+    return [a for a in _open(state, max_tries) if a.planned.task in state.broken]
+
+
 def is_complete(state: RunState, *, max_tries: int) -> bool:
-    """True when no attempt is left to run."""
-    return bool(state.attempts) and not plan(state, max_tries=max_tries)
+    """True when no attempt is left to run, none waiting on a broken task included."""
+    return bool(state.attempts) and not _open(state, max_tries)

@@ -49,3 +49,13 @@ class InfrastructureError(AkaError):
     """
 
     exit_code = 3
+
+
+class TaskError(InfrastructureError):
+    """The task itself failed, not the agent: its folder does not load, or its reference or
+    baseline does not run.
+
+    Recorded at the attempt boundary as ``AttemptFinished(status="task")``: no score and
+    no try is charged, the task's other attempts wait, and ``aka resume`` runs them once
+    the task folder is fixed. Exit code 3.
+    """

@@ -1,9 +1,16 @@
 """The arena's event vocabulary: one frozen model per event type, all in one module.
 
 Every step of an attempt is one of these, appended to the ledger. Names are past tense;
-``*Started`` events are *intents* written (durably) before a side effect that cannot be
-repeated for free (an agent run, a GPU measurement) and closed by a result event. On
-resume, an intent without its result marks a failed try.
+``*Started`` events are *intents* written before a side effect that cannot be repeated
+for free (an agent run, a GPU measurement) and closed by a result event. On resume, an
+intent without its result marks a failed try.
+
+Durability is declared here, once per type (``durable = True``): intents, results and
+the run's own records are on stable storage when their append returns; progress
+(``WorkspaceMaterialized``, ``AgentOutput``, the evaluation's ``Compiled``,
+``CorrectnessChecked`` and ``KernelTimed``, closed by a durable ``Scored``) is not, and
+a crash may lose the last of it, never a decision. No appending code passes
+``durable=``.
 
 Artifacts are digests (``b3:...``), never paths. Bump a model's ``schema_version`` when
 its fields change and register an upcaster in :data:`REGISTRY`.
@@ -32,6 +39,7 @@ class _Part(BaseModel):
 class RunStarted(EventModel):
     """A run began (or was registered before its first attempt)."""
 
+    durable = True
     type: Literal["RunStarted"] = "RunStarted"
     label: str = Field(description="Human label of the run (from config or --label).")
     config: Digest = Field(description="Blob of the resolved run config (JSON).")
@@ -56,6 +64,7 @@ class RunStarted(EventModel):
 class AttemptPlanned(EventModel):
     """The planner's output: one attempt of one arm on one task (pure, no side effect)."""
 
+    durable = True
     type: Literal["AttemptPlanned"] = "AttemptPlanned"
     task: str = Field(description="Task key (path under tasks/).")
     arm: str = Field(description="Arm name.")
@@ -67,6 +76,7 @@ class AttemptPlanned(EventModel):
 class AttemptStarted(EventModel):
     """A try of an attempt began on a worker."""
 
+    durable = True
     type: Literal["AttemptStarted"] = "AttemptStarted"
     try_no: int = Field(ge=1, description="Try number: 1 first; a retry after a crash is 2, ...")
     worker: str = Field(description="Worker id (node/device/process).")
@@ -84,6 +94,7 @@ class WorkspaceMaterialized(EventModel):
 class AgentStarted(EventModel):
     """Intent: an agent is about to run (a side effect that costs tokens and time)."""
 
+    durable = True
     type: Literal["AgentStarted"] = "AgentStarted"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     agent: str = Field(description="Agent name.")
@@ -113,6 +124,7 @@ class AgentOutput(EventModel):
 class AgentFinished(EventModel):
     """Result: the agent run ended."""
 
+    durable = True
     type: Literal["AgentFinished"] = "AgentFinished"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     status: Literal["ok", "timeout", "error"] = Field(description="How the agent ended.")
@@ -129,6 +141,7 @@ class AgentFinished(EventModel):
 class CandidateCaptured(EventModel):
     """The patch produced: the workspace after the agent, as a tree and a diff."""
 
+    durable = True
     type: Literal["CandidateCaptured"] = "CandidateCaptured"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     tree: Digest = Field(description="Tree digest of the editable files after the agent.")
@@ -142,6 +155,7 @@ class CandidateCaptured(EventModel):
 class EvaluationStarted(EventModel):
     """Intent: the evaluator is about to measure a candidate."""
 
+    durable = True
     type: Literal["EvaluationStarted"] = "EvaluationStarted"
     try_no: int = Field(ge=0, description="Try this belongs to (0 outside attempts).")
     eval_id: str = Field(description="Unique id of this evaluation.")
@@ -223,6 +237,7 @@ class Scored(EventModel):
     """
 
     schema_version = 2
+    durable = True
     type: Literal["Scored"] = "Scored"
     eval_id: str = Field(description="Evaluation this closes.")
     try_no: int = Field(ge=0, description="Try this belongs to.")
@@ -249,17 +264,43 @@ class Scored(EventModel):
 
 
 class AttemptFinished(EventModel):
-    """A try ended: 'scored' (a final Scored exists) or 'error' (infrastructure failure)."""
+    """A try ended, and who ended it.
 
+    Version 2 added the statuses ``task`` and ``infra``, tries that are not charged to
+    the attempt (a version 1 event is read unchanged).
+    """
+
+    schema_version = 2
+    durable = True
     type: Literal["AttemptFinished"] = "AttemptFinished"
     try_no: int = Field(ge=1, description="Try that ended.")
-    status: Literal["scored", "error"] = Field(description="How it ended.")
-    error: str | None = Field(default=None, description="Error summary for 'error'.")
+    status: Literal["scored", "error", "task", "infra"] = Field(
+        description="'scored': a final Scored exists; 'error': the try failed (the agent or "
+        "its evaluation crashed), a spent try; 'task': the task itself failed (its folder, "
+        "reference or baseline), not charged, retried once the task is fixed; 'infra': the "
+        "machine failed (a full disk, an unwritable ledger), not charged, retried on resume."
+    )
+    error: str | None = Field(default=None, description="Why, for every status but 'scored'.")
+
+
+class TaskRefreshed(EventModel):
+    """A task that failed during the run was fixed on disk; later tries use its new tree.
+
+    Recorded by ``aka resume`` for a task whose attempts wait on a ``task`` failure when
+    the folder's tree differs from the run's; every evaluation names the tree it used.
+    """
+
+    durable = True
+    type: Literal["TaskRefreshed"] = "TaskRefreshed"
+    task: str = Field(description="Task key.")
+    tree: Digest = Field(description="Tree digest of the fixed task folder.")
+    previous: Digest = Field(description="Tree digest the run used until now.")
 
 
 class RunFinished(EventModel):
     """Every planned attempt has a result (or exhausted its tries)."""
 
+    durable = True
     type: Literal["RunFinished"] = "RunFinished"
     attempts: int = Field(description="Planned attempts.")
     scored: int = Field(description="Attempts with a final score.")
@@ -273,6 +314,7 @@ class HeldoutEvaluated(EventModel):
     attempt's for a candidate and empty for a task's baseline.
     """
 
+    durable = True
     type: Literal["HeldoutEvaluated"] = "HeldoutEvaluated"
     task: str = Field(description="Task key.")
     role: HeldoutRole = Field(
@@ -302,6 +344,7 @@ class CheckResult(_Part):
 class TaskValidated(EventModel):
     """A task folder was validated (``aka tasks validate``)."""
 
+    durable = True
     type: Literal["TaskValidated"] = "TaskValidated"
     task: str = Field(description="Task key.")
     task_tree: Digest | None = Field(
@@ -322,6 +365,7 @@ class MemorySnapshotted(EventModel):
     key); ``after`` is what it left, which the next attempt in planned order starts from.
     """
 
+    durable = True
     type: Literal["MemorySnapshotted"] = "MemorySnapshotted"
     try_no: int = Field(ge=1, description="Try this belongs to.")
     phase: Literal["before", "after"] = Field(description="Before or after the agent ran.")
@@ -369,6 +413,7 @@ REGISTRY = EventRegistry(
         KernelTimed,
         Scored,
         AttemptFinished,
+        TaskRefreshed,
         RunFinished,
         HeldoutEvaluated,
         TaskValidated,
@@ -384,3 +429,9 @@ REGISTRY.upcaster("Scored", 1)(_scored_v1)
 def _run_started_v1(data: dict[str, Any]) -> dict[str, Any]:
     """Runs started before high-water marks recorded none."""
     return {**data, "writers": {}}
+
+
+@REGISTRY.upcaster("AttemptFinished", 1)
+def _attempt_finished_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 only widened the statuses; a version 1 payload is valid as it is."""
+    return data

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from aka import events as ev
+from aka import recorder
 from aka.core import AttemptState
 from aka.eval import EvalRequest, evaluate
 from aka.orchestrator import RunContext, open_run, run_state
@@ -101,7 +102,7 @@ def _evaluate_heldout(
     device = ctx.started.device
     req = EvalRequest(
         task=baseline_task(task) if role == "baseline" else task,
-        task_tree=ctx.started.tasks[task.key],
+        task_tree=ctx.tree(task.key),
         candidate=candidate,
         harness=ctx.started.harness,
         device=device,
@@ -112,7 +113,9 @@ def _evaluate_heldout(
         time=role == "candidate",
     )
     scored = evaluate(ledger, ctx.run_id, attempt_key, req)
-    ledger.append(
+    recorder.record(
+        ledger,
+        ctx.run_id,
         ev.HeldoutEvaluated(
             task=task.key,
             role=role,
@@ -123,9 +126,7 @@ def _evaluate_heldout(
             device=device,
             shapes=task.spec.shapes.for_device(device, heldout=True),
         ),
-        run_id=ctx.run_id,
         attempt_key=attempt_key,
-        durable=True,
     )
     return scored.eval_id, scored
 

@@ -3,10 +3,10 @@
 With :mod:`aka.attempt` (one attempt, end to end) it is the only code that touches
 clocks, agents, the evaluator and the ledger together. ``aka run`` = :func:`start_run`
 then :func:`drive`; ``aka resume`` = :func:`drive` on an existing run id: read → fold →
-plan → the same loop, claiming each attempt like every runner's workers. Each attempt
-try is wrapped at one boundary (:func:`aka.attempt.execute_attempt`) where any exception
-becomes an ``AttemptFinished(status="error")`` event, so a crashing agent or evaluator
-never loses what was recorded before it.
+plan → the same loop, claiming each attempt like every runner's workers. Runs start and
+attempt tries are recorded through :mod:`aka.recorder`, whose boundary turns any failure
+into one ``AttemptFinished`` event, so a crashing agent or evaluator never loses what was
+recorded before it, and a broken task or a full disk is never charged to the agent.
 """
 
 from __future__ import annotations
@@ -23,17 +23,26 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from aka import __version__
+from aka import __version__, recorder
 from aka import events as ev
 from aka.agent import get_agent
 from aka.attempt import RunContext, execute_attempt, open_run
 from aka.config import RunConfig, load_config, parse_config
-from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
-from aka.errors import InputError
+from aka.core import (
+    AttemptPlan,
+    RunState,
+    attempt_key,
+    blocked,
+    fold,
+    initial_plan,
+    is_complete,
+    plan,
+)
+from aka.errors import InputError, TaskError
 from aka.eval import harness_paths
 from aka.liveness import holding
 from aka.repo_tasks import task_tree
-from aka.runkeys import create_run_key, with_authority
+from aka.runkeys import with_authority
 from aka.runlock import check_run_id, hold_run
 from aka.tasks import Task, select
 from aka.treatments import (
@@ -161,10 +170,8 @@ def start_run(
     planned = initial_plan(
         [t.key for t in runnable], [(a.name, a.agent) for a in config.arms], config.repeats
     )
-    items: list[tuple[ev.EventModel, str, str | None]] = [(started, run_id, None)]
-    items += [(p, run_id, attempt_key(p.task, p.arm, p.repeat)) for p in planned]
-    create_run_key(run_id)  # before anything of the run is recorded
-    ledger.append_many(items, durable=True)
+    keyed = [(attempt_key(p.task, p.arm, p.repeat), p) for p in planned]
+    recorder.start_run(ledger, run_id, started, keyed)
     return run_id
 
 
@@ -184,11 +191,7 @@ def finish_if_complete(ledger: Ledger, run_id: str, *, max_tries: int) -> RunSta
     state = run_state(ledger, run_id)
     if state.finished is None and is_complete(state, max_tries=max_tries):
         n_scored = sum(1 for a in state.attempts.values() if a.score is not None)
-        ledger.append(
-            ev.RunFinished(attempts=len(state.attempts), scored=n_scored),
-            run_id=run_id,
-            durable=True,
-        )
+        recorder.finish_run(ledger, run_id, attempts=len(state.attempts), scored=n_scored)
         state = run_state(ledger, run_id)
     return state
 
@@ -254,6 +257,7 @@ def drive(
     ctx = open_run(ledger, run_id)
     worker = worker_id or f"{socket.gethostname()}/{ctx.started.device}/{os.getpid()}"
     source = _InlineSource(ledger, ctx, progress, on_start)
+    refresh_tasks(ledger, ctx)
     try:
         with holding(ledger.root, run_id):
             if ledger.root is None:
@@ -268,9 +272,54 @@ def drive(
                     device=ctx.started.device,
                     lease_ttl_s=lease_ttl_s,
                 )
-        return finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
+        state = finish_if_complete(ledger, run_id, max_tries=ctx.config.max_tries)
     finally:
         ctx.tasks.close()
+    waiting = blocked(state, max_tries=ctx.config.max_tries)
+    if waiting:
+        tasks = sorted({a.planned.task for a in waiting})
+        raise TaskError(
+            f"run {run_id!r}: {len(waiting)} attempt(s) wait until task(s) {tasks} are fixed; "
+            "nothing was charged to the agent\n"
+            + "\n".join(state.broken[t] for t in tasks)  # each names its file and the fix
+        )
+    return state
+
+
+def tasks_root_for(config: RunConfig, config_path: Path) -> Path:
+    """Where a config's tasks live: ``tasks_root`` as given, else beside the config's folder."""
+    root = Path(config.tasks_root)
+    if not root.is_absolute() and not root.exists():
+        root = config_path.parent.parent / config.tasks_root  # configs/x.yaml -> ../tasks
+    return root
+
+
+def refresh_tasks(ledger: Ledger, ctx: RunContext) -> list[str]:
+    """Record ``TaskRefreshed`` for each broken task whose folder on disk has changed.
+
+    A task that failed by itself stops its attempts (:func:`aka.core.blocked`); once its
+    folder is fixed, resuming the run takes the new tree, and every later evaluation
+    names it. A folder that is unchanged, or gone, leaves its attempts waiting.
+    Returns the refreshed task keys.
+    """
+    state = run_state(ledger, ctx.run_id)
+    if not state.broken:
+        return []
+    root = tasks_root_for(ctx.config, Path(ctx.started.config_path))
+    done = []
+    for key in sorted(state.broken):
+        try:
+            (task,) = select(root, [key], where=ctx.started.config_path)[:1]
+            tree = task_tree(ledger.cas, task)
+        except InputError:
+            continue
+        previous = ctx.tree(key)
+        if tree != previous:
+            refreshed = ev.TaskRefreshed(task=key, tree=tree, previous=previous)
+            recorder.record(ledger, ctx.run_id, refreshed)
+            ctx.trees[key] = tree
+            done.append(key)
+    return done
 
 
 def prepare_run(
@@ -295,9 +344,7 @@ def prepare_run(
     if warm_workers is not None:
         evaluator = config.evaluator.model_copy(update={"warm_workers": warm_workers})
         config = config.model_copy(update={"evaluator": evaluator})
-    root = Path(config.tasks_root)
-    if not root.is_absolute() and not root.exists():
-        root = config_path.parent.parent / config.tasks_root  # configs/x.yaml -> ../tasks
+    root = tasks_root_for(config, config_path)
     rid = start_run(
         ledger, config, config_path=str(config_path), run_id=run_id, tasks_root=root,
         on_drop=on_drop,

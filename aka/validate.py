@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from aka import events as ev
+from aka import recorder
 from aka.config import ArmConfig, TimingSettings
 from aka.errors import AkaError
 from aka.eval import EvalRequest, evaluate
@@ -284,6 +285,7 @@ def validate_task(
     """
     key = folder.resolve().relative_to(root.resolve()).as_posix() if root else folder.name
     out = TaskValidation(key=key)
+    recorder.start_checks(ledger, run_id)
     try:
         task = load_task(folder, root=root)
     except AkaError as exc:
@@ -318,8 +320,10 @@ def validate_task(
 def record_validation(
     ledger: Ledger, run_id: str, device: str, out: TaskValidation
 ) -> TaskValidation:
-    """Append ``out`` as a ``TaskValidated`` event (durably) and return it."""
-    ledger.append(
+    """Append ``out`` as a ``TaskValidated`` event and return it."""
+    recorder.record(
+        ledger,
+        run_id,
         ev.TaskValidated(
             task=out.key,
             task_tree=out.task_tree,
@@ -328,8 +332,6 @@ def record_validation(
             checks=out.checks,
             eval_ids=out.eval_ids,
         ),
-        run_id=run_id,
-        durable=True,
     )
     return out
 

@@ -214,15 +214,21 @@ class Ledger:
         attempt_key: str | None = None,
         durable: bool = False,
     ) -> Envelope:
-        """Append one event; with ``durable`` it is on stable storage when this returns."""
+        """Append one event; it is on stable storage when this returns if its type is
+        durable (:attr:`EventModel.durable`) or ``durable`` forces it."""
         return self.append_many([(event, run_id, attempt_key)], durable=durable)[0]
 
     def append_many(
         self, items: Sequence[tuple[EventModel, str, str | None]], durable: bool = False
     ) -> list[Envelope]:
-        """Append events as one record batch (the fast path); all or nothing."""
+        """Append events as one record batch (the fast path); all or nothing.
+
+        The batch is synced when any of its event types is durable, or when ``durable``
+        forces it; ``durable`` never weakens what a type declares.
+        """
         if not items:
             return []
+        durable = durable or any(type(it[0]).durable for it in items)
         self._check_open()
         known = self.registry.types()
         for model in {type(it[0]) for it in items}:

@@ -23,11 +23,16 @@ class EventModel(BaseModel):
     Subclasses declare ``type: Literal["Name"] = "Name"`` and may raise
     ``schema_version`` when their fields change (registering an upcaster from the old
     version). Instances are frozen: an event is a fact, and facts do not change.
+
+    A subclass sets ``durable = True`` when an append of it must be on stable storage
+    before :meth:`Ledger.append` returns (an application's intents and results): the
+    type decides once, so no appending call site has to remember it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: ClassVar[int] = 1
+    durable: ClassVar[bool] = False
     type: str
 
     def digests(self) -> tuple[str, ...]:

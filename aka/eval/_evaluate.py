@@ -17,6 +17,7 @@ import secrets
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,10 +94,18 @@ def eval_timeout(req: EvalRequest, shapes: list[dict[str, int]]) -> float:
 
 
 def hidden_paths(ledger: Ledger, req: EvalRequest) -> tuple[str, ...]:
-    """What the candidate process must not see: the ledger and the whole task suite."""
-    suite = req.task.path
-    for _ in Path(req.task.key).parts:
-        suite = suite.parent
+    """What the candidate process must not see: the ledger and the whole task suite.
+
+    The suite is the folder the task's key is relative to when the task sits in one (a
+    tasks folder). A task materialized from the content store (``aka run``, ``aka
+    resume``) sits alone in a folder named by its digest: walking its key's depth up from
+    there would hide the temporary folder (the evaluation's own is in it) or ``/``, so
+    its own folder is what is hidden.
+    """
+    path = req.task.path
+    parts = Path(req.task.key).parts
+    mirrors = bool(parts) and path.parts[-len(parts) :] == parts
+    suite = path.parents[len(parts) - 1] if mirrors else path
     return tuple(str(p) for p in (ledger.root, suite) if p is not None)
 
 
@@ -186,19 +195,30 @@ def _scored(req: EvalRequest, eval_id: str, verdict: Verdict, timed: bool) -> ev
     )
 
 
-def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequest) -> ev.Scored:
+def evaluate(
+    ledger: Ledger,
+    run_id: str,
+    attempt_key: str | None,
+    req: EvalRequest,
+    *,
+    vet: Callable[[ev.Scored], None] | None = None,
+) -> ev.Scored:
     """Evaluate one candidate and append its events; returns the Scored event.
 
-    Event order: EvaluationStarted (durable intent) → Compiled → CorrectnessChecked →
+    Event order: EvaluationStarted (a durable intent) → Compiled → CorrectnessChecked →
     KernelTimed → Scored (durable result). A failed stage ends the chain at Scored. Any
     hack flag makes the evaluation incorrect; CorrectnessChecked and Scored name the
     flags and the evidence. Timings are recorded only for correct candidates.
+
+    ``vet`` sees the Scored before it is recorded; what it raises leaves the chain
+    without a result (the attempt's boundary decides what that was: a task that fails
+    itself is not the candidate's score, :class:`aka.taskhealth.TaskHealth`).
     """
     eval_id = uuid.uuid4().hex
     seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
 
-    def emit(event: ev.EventModel, durable: bool = False) -> None:
-        ledger.append(event, run_id=run_id, attempt_key=attempt_key, durable=durable)
+    def emit(event: ev.EventModel) -> None:
+        ledger.append(event, run_id=run_id, attempt_key=attempt_key)
 
     emit(
         ev.EvaluationStarted(
@@ -210,8 +230,7 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
             task=req.task_tree,
             harness=req.harness,
             device=req.device,
-        ),
-        durable=True,
+        )
     )
     with tempfile.TemporaryDirectory(prefix="aka-eval-") as tmp:
         if req.task.spec.commands is not None:  # the task's own scripts judge it
@@ -245,5 +264,7 @@ def evaluate(ledger: Ledger, run_id: str, attempt_key: str | None, req: EvalRequ
         fp = ledger.cas.put(json.dumps(verdict.device, sort_keys=True).encode())
         emit(ev.KernelTimed(eval_id=eval_id, shapes=timings, device=fp))
     scored = _scored(req, eval_id, verdict, bool(timings))
-    emit(scored, durable=True)
+    if vet is not None:
+        vet(scored)
+    emit(scored)
     return scored

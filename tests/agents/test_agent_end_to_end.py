@@ -63,7 +63,8 @@ def test_command_agent_runs_under_the_orchestrator(
         main(
             [
                 "sql",
-                "select count(*) AS n from events where type='Scored'",
+                "select count(*) AS n from events where type='Scored' "
+                "and payload->>'$.purpose' in ('final', 'self')",
                 "--ledger",
                 ledger,
                 "--format",

@@ -1,4 +1,8 @@
-"""A full disk under the ledger: a clear infrastructure error, then `aka resume` finishes."""
+"""A full disk under the ledger: a clear infrastructure error, then `aka resume` finishes.
+
+The try the disk stopped is not charged: with ``max_tries: 1`` the attempt still runs
+again once space is freed (before, that try was spent and resume had nothing to do).
+"""
 
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ def test_a_full_ledger_disk_stops_the_run_clearly_and_resume_finishes(
         "agent": "command",
         "options": {"command": [sys.executable, str(script)]},
     }
-    cfg = write_config(tmp_path, tasks_root, arms=[arm])
+    cfg = write_config(tmp_path, tasks_root, arms=[arm], max_tries=1)
     ledger_dir = small_fs / "ledger"
     first = _aka("run", str(cfg), "--ledger", str(ledger_dir), "--run-id", "full")
     assert first.returncode == 3, first.stderr
@@ -63,7 +67,9 @@ def test_a_full_ledger_disk_stops_the_run_clearly_and_resume_finishes(
         envs = led.events(run_id="full")
     kinds = Counter(type(e.payload).__name__ for e in envs)
     assert kinds["AttemptStarted"] == 1
-    assert kinds["AttemptFinished"] == 0 and kinds["Scored"] == 0 and kinds["RunFinished"] == 0
+    assert kinds["Scored"] == 0 and kinds["RunFinished"] == 0
+    stopped = [e.payload for e in envs if isinstance(e.payload, ev.AttemptFinished)]
+    assert [(f.status, f.try_no) for f in stopped] == [("infra", 1)], "the stop is on record"
 
     subprocess.run(["mount", "-o", "remount,size=400m", str(small_fs)], check=True)
     again = _aka("resume", "full", "--ledger", str(ledger_dir))
