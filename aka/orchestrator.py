@@ -31,8 +31,8 @@ from aka.config import RunConfig, load_config, parse_config
 from aka.core import AttemptPlan, RunState, attempt_key, fold, initial_plan, is_complete, plan
 from aka.errors import InputError
 from aka.eval import harness_paths
+from aka.kinds import stage_tree
 from aka.liveness import holding
-from aka.repo_tasks import task_tree
 from aka.runkeys import create_run_key, with_authority
 from aka.runlock import check_run_id, hold_run
 from aka.tasks import Task, select
@@ -149,7 +149,7 @@ def start_run(
         label=config.label,
         config=ledger.cas.put(config.canonical_json()),
         config_path=config_path,
-        tasks={t.key: task_tree(ledger.cas, t) for t in runnable},
+        tasks={t.key: stage_tree(ledger.cas, t) for t in runnable},
         arms=arms,
         device=device,
         environment=ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),

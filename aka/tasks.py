@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from aka.backends import BACKENDS, entry_suffixes
 from aka.errors import InputError
 from aka.yamlfile import read_yaml_mapping
 
@@ -70,7 +71,7 @@ class CommandSpec(_Strict):
 
     Commands run in a fresh copy of the task folder holding the candidate's editable
     files; ``performance`` writes ``report`` (a JSON list of ``{test_case_id,
-    execution_time_ms, params}``). Evaluation lives in :mod:`aka.command_tasks`.
+    execution_time_ms, params}``). Evaluation lives in :mod:`aka.kinds._command`.
     """
 
     compile: str = Field(description="Shell command that builds the candidate (exit 0 = ok).")
@@ -92,7 +93,7 @@ class RepositorySpec(_Strict):
     """A repository task: the workspace is a pinned checkout of an upstream repository.
 
     The checkout is resolved once, at run start, and stored as a tree with the task, so
-    every attempt and every resume of a run sees identical code (see :mod:`aka.repo_tasks`).
+    every attempt and every resume of a run sees identical code (see :mod:`aka.kinds._repository`).
     """
 
     url: str = Field(description="Git URL or local path of the repository.")
@@ -119,7 +120,7 @@ class ImageSpec(_Strict):
     """An image task: the workspace is seeded from a path inside a container image.
 
     The seed is copied out at run start and stored as a tree; evaluation runs the task's
-    commands inside the image (see :mod:`aka.image_tasks`).
+    commands inside the image (see :mod:`aka.kinds._image`).
     """
 
     ref: str = Field(description="Image reference, e.g. vllm/vllm-openai:v0.6.3.")
@@ -160,8 +161,14 @@ class TaskSpec(_Strict):
     )
     origin: str = Field(default="", description="What the op is modelled on (project, paper).")
     instructions: str = Field(description="What the agent is asked to do.")
-    backend: Literal["triton", "cuda", "torch"] = Field(
-        description="The kind of kernel the candidate must launch."
+    backend: str = Field(
+        description="The kind of kernel the candidate must launch: a row of the backend "
+        "table (aka.backends: triton, cuda, torch)."
+    )
+    kind: str | None = Field(
+        default=None,
+        description="The task kind that stages and judges it (aka.kinds); default from the "
+        "fields: repository, image, command (a `commands` block) or kernel.",
     )
     reference: str = Field(default="reference.py", description="Reference module, task-relative.")
     source_dir: str = Field(default="source", description="Starting sources, task-relative.")
@@ -231,10 +238,18 @@ class TaskSpec(_Strict):
             return {**_COMMAND_DEFAULTS, **data}
         return data
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        if v not in BACKENDS:
+            raise ValueError(f"unknown backend {v!r}; use one of {sorted(BACKENDS)}")
+        return v
+
     @field_validator("entry")
     @classmethod
     def _entry_form(cls, v: str) -> str:
-        if not re.fullmatch(r"[\w./-]+\.(py|cu|cpp):\w+", v):
+        suffixes = "|".join(s.lstrip(".") for s in entry_suffixes())
+        if not re.fullmatch(rf"[\w./-]+\.({suffixes}):\w+", v):
             raise ValueError("must look like 'kernel.py:function_name'")
         return v
 
@@ -249,6 +264,9 @@ class TaskSpec(_Strict):
             raise ValueError("repository and image tasks need a `commands` block")
         if self.repository and self.image:
             raise ValueError("set either `repository` or `image`, not both")
+        allowed = BACKENDS[self.backend].suffixes
+        if not self.entry_file.endswith(allowed):
+            raise ValueError(f"entry file of a {self.backend} task must end in one of {allowed}")
         return self
 
     @property

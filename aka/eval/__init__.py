@@ -15,19 +15,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aka.eval._evaluate import (
-        EvalRequest,
-        build_eval_dir,
-        evaluate,
-        harness_paths,
-        run_child,
-    )
+    from aka.eval._evaluate import evaluate, harness_paths
+    from aka.eval._pipeline import run_child
+    from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
 
 __all__ = [
     "EvalRequest",
     "Finding",
-    "build_eval_dir",
     "evaluate",
     "forbidden_uses",
     "hack_findings",
@@ -36,11 +31,10 @@ __all__ = [
 ]
 
 _WHERE = {
-    "EvalRequest": "_evaluate",
-    "build_eval_dir": "_evaluate",
+    "EvalRequest": "_request",
     "evaluate": "_evaluate",
     "harness_paths": "_evaluate",
-    "run_child": "_evaluate",
+    "run_child": "_pipeline",
     "Finding": "_static",
     "forbidden_uses": "_static",
     "hack_findings": "_static",

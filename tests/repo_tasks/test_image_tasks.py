@@ -129,7 +129,7 @@ def test_image_task_is_seeded_and_evaluated_inside_the_image(
 
 
 def test_a_wrong_digest_or_path_is_refused_at_run_start(tmp_path: Path, image_id: str) -> None:
-    from aka.repo_tasks import task_tree
+    from aka.kinds import stage_tree as task_tree
 
     led = Ledger.memory(registry=REGISTRY)
     root = tmp_path / "tasks"

@@ -159,7 +159,7 @@ def test_spec_and_checkout_errors_name_the_field(tmp_path: Path) -> None:
                 {**both, "repository": None, "image": {"ref": "x", "path": "opt"}},
             )
         )
-    from aka.repo_tasks import task_tree
+    from aka.kinds import stage_tree as task_tree
 
     led = Ledger.memory(registry=REGISTRY)
     folder = rp.write_task(
