@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -28,46 +25,17 @@ KEY = "image/demo/scale"
 
 @pytest.fixture(scope="module")
 def client() -> Any:
-    """A client of a running dockerd (DOCKER_HOST, or the one of .ci/services/docker.sh)."""
-    import docker
-
-    for url in [os.environ.get("DOCKER_HOST"), "unix:///tmp/aka-docker/docker.sock"]:
-        if not url:
-            continue
-        try:
-            found = docker.DockerClient(base_url=url)
-            found.ping()
-            os.environ["DOCKER_HOST"] = url
-            return found
-        except Exception:
-            continue
-    pytest.skip("no Docker daemon answers (start one with .ci/services/docker.sh)")
-
-
-def _image_tar() -> bytes:
-    """A root file system (the host's /usr is mounted over it) with the project in /opt/project."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in ["tmp", "usr", "etc", "proc", "sys", "dev", "opt", "opt/project"]:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
-            tar.addfile(info)
-        for name, target in [("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")]:
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            tar.addfile(info)
-        for rel, text in rp.project_files().items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"opt/project/{rel}")
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    """A client of a running dockerd, or the test skips."""
+    found = rp.docker_client()
+    if found is None:
+        pytest.skip("no Docker daemon answers (start one with .ci/services/docker.sh)")
+    return found
 
 
 @pytest.fixture(scope="module")
 def image_id(client: Any) -> str:
     """The test image, imported locally (no registry is reachable)."""
-    client.api.import_image_from_data(_image_tar(), repository="aka-test-kernel", tag="latest")
+    client.api.import_image_from_data(rp.image_tar(), repository="aka-test-kernel", tag="latest")
     return str(client.images.get(IMAGE).id)
 
 
