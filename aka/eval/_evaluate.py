@@ -35,7 +35,15 @@ __all__ = ["EvalRequest", "evaluate", "harness_paths"]
 def harness_paths() -> tuple[Path, list[str]]:
     """The evaluator's own code (what judges), relative to the ``aka`` package."""
     root = Path(__file__).resolve().parent.parent
-    return root, ["eval", "timing", "kinds", "scoring.py", "tasks.py", "backends.py"]
+    return root, [
+        "eval",
+        "timing",
+        "kinds",
+        "scoring.py",
+        "tasks.py",
+        "kind_specs.py",
+        "backends.py",
+    ]
 
 
 def _timings(ledger: Ledger, timing: list[dict[str, Any]]) -> list[ev.ShapeTiming]:

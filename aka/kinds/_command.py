@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from aka.eval._pipeline import Verdict
 from aka.eval._request import EvalRequest
+from aka.kind_specs import CommandSpec
 from aka.kinds._protocol import CheckContext, Stage
 from aka.kinds._shared_checks import baseline_checks, targets_check
-from aka.tasks import CommandSpec, Task
+from aka.tasks import Task
 
 if TYPE_CHECKING:
     from aka_ledger import Ledger

@@ -36,9 +36,10 @@ from typing import Any
 
 from aka.errors import AkaError, InputError
 from aka.eval._request import EvalRequest
+from aka.kind_specs import SOURCE_LOCK, CommandSpec, ImageSpec
 from aka.kinds._command import CommandKind, run_commands
 from aka.kinds._repository import finish_staging
-from aka.tasks import SOURCE_LOCK, TASK_FILE, CommandSpec, ImageSpec, Task
+from aka.tasks import TASK_FILE, Task
 
 __all__ = ["ImageKind", "docker_from_env", "run_in_image", "seed_from_image"]
 

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from aka.errors import InputError
+from aka.kind_specs import SOURCE_LOCK, RepositorySpec
 from aka.kinds._command import CommandKind
-from aka.tasks import SOURCE_LOCK, TASK_FILE, RepositorySpec, Task, load_task
+from aka.tasks import TASK_FILE, Task, load_task
 
 __all__ = ["RepositoryKind", "cache_root", "checkout", "finish_staging", "resolve_commit"]
 

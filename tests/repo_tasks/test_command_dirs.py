@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from aka.config import TimingSettings
 from aka.eval import EvalRequest
 from aka.events import REGISTRY
+from aka.kind_specs import SOURCE_LOCK
 from aka.kinds import kind_of
-from aka.tasks import SOURCE_LOCK, load_task
+from aka.tasks import load_task
 from aka_ledger import Ledger
 
 NAMES = st.sampled_from(["kernels/scale.py", "kernels/new.py", "check.py", "bench.py", "x/y.py"])

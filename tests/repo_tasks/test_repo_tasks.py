@@ -13,8 +13,9 @@ import yaml
 from aka import events as ev
 from aka.errors import InputError
 from aka.events import REGISTRY
+from aka.kind_specs import SOURCE_LOCK
 from aka.orchestrator import drive, prepare_run, run
-from aka.tasks import SOURCE_LOCK, load_task
+from aka.tasks import load_task
 from aka_ledger import Ledger
 
 KEY = "repo/demo/scale"
