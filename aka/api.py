@@ -259,6 +259,7 @@ class Evaluator:
                 policy=self.policy,
                 timing=self.timing,
                 try_no=1,
+                hide=(str(self.root.resolve()),),  # the suite the task was staged from
             )
             seen = _Recording(self.ledger)
             scored = evaluate(cast(Ledger, seen), self.run_id, key, req)

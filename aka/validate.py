@@ -35,7 +35,7 @@ from aka_ledger import Ledger
 
 def _judge(
     ledger: Ledger, task: Task, tree: str, *, device: str, run_id: str, timing: TimingSettings,
-    out: TaskValidation,
+    out: TaskValidation, hide: tuple[str, ...],
 ) -> Judge:  # fmt: skip
     """Evaluate candidates of the staged ``task`` through the real evaluator, as ``aka run``."""
     from aka.orchestrator import harness_digest
@@ -48,7 +48,7 @@ def _judge(
         req = EvalRequest(
             task=baseline_task(task) if baseline else task, task_tree=tree, candidate=candidate,
             harness=harness, device=device, policy="agentkernelarena", timing=timing,
-            purpose="validate", heldout=heldout, time=time,
+            purpose="validate", heldout=heldout, time=time, hide=hide,
         )  # fmt: skip
         scored = evaluate(ledger, run_id, None, req)
         out.eval_ids.append(scored.eval_id)
@@ -159,7 +159,8 @@ def validate_task(
         with staged(ledger.cas, task) as (staged_task, tree):
             out.task_tree = tree
             judge = _judge(ledger, staged_task, tree, device=device, run_id=run_id,
-                           timing=timing or default_timing(device), out=out)  # fmt: skip
+                           timing=timing or default_timing(device), out=out,
+                           hide=(str((root or folder.parent).resolve()),))  # fmt: skip
             ctx = CheckContext(task=staged_task, tree=tree, device=device, out=out,
                                ledger=ledger, run_id=run_id, judge=judge, quick=quick)  # fmt: skip
             _run_stages(kind.checks(ctx), out)

@@ -32,3 +32,6 @@ class EvalRequest:
     time: bool = True
     seed: int | None = None
     ceilings: dict[str, float] | None = None
+    hide: tuple[str, ...] = ()
+    """Folders the candidate must not see besides the ledger and the staged task's suite:
+    the task suite the task was staged from (a staged copy no longer lies inside it)."""

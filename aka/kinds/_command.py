@@ -257,14 +257,17 @@ class CommandKind:
 
     def checks(self, ctx: CheckContext) -> list[Stage]:
         """Targets and commands; then the starting sources judged and timed A/A."""
+        skip = ctx.task.spec.commands.skip_reason if ctx.task.spec.commands else None
+
+        def platform() -> None:
+            ctx.out.add("platform", "skip", skip or "")
+
+        def evaluator() -> None:
+            baseline_checks(ctx, what="the task's own commands")
+
         stages: list[Stage] = [("static", lambda: _static(ctx))]
-        commands = ctx.task.spec.commands
-        if commands is not None and commands.skip_reason:
-            stages.append(
-                ("platform", lambda: ctx.out.add("platform", "skip", commands.skip_reason or ""))
-            )
+        if skip:
+            stages.append(("platform", platform))
         elif not ctx.quick:
-            stages.append(
-                ("evaluator", lambda: baseline_checks(ctx, what="the task's own commands"))
-            )
+            stages.append(("evaluator", evaluator))
         return stages

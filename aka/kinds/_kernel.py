@@ -59,11 +59,12 @@ def eval_timeout(req: EvalRequest, shapes: list[dict[str, int]]) -> float:
 
 
 def hidden_paths(ledger: Ledger, req: EvalRequest) -> tuple[str, ...]:
-    """What the candidate process must not see: the ledger and the whole task suite."""
+    """What the candidate process must not see: the ledger and the whole task suite (the
+    one holding the staged task, and the one it was staged from, ``req.hide``)."""
     suite = req.task.path
     for _ in Path(req.task.key).parts:
         suite = suite.parent
-    return tuple(str(p) for p in (ledger.root, suite) if p is not None)
+    return tuple(str(p) for p in (ledger.root, suite, *req.hide) if p is not None)
 
 
 def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
