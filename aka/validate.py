@@ -37,17 +37,21 @@ def _judge(
     ledger: Ledger, task: Task, tree: str, *, device: str, run_id: str, timing: TimingSettings,
     out: TaskValidation, hide: tuple[str, ...],
 ) -> Judge:  # fmt: skip
-    """Evaluate candidates of the staged ``task`` through the real evaluator, as ``aka run``."""
+    """Evaluate candidates of the staged ``task`` through the real evaluator, as ``aka run``.
+
+    The harness digest is taken at the first evaluation (quick validation needs none).
+    """
     from aka.orchestrator import harness_digest
 
-    harness = harness_digest(ledger)
+    harness: list[str] = []
 
     def judge(
         candidate: str, *, baseline: bool, heldout: bool = False, time: bool = False
     ) -> ev.Scored:
+        harness[:] = harness or [harness_digest(ledger)]
         req = EvalRequest(
             task=baseline_task(task) if baseline else task, task_tree=tree, candidate=candidate,
-            harness=harness, device=device, policy="agentkernelarena", timing=timing,
+            harness=harness[0], device=device, policy="agentkernelarena", timing=timing,
             purpose="validate", heldout=heldout, time=time, hide=hide,
         )  # fmt: skip
         scored = evaluate(ledger, run_id, None, req)
