@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +33,7 @@ from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
 from aka.feedback import render_feedback
+from aka.kinds import staged
 from aka.liveness import holding
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
 from aka.recorder import AttemptRecorder
@@ -43,6 +42,7 @@ from aka.scoring import Measurements, score
 from aka.taskhealth import TaskHealth
 from aka.tasks import Task, select
 from aka.treatments import ResolvedArm
+from aka.workspace import capture_files, is_editable
 from aka_ledger import Ledger
 
 EXTERNAL = "external"
@@ -132,6 +132,7 @@ class Evaluator:
         self._started = False
         self._held = contextlib.ExitStack()
         self._health = TaskHealth(self.ledger, self.run_id)
+        self._staged = contextlib.ExitStack()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -150,6 +151,7 @@ class Evaluator:
             recorder.finish_run(self.ledger, self.run_id, attempts=n, scored=n)
             self._started = False
         self._held.close()
+        self._staged.close()
         if self._own:
             self.ledger.close()
 
@@ -162,13 +164,14 @@ class Evaluator:
         return self._task(key)[0]
 
     def task_digest(self, key: str) -> str:
-        """The tree digest of task ``key``'s folder, as its attempts record it."""
+        """The tree digest of task ``key`` as its kind stages it, as its attempts record it."""
         return self._task(key)[1]
 
     def _task(self, key: str) -> tuple[Task, str]:
+        """The task loaded from its staged tree (what ``aka run`` records), and that tree."""
         if key not in self._tasks:
             (task,) = select(self.root, [key], where="task")[:1]
-            self._tasks[key] = (task, self.ledger.cas.snapshot(task.path))
+            self._tasks[key] = self._staged.enter_context(staged(self.ledger.cas, task))
         return self._tasks[key]
 
     def _start(self, task_key: str, tree: str) -> None:
@@ -216,7 +219,7 @@ class Evaluator:
             Exception: whatever else failed the attempt, once recorded as its error.
         """
         task, tree = self._task(task_key)
-        extra = sorted(set(files) - set(task.spec.editable))
+        extra = sorted(f for f in files if not is_editable(f, task.spec.editable))
         if extra:
             raise InputError(
                 f"not editable in {task_key}: {extra}",
@@ -225,7 +228,7 @@ class Evaluator:
             )
         with self._lock:
             key = self._plan(task_key, tree, sample)
-            cand_tree, diff = self._capture(task, files)
+            cand_tree, diff = capture_files(self.ledger.cas, task, files)
             rec = AttemptRecorder(self.ledger, self.run_id, key, try_no=1)
 
             def body(rec: AttemptRecorder) -> ev.Scored:
@@ -245,6 +248,7 @@ class Evaluator:
                     policy=self.policy,
                     timing=self.timing,
                     try_no=1,
+                    hide=(str(self.root.resolve()),),  # the suite the task was staged from
                 )
                 vet = self._health.vet(req, task_key)
                 return evaluate(rec.ledger, self.run_id, key, req, vet=vet)
@@ -344,30 +348,6 @@ class Evaluator:
     def evaluate_batch(self, items: list[tuple[str, dict[str, str | bytes]]]) -> list[EvalResult]:
         """Score several candidates, in order (one GPU measures one at a time)."""
         return [self.evaluate(task, files) for task, files in items]
-
-    def _capture(self, task: Task, files: dict[str, str | bytes]) -> tuple[str, bytes]:
-        import difflib
-
-        tmp = Path(tempfile.mkdtemp(prefix="aka-api-"))
-        try:
-            src = task.path / task.spec.source_dir
-            diff: list[str] = []
-            for rel in task.spec.editable:
-                dest = tmp / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                if rel in files:
-                    data = files[rel]
-                    dest.write_bytes(data.encode() if isinstance(data, str) else data)
-                    before = (src / rel).read_text(errors="replace").splitlines(keepends=True)
-                    after = dest.read_text(errors="replace").splitlines(keepends=True)
-                    diff.extend(difflib.unified_diff(before, after, f"a/{rel}", f"b/{rel}"))
-                else:
-                    shutil.copy2(src / rel, dest)
-            return self.ledger.cas.snapshot(tmp, paths=list(task.spec.editable)), "".join(
-                diff
-            ).encode()
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check(

@@ -6,7 +6,9 @@ baseline (the starting sources, evaluated as a candidate so that the baseline's 
 held-out correctness is known). Each evaluation is an ordinary evaluator chain with
 purpose ``heldout`` (never an attempt's score: :func:`aka.core.fold` only counts
 ``final``), closed by a :class:`aka.events.HeldoutEvaluated` event that links it to the
-attempt and task. Re-running the command reuses what is recorded.
+attempt and task. Tasks and baselines are read from the trees the run recorded (their
+kind's staged trees, :mod:`aka.kinds`), and judged by the task's kind like every
+evaluation. Re-running the command reuses what is recorded.
 
 The report puts each attempt in a quadrant of (baseline correct on held-out, candidate
 correct on held-out): ``both_pass``, ``regression`` (the baseline passes, the candidate
@@ -27,6 +29,7 @@ from aka import events as ev
 from aka import recorder
 from aka.core import AttemptState
 from aka.eval import EvalRequest, evaluate
+from aka.kinds import baseline_tree
 from aka.orchestrator import RunContext, open_run, run_state
 from aka.tasks import Task, baseline_task
 from aka_ledger import Ledger
@@ -81,12 +84,6 @@ def _recorded(ledger: Ledger, run_id: str) -> dict[tuple[str, str], tuple[str, e
             key = e.attempt_key if p.role == "candidate" else f"baseline:{p.task}"
             out[(key or "", p.device)] = (p.eval_id, scored[p.eval_id])
     return out
-
-
-def baseline_tree(ledger: Ledger, task: Task) -> str:
-    """Tree digest of the task's starting editable files (the baseline as a candidate)."""
-    src = task.path / task.spec.source_dir
-    return ledger.cas.snapshot(src, paths=[p for p in task.spec.editable if (src / p).is_file()])
 
 
 def _evaluate_heldout(
@@ -181,7 +178,7 @@ def run_heldout(
                 if progress:
                     progress(task.key, "baseline")
                 got = done.get(bkey) or _evaluate_heldout(
-                    ledger, ctx, task, role="baseline", candidate=baseline_tree(ledger, task),
+                    ledger, ctx, task, role="baseline", candidate=baseline_tree(ledger.cas, task),
                     attempt_key=None, tuning_eval_id=None,
                 )  # fmt: skip
                 done[bkey] = got

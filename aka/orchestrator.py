@@ -40,8 +40,8 @@ from aka.core import (
 )
 from aka.errors import InputError, TaskError
 from aka.eval import harness_paths
+from aka.kinds import stage_tree
 from aka.liveness import holding
-from aka.repo_tasks import task_tree
 from aka.runkeys import with_authority
 from aka.runlock import check_run_id, hold_run
 from aka.tasks import Task, select
@@ -158,7 +158,7 @@ def start_run(
         label=config.label,
         config=ledger.cas.put(config.canonical_json()),
         config_path=config_path,
-        tasks={t.key: task_tree(ledger.cas, t) for t in runnable},
+        tasks={t.key: stage_tree(ledger.cas, t) for t in runnable},
         arms=arms,
         device=device,
         environment=ledger.cas.put(json.dumps(environment(), sort_keys=True).encode()),
@@ -310,7 +310,7 @@ def refresh_tasks(ledger: Ledger, ctx: RunContext) -> list[str]:
     for key in sorted(state.broken):
         try:
             (task,) = select(root, [key], where=ctx.started.config_path)[:1]
-            tree = task_tree(ledger.cas, task)
+            tree = stage_tree(ledger.cas, task)
         except InputError:
             continue
         previous = ctx.tree(key)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping, Sequence
 
+from aka.backends import BACKENDS
 from aka.tasks import Task
 
 __all__ = ["PROMPT_FIELDS", "build_prompt", "device_sheet", "render_prompt", "template_fields"]
@@ -131,9 +132,11 @@ def _rules_section(task: Task) -> str:
         "outputs, recognizing inputs, side streams, background threads, returning lazy "
         "tensors) fails the attempt.",
     ]
-    if s.backend in ("triton", "cuda"):
+    row = BACKENDS[s.backend]
+    if row.must_launch:
         lines.append(
-            f"- The candidate must launch a {s.backend.capitalize()} kernel; falling back to PyTorch or a library fails."
+            f"- The candidate must launch a {row.label} kernel; falling back to PyTorch or a "
+            "library fails."
         )
     if s.forbidden:
         lines.append(

@@ -27,7 +27,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from aka.backends import BACKENDS, entry_suffixes
 from aka.errors import InputError
+from aka.kind_specs import SOURCE_LOCK, CommandSpec, ImageSpec, RepositorySpec
 from aka.yamlfile import read_yaml_mapping
 
 TASK_FILE = "task.yaml"
@@ -65,82 +67,6 @@ class Shapes(_Strict):
         return self.heldout if heldout else self.tuning
 
 
-class CommandSpec(_Strict):
-    """A command-driven task (AgentKernelArena folders): its own scripts judge and time it.
-
-    Commands run in a fresh copy of the task folder holding the candidate's editable
-    files; ``performance`` writes ``report`` (a JSON list of ``{test_case_id,
-    execution_time_ms, params}``). Evaluation lives in :mod:`aka.command_tasks`.
-    """
-
-    compile: str = Field(description="Shell command that builds the candidate (exit 0 = ok).")
-    correctness: str = Field(description="Shell command that checks it (exit 0 = correct).")
-    performance: str = Field(description="Shell command that times it and writes `report`.")
-    report: str = Field(
-        default="build/performance_report.json",
-        description="Task-relative path of the performance report the command writes.",
-    )
-    timeout_s: float = Field(default=1800.0, gt=0, description="Limit per command, seconds.")
-    skip_reason: str | None = Field(
-        default=None,
-        description="Why the task cannot run here (e.g. it needs another GPU architecture); "
-        "set by importers from platform_support.",
-    )
-
-
-class RepositorySpec(_Strict):
-    """A repository task: the workspace is a pinned checkout of an upstream repository.
-
-    The checkout is resolved once, at run start, and stored as a tree with the task, so
-    every attempt and every resume of a run sees identical code (see :mod:`aka.repo_tasks`).
-    """
-
-    url: str = Field(description="Git URL or local path of the repository.")
-    commit: str | None = Field(
-        default=None, description="Pinned commit (full or abbreviated SHA, or a tag)."
-    )
-    branch: str | None = Field(
-        default=None,
-        description="Branch to resolve once at run start when no commit is pinned; the "
-        "resolved commit is recorded in the stored tree.",
-    )
-    subdir: str = Field(default="", description="Part of the repository to check out.")
-
-    @model_validator(mode="after")
-    def _pinned(self) -> RepositorySpec:
-        if not self.commit and not self.branch:
-            raise ValueError(
-                "repository needs a pinned `commit` (or a `branch` resolved once at run start)"
-            )
-        return self
-
-
-class ImageSpec(_Strict):
-    """An image task: the workspace is seeded from a path inside a container image.
-
-    The seed is copied out at run start and stored as a tree; evaluation runs the task's
-    commands inside the image (see :mod:`aka.image_tasks`).
-    """
-
-    ref: str = Field(description="Image reference, e.g. vllm/vllm-openai:v0.6.3.")
-    digest: str | None = Field(
-        default=None,
-        description="Expected image id or repository digest (sha256:...); checked at run start.",
-    )
-    path: str = Field(description="Absolute path inside the image to seed the workspace from.")
-
-    @field_validator("path")
-    @classmethod
-    def _absolute(cls, v: str) -> str:
-        if not v.startswith("/"):
-            raise ValueError("must be an absolute path inside the image, e.g. /opt/project")
-        return v
-
-
-SOURCE_LOCK = ".aka-source.json"
-"""Written at the root of a repository or image task's stored tree: what was checked out."""
-
-
 _COMMAND_DEFAULTS = {
     "dtypes": ["float32"],
     "tolerances": {"float32": {"atol": 0.0, "rtol": 0.0}},
@@ -160,8 +86,14 @@ class TaskSpec(_Strict):
     )
     origin: str = Field(default="", description="What the op is modelled on (project, paper).")
     instructions: str = Field(description="What the agent is asked to do.")
-    backend: Literal["triton", "cuda", "torch"] = Field(
-        description="The kind of kernel the candidate must launch."
+    backend: str = Field(
+        description="The kind of kernel the candidate must launch: a row of the backend "
+        "table (aka.backends: triton, cuda, torch)."
+    )
+    kind: str | None = Field(
+        default=None,
+        description="The task kind that stages and judges it (aka.kinds); default from the "
+        "fields: repository, image, command (a `commands` block) or kernel.",
     )
     reference: str = Field(default="reference.py", description="Reference module, task-relative.")
     source_dir: str = Field(default="source", description="Starting sources, task-relative.")
@@ -231,10 +163,18 @@ class TaskSpec(_Strict):
             return {**_COMMAND_DEFAULTS, **data}
         return data
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        if v not in BACKENDS:
+            raise ValueError(f"unknown backend {v!r}; use one of {sorted(BACKENDS)}")
+        return v
+
     @field_validator("entry")
     @classmethod
     def _entry_form(cls, v: str) -> str:
-        if not re.fullmatch(r"[\w./-]+\.(py|cu|cpp):\w+", v):
+        suffixes = "|".join(s.lstrip(".") for s in entry_suffixes())
+        if not re.fullmatch(rf"[\w./-]+\.({suffixes}):\w+", v):
             raise ValueError("must look like 'kernel.py:function_name'")
         return v
 
@@ -249,6 +189,9 @@ class TaskSpec(_Strict):
             raise ValueError("repository and image tasks need a `commands` block")
         if self.repository and self.image:
             raise ValueError("set either `repository` or `image`, not both")
+        allowed = BACKENDS[self.backend].suffixes
+        if not self.entry_file.endswith(allowed):
+            raise ValueError(f"entry file of a {self.backend} task must end in one of {allowed}")
         return self
 
     @property

@@ -12,12 +12,15 @@ baseline against itself whose speedup stays within a noise band. An optional rev
 an agent adds its opinion as a separate check labelled ``review`` that never decides
 ``ok``. Every result is a :class:`aka.events.TaskValidated` event.
 
-The checks that need no evaluator live in :mod:`aka.task_checks`.
+Which checks apply is the task kind's (:meth:`aka.kinds.TaskKind.checks`; the kernel
+kind's are above, a command task's scripts must pass the starting sources and time them
+A/A). They run on the task as ``aka run`` stages it (:func:`aka.kinds.staged`): a
+repository task is checked out, an image task seeded, and ``task_tree`` is the tree a
+run would record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,171 +29,37 @@ from aka import recorder
 from aka.config import ArmConfig, TimingSettings
 from aka.errors import AkaError
 from aka.eval import EvalRequest, evaluate
-from aka.heldout import baseline_task
-from aka.task_checks import Status, TaskValidation, reference_checks, static_checks
-from aka.tasks import Task, load_task
+from aka.kinds import CheckContext, Judge, Stage, Status, TaskValidation, kind_of, staged
+from aka.tasks import Task, baseline_task, load_task
 from aka_ledger import Ledger
 
-AA_BAND = {"cuda": 0.05, "cpu": 0.5}
-"""A/A timing band: the baseline against itself must land within 1 ± band (geomean)."""
 
-# -- checks through the real evaluator -------------------------------------------------------
+def _judge(
+    ledger: Ledger, task: Task, tree: str, *, device: str, run_id: str, timing: TimingSettings,
+    out: TaskValidation, hide: tuple[str, ...],
+) -> Judge:  # fmt: skip
+    """Evaluate candidates of the staged ``task`` through the real evaluator, as ``aka run``.
 
-ZEROS_WRAPPER = """
-
-import torch as _aka_null_torch
-
-_aka_null_original = {symbol}
-
-
-def {symbol}(*args, **kwargs):
-    return _aka_null_torch.zeros_like(_aka_null_original(*args, **kwargs))
-"""
-
-
-def _trees(ledger: Ledger, task: Task) -> dict[str, str]:
-    """Candidate trees: the baseline, and (when the entry file is editable Python) zeros."""
-    import shutil
-    import tempfile
-
-    spec = task.spec
-    src = task.path / spec.source_dir
-    present = [p for p in spec.editable if (src / p).is_file()]
-    trees = {"baseline": ledger.cas.snapshot(src, paths=present)}
-    if spec.entry_file in spec.editable and spec.entry_file.endswith(".py"):
-        with tempfile.TemporaryDirectory(prefix="aka-null-") as tmp:
-            for rel in present:
-                (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src / rel, Path(tmp) / rel)
-            entry = Path(tmp) / spec.entry_file
-            entry.write_text(entry.read_text() + ZEROS_WRAPPER.format(symbol=spec.entry_symbol))
-            trees["zeros"] = ledger.cas.snapshot(Path(tmp), paths=present)
-    return trees
-
-
-def _aa_noise(ledger: Ledger, run_id: str, eval_id: str, device: str) -> tuple[Status, str]:
-    """The baseline timed against itself: its geomean speedup must be within the band."""
-    import math
-
-    shapes = [
-        s
-        for e in ledger.events(run_id=run_id, types=["KernelTimed"])
-        if isinstance(e.payload, ev.KernelTimed) and e.payload.eval_id == eval_id
-        for s in e.payload.shapes
-    ]
-    if not shapes:
-        return "skip", "no timing recorded"
-    geo = math.exp(sum(math.log(s.speedup) for s in shapes) / len(shapes))
-    band = AA_BAND["cpu" if device == "cpu" else "cuda"]
-    covered = sum(s.speedup_ci[0] <= 1.0 <= s.speedup_ci[1] for s in shapes)
-    detail = (
-        f"A/A speedup {geo:.3f} (band 1±{band}); CI covers 1 on {covered}/{len(shapes)} shape(s)"
-    )
-    if abs(math.log(geo)) <= math.log(1 + band):
-        return "pass", detail
-    return ("warn" if device == "cpu" else "fail"), detail
-
-
-def _command_checks(task: Task, device: str, out: TaskValidation) -> None:
-    """A command task: its scripts pass the starting sources, and time them A/A within the band."""
-    import math
-    import shutil
-    import tempfile
-
-    from aka.command_tasks import run_commands
-
-    cmds = task.spec.commands
-    assert cmds is not None
-    if cmds.skip_reason:
-        out.add("platform", "skip", cmds.skip_reason)
-        return
-    with tempfile.TemporaryDirectory(prefix="aka-validate-") as tmp:
-        base, cand = Path(tmp) / "base", Path(tmp) / "cand"
-        shutil.copytree(task.path, base)
-        shutil.copytree(task.path, cand)
-        result = run_commands(cmds, base=base, cand=cand, device=device, time=True, rounds=2)
-    if not result["correct"]:
-        out.add("baseline_passes", "fail", str(result["error"]))
-        return
-    out.add("baseline_passes", "pass", "the task's compile and correctness commands pass")
-    speedups = [t["pair"]["speedup"] for t in result["timing"]]
-    if not speedups:
-        out.add("timing_noise", "fail", str(result["error"]))
-        return
-    geo = math.exp(sum(math.log(x) for x in speedups) / len(speedups))
-    band = AA_BAND["cpu" if device == "cpu" else "cuda"]
-    ok = abs(math.log(geo)) <= math.log(1 + band)
-    detail = f"A/A speedup {geo:.3f} over {len(speedups)} case(s) (band 1±{band})"
-    out.add("timing_noise", "pass" if ok else ("warn" if device == "cpu" else "fail"), detail)
-
-
-def _evaluator_checks(
-    ledger: Ledger,
-    task: Task,
-    *,
-    device: str,
-    run_id: str,
-    timing: TimingSettings,
-    out: TaskValidation,
-) -> None:
+    The harness digest is taken at the first evaluation (quick validation needs none).
+    """
     from aka.orchestrator import harness_digest
 
-    assert out.task_tree is not None
-    if task.spec.commands is not None:
-        _command_checks(task, device, out)
-        return
-    if ("cpu" if device == "cpu" else "cuda") not in task.spec.devices:
-        for name in (
-            "baseline_passes",
-            "timing_noise",
-            "baseline_passes_heldout",
-            "null_zeros_evaluated",
-        ):
-            out.add(
-                name,
-                "skip",
-                f"the task runs on {task.spec.devices} only, not on {device} "
-                f"(validate it with --device {task.spec.devices[0]})",
-            )
-        return
-    harness = harness_digest(ledger)
+    harness: list[str] = []
 
-    def run(cand: str, *, heldout: bool = False, time: bool = False) -> ev.Scored:
+    def judge(
+        candidate: str, *, baseline: bool, heldout: bool = False, time: bool = False
+    ) -> ev.Scored:
+        harness[:] = harness or [harness_digest(ledger)]
         req = EvalRequest(
-            task=baseline_task(task) if cand == trees["baseline"] else task, task_tree=out.task_tree or "", candidate=cand, harness=harness,
-            device=device, policy="agentkernelarena", timing=timing, purpose="validate",
-            heldout=heldout, time=time,
+            task=baseline_task(task) if baseline else task, task_tree=tree, candidate=candidate,
+            harness=harness[0], device=device, policy="agentkernelarena", timing=timing,
+            purpose="validate", heldout=heldout, time=time, hide=hide,
         )  # fmt: skip
         scored = evaluate(ledger, run_id, None, req)
         out.eval_ids.append(scored.eval_id)
         return scored
 
-    trees = _trees(ledger, task)
-    base = run(trees["baseline"], time=True)
-    if base.compiled and base.correct:
-        out.add("baseline_passes", "pass", f"compiles and passes on {device} tuning shapes")
-        out.add("timing_noise", *_aa_noise(ledger, run_id, base.eval_id, device))
-    else:
-        out.add("baseline_passes", "fail", f"compiled={base.compiled}: {base.error}")
-        out.add("timing_noise", "skip", "the baseline does not pass")
-    if any(c.name == "heldout_shapes" and c.status == "pass" for c in out.checks):
-        held = run(trees["baseline"], heldout=True)
-        ok = held.compiled and held.correct
-        out.add("baseline_passes_heldout", "pass" if ok else "fail", "" if ok else str(held.error))
-    else:
-        out.add("baseline_passes_heldout", "skip", "no valid held-out shapes")
-    if "zeros" in trees:
-        null = run(trees["zeros"])
-        rejected = not null.correct
-        out.add(
-            "null_zeros_evaluated",
-            "pass" if rejected else "fail",
-            "the evaluator rejects a zeros submission"
-            if rejected
-            else "a zeros submission scored correct",
-        )
-    else:
-        out.add("null_zeros_evaluated", "skip", "the entry file is not editable Python")
+    return judge
 
 
 # -- review by an agent (an opinion, never a deterministic check) ----------------------------
@@ -288,26 +157,22 @@ def validate_task(
     recorder.start_checks(ledger, run_id)
     try:
         task = load_task(folder, root=root)
+        kind = kind_of(task)
     except AkaError as exc:
         out.add("schema", "fail", exc.render())
         return record_validation(ledger, run_id, device, out)
-    out.add("schema", "pass", f"{task.spec.type}, backend {task.spec.backend}")
-    out.task_tree = ledger.cas.snapshot(task.path)
-    stages: list[tuple[str, Callable[[], None]]] = [("static", lambda: static_checks(task, out))]
-    if task.spec.commands is None:
-        stages.append(("reference", lambda: reference_checks(task, device, out)))
-    if not quick:
-        budget = timing or default_timing(device)
-
-        def through_evaluator() -> None:
-            _evaluator_checks(ledger, task, device=device, run_id=run_id, timing=budget, out=out)
-
-        stages.append(("evaluator", through_evaluator))
-    for stage, fn in stages:
-        try:
-            fn()
-        except Exception as exc:
-            out.add(f"{stage}_stage", "fail", f"{type(exc).__name__}: {exc}"[:2000])
+    out.add("schema", "pass", f"{task.spec.type}, {kind.name} kind, backend {task.spec.backend}")
+    try:
+        with staged(ledger.cas, task) as (staged_task, tree):
+            out.task_tree = tree
+            judge = _judge(ledger, staged_task, tree, device=device, run_id=run_id,
+                           timing=timing or default_timing(device), out=out,
+                           hide=(str((root or folder.parent).resolve()),))  # fmt: skip
+            ctx = CheckContext(task=staged_task, tree=tree, device=device, out=out,
+                               ledger=ledger, run_id=run_id, judge=judge, quick=quick)  # fmt: skip
+            _run_stages(kind.checks(ctx), out)
+    except AkaError as exc:  # the sources could not be fetched, or do not fit the spec
+        out.add("staging", "fail", exc.render())
     if review is not None:
         try:
             status, notes = review_task(task, review)
@@ -315,6 +180,15 @@ def validate_task(
             status, notes = "warn", f"review failed: {type(exc).__name__}: {exc}"
         out.add(f"review:{review.agent}", status, notes, review=True)
     return record_validation(ledger, run_id, device, out)
+
+
+def _run_stages(stages: list[Stage], out: TaskValidation) -> None:
+    """Run each stage; a crash is a failed ``<stage>_stage`` check, never an exception."""
+    for stage, fn in stages:
+        try:
+            fn()
+        except Exception as exc:
+            out.add(f"{stage}_stage", "fail", f"{type(exc).__name__}: {exc}"[:2000])
 
 
 def record_validation(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aka import events as ev
-from aka.task_checks import TaskValidation
+from aka.kinds import TaskValidation
 from aka.validate import record_validation
 
 if TYPE_CHECKING:

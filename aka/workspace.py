@@ -103,3 +103,45 @@ def _editable_files(editable: list[str], *roots: Path) -> list[str]:
             else:
                 out.add(rel)
     return sorted(out)
+
+
+def capture_files(
+    cas: ContentStore, task: Task, files: dict[str, str | bytes]
+) -> tuple[str, bytes]:
+    """A candidate tree from files sent without a workspace (the API): the starting
+    editable files or folders with ``files`` written over them; (tree, diff)."""
+    tmp = Path(tempfile.mkdtemp(prefix="aka-api-"))
+    try:
+        src = task.path / task.spec.source_dir
+        for rel in task.spec.editable:
+            if (src / rel).is_dir():
+                shutil.copytree(src / rel, tmp / rel, symlinks=True)
+            elif (src / rel).is_file():
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / rel, tmp / rel)
+        diff: list[str] = []
+        for rel in sorted(files):
+            data = files[rel]
+            dest = tmp / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data.encode() if isinstance(data, str) else data)
+            start = src / rel
+            before = start.read_text(errors="replace") if start.is_file() else ""
+            after = dest.read_text(errors="replace")
+            diff.extend(
+                difflib.unified_diff(
+                    before.splitlines(keepends=True),
+                    after.splitlines(keepends=True),
+                    f"a/{rel}",
+                    f"b/{rel}",
+                )
+            )
+        present = [p for p in task.spec.editable if (tmp / p).exists()]
+        return cas.snapshot(tmp, paths=present), "".join(diff).encode()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def is_editable(rel: str, editable: list[str]) -> bool:
+    """Whether ``rel`` is an editable file or lies under an editable folder."""
+    return any(rel == e or rel.startswith(e.rstrip("/") + "/") for e in editable)

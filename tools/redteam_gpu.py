@@ -79,7 +79,7 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
 
 
 def job(task: str, device: str, *, heldout: bool = False) -> Job:
-    """The evaluation job for a fixture task (what ``aka.eval.job_for`` builds from YAML)."""
+    """The evaluation job for a fixture task (what ``aka.kinds._kernel.job_for`` builds from YAML)."""
     spec = SPECS[task]
     entry_file, symbol = spec["entry"].split(":")
     shapes = spec["cpu"] if device == "cpu" else spec["heldout"] if heldout else spec["shapes"]

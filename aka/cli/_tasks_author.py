@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from aka.config import ArmConfig
     from aka.importers import ImportResult, Outcome
-    from aka.task_checks import TaskValidation
+    from aka.kinds import TaskValidation
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Tasks folder.", envvar="AKA_TASKS")]
 import_app = typer.Typer(help="Import tasks from other formats.", no_args_is_help=True)

@@ -22,13 +22,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from aka.eval._child import load_file_module
     from aka.eval._contain import hide
-    from aka.eval._evaluate import (
-        EvalRequest,
-        build_eval_dir,
-        evaluate,
-        harness_paths,
-    )
+    from aka.eval._evaluate import evaluate, harness_paths
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
+    from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
     from aka.eval._switches import Switches
     from aka.eval._workers import Workers
@@ -43,7 +39,6 @@ __all__ = [
     "Switches",
     "Verdict",
     "Workers",
-    "build_eval_dir",
     "child_env",
     "configure_workers",
     "current_workers",
@@ -58,8 +53,7 @@ __all__ = [
 ]
 
 _WHERE = {
-    "EvalRequest": "_evaluate",
-    "build_eval_dir": "_evaluate",
+    "EvalRequest": "_request",
     "evaluate": "_evaluate",
     "harness_paths": "_evaluate",
     "Finding": "_static",

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from aka.backends import backend
 from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
@@ -109,7 +110,8 @@ def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, g
                 torch.use_deterministic_algorithms(False)
         return out
 
-    if req.backend == "triton" and launches.hooked:
+    row = backend(req.backend)
+    if row.counts_launches and launches.hooked:
         launches.launches, launches.counting = 0, True
         try:
             ref = call()
@@ -129,7 +131,7 @@ def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, g
             guards.flag(
                 "kernel_not_used", f"shape {shape}: output unchanged with every launch a no-op"
             )
-    if req.backend == "cuda" and device.startswith("cuda"):
+    if row.lists_device_kernels and device.startswith("cuda"):
         names = cuda_kernel_names(call)
         if isinstance(names, str):
             notes.append(f"CUDA kernel check skipped: {names}")
@@ -183,7 +185,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     contained = "; ".join([contained, pid_ns, *limits])
     seal.send_py(json.dumps({"kind": "mark", "name": "started", "network": network}))
     launches = LaunchCounter()
-    if req.backend == "triton":
+    if backend(req.backend).counts_launches:
         launches.install()
     cand_dir = Path(req.cand_dir)
     guards = Guards(

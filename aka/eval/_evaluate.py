@@ -5,140 +5,46 @@ the starting sources) from the task's tree digest, and the candidate's *editable
 from the candidate's tree digest. Anything else the agent wrote (a result file, an
 edited reference, a ``torch.py``) is simply not there.
 
-The work is done by :func:`aka.eval._pipeline.run_job`: a candidate process that never
-sees a reference output, then a checker process that alone computes them, with hack
-detectors at every step (docs/security.md). Only the events written here count.
+The task's kind (:func:`aka.kinds.kind_of`) lays that directory out and judges the
+candidate there; for a kernel task that is :func:`aka.eval._pipeline.run_job`: a
+candidate process that never sees a reference output, then a checker process that
+alone computes them, with hack detectors at every step (docs/security.md). Whatever the
+kind, only the events written here count.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-import shutil
 import tempfile
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aka import events as ev
-from aka.config import TimingSettings
 from aka.eval import _detect
-from aka.eval._pipeline import Job, Verdict, run_job
-from aka.eval._workers import current
+from aka.eval._pipeline import Verdict
+from aka.eval._request import EvalRequest
+from aka.kinds import kind_of
 from aka.scoring import Measurements, score
-from aka.tasks import Task
 from aka_ledger import Ledger
 
-__all__ = ["EvalRequest", "build_eval_dir", "evaluate", "harness_paths"]
-
-
-@dataclass(frozen=True)
-class EvalRequest:
-    """What to evaluate and how; everything is a digest or a value."""
-
-    task: Task
-    task_tree: str
-    candidate: str
-    harness: str
-    device: str
-    policy: str
-    timing: TimingSettings
-    purpose: ev.Purpose = "final"
-    try_no: int = 0
-    turn: int = 0
-    heldout: bool = False
-    time: bool = True
-    seed: int | None = None
-    ceilings: dict[str, float] | None = None
+__all__ = ["EvalRequest", "evaluate", "harness_paths"]
 
 
 def harness_paths() -> tuple[Path, list[str]]:
     """The evaluator's own code (what judges), relative to the ``aka`` package."""
     root = Path(__file__).resolve().parent.parent
-    return root, ["eval", "timing", "scoring.py", "tasks.py"]
-
-
-def build_eval_dir(ledger: Ledger, req: EvalRequest, dest: Path) -> dict[str, Path]:
-    """Lay out ``task/``, ``base/`` and ``cand/`` under ``dest`` from digests alone."""
-    spec = req.task.spec
-    task_dir, base, cand = dest / "task", dest / "base", dest / "cand"
-    ledger.cas.materialize(req.task_tree, task_dir)
-    shutil.copytree(task_dir / spec.source_dir, base)
-    shutil.copytree(task_dir / spec.source_dir, cand)
-    for rel in spec.editable:
-        (cand / rel).unlink(missing_ok=True)
-    ledger.cas.materialize(req.candidate, cand, only=spec.editable)
-    return {"task": task_dir, "base": base, "cand": cand}
-
-
-# What an evaluation may take beyond its timing budgets: process start, imports, the first
-# compile of every kernel (Triton, a CUDA extension), correctness calls, the checker.
-COMPILE_BUDGET_S = {"cpu": 300.0, "cuda": 600.0}
-
-
-def eval_timeout(req: EvalRequest, shapes: list[dict[str, int]]) -> float:
-    """The whole-evaluation limit: the run's setting, else the task's, else derived.
-
-    Derived: the compile budget of the device kind, plus per shape four times the timing
-    budget (both arms, warm-up, the audited calls) and a minute for its correctness calls.
-    """
-    if req.timing.eval_timeout_s:
-        return float(req.timing.eval_timeout_s)
-    if req.task.spec.eval_timeout_s:
-        return float(req.task.spec.eval_timeout_s)
-    kind = "cuda" if req.device.startswith("cuda") else "cpu"
-    per_shape = 4 * req.timing.max_time_s + 60.0
-    return COMPILE_BUDGET_S[kind] + len(shapes) * per_shape
-
-
-def hidden_paths(ledger: Ledger, req: EvalRequest) -> tuple[str, ...]:
-    """What the candidate process must not see: the ledger and the whole task suite.
-
-    The suite is the folder the task's key is relative to when the task sits in one (a
-    tasks folder). A task materialized from the content store (``aka run``, ``aka
-    resume``) sits alone in a folder named by its digest: walking its key's depth up from
-    there would hide the temporary folder (the evaluation's own is in it) or ``/``, so
-    its own folder is what is hidden.
-    """
-    path = req.task.path
-    parts = Path(req.task.key).parts
-    mirrors = bool(parts) and path.parts[-len(parts) :] == parts
-    suite = path.parents[len(parts) - 1] if mirrors else path
-    return tuple(str(p) for p in (ledger.root, suite) if p is not None)
-
-
-def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
-    """The plain-valued job for a request (the task spec flattened).
-
-    ``hide``: folders the candidate process must not see (the ledger, the task suite).
-    """
-    spec = req.task.spec
-    shapes = spec.shapes.for_device(req.device, heldout=req.heldout)
-    switches = current().switches
-    return Job(
-        reference=spec.reference,
-        editable=list(spec.editable),
-        forbidden=list(spec.forbidden),
-        entry_file=spec.entry_file,
-        entry_symbol=spec.entry_symbol,
-        pass_shape=spec.pass_shape,
-        backend=spec.backend,
-        shapes=shapes,
-        dtypes=list(spec.dtypes),
-        tolerances={k: v.model_dump() for k, v in spec.tolerances.items()},
-        seeds=spec.seeds,
-        device=req.device,
-        time=req.time,
-        timing=req.timing.model_dump(),
-        seed=seed,
-        ceilings=req.ceilings,
-        timeout_s=eval_timeout(req, shapes),
-        hide=hide,
-        isolate_network=switches.isolate_network,
-        contain=switches.contain,
-    )
+    return root, [
+        "eval",
+        "timing",
+        "kinds",
+        "scoring.py",
+        "tasks.py",
+        "kind_specs.py",
+        "backends.py",
+    ]
 
 
 def _timings(ledger: Ledger, timing: list[dict[str, Any]]) -> list[ev.ShapeTiming]:
@@ -232,14 +138,10 @@ def evaluate(
             device=req.device,
         )
     )
+    kind = kind_of(req.task)
     with tempfile.TemporaryDirectory(prefix="aka-eval-") as tmp:
-        if req.task.spec.commands is not None:  # the task's own scripts judge it
-            from aka.repo_tasks import command_verdict
-
-            verdict = command_verdict(ledger, req, Path(tmp))
-        else:
-            build_eval_dir(ledger, req, Path(tmp))
-            verdict = run_job(job_for(req, seed, hidden_paths(ledger, req)), Path(tmp))
+        kind.lay_out(ledger, req, Path(tmp))
+        verdict = kind.judge(ledger, req, Path(tmp), seed=seed)
     compiled = verdict.compiled
     emit(
         ev.Compiled(

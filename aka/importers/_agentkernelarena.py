@@ -5,7 +5,7 @@ A folder holds ``config.yaml`` (``source_file_path``, ``target_kernel_functions`
 optional ``platform_support{required_arch,status,skip_reason}`` and
 ``prompt{instructions}``), ``scripts/task_runner.py`` and ``source/``. The folder is
 copied whole; ``task.yaml`` is written beside it with a ``commands`` block, so the
-task's own scripts compile, check and time candidates (see :mod:`aka.command_tasks`),
+task's own scripts compile, check and time candidates (see :mod:`aka.kinds._command`),
 and aka's timing helper is placed between the runner's ``# >>> AKA-GENERATED`` and
 ``# <<< AKA-GENERATED <<<`` markers, under the helper names the runner calls (upstream's
 ``_benchmark_cuda_graph_or_events`` among them), so the runner times with aka. A task

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aka.backends import BACKENDS
 from aka.errors import InputError
 from aka.importers._common import prepare, slug, write_spec
 from aka.importers._templates import (
@@ -106,9 +107,9 @@ def scaffold_task(
             **({} if cuda else {"cpu_heldout": [{"M": 5, "N": 37}, {"M": 1, "N": 129}]}),
         },
         "seeds": 3,
-        "devices": ["cuda"] if cuda else ["cuda", "cpu"],
+        "devices": list(BACKENDS[backend].devices),
         "forbidden": FORBIDDEN,
-        "requires": ["torch.utils.cpp_extension"] if cuda else ["triton"],
+        "requires": list(BACKENDS[backend].requires),
     }
     write_spec(dest, spec)
     return dest

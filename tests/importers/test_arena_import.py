@@ -10,10 +10,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aka.command_tasks import read_report, run_commands
 from aka.errors import InputError
 from aka.importers import import_agentkernelarena
 from aka.importers._agentkernelarena import BEGIN, END, PlatformSupport, skip_reason
+from aka.kinds._command import read_report, run_commands
 from aka.tasks import TaskSpec, load_task
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -10,8 +10,9 @@ import yaml
 
 from aka import events as ev
 from aka.eval import EvalRequest, evaluate
-from aka.heldout import baseline_task, baseline_tree
+from aka.heldout import baseline_task
 from aka.importers import read_problem
+from aka.kinds import baseline_tree
 from aka.orchestrator import harness_digest
 from aka.tasks import load_task
 from aka.validate import default_timing, validate_task
@@ -72,7 +73,7 @@ def test_baseline_passes_and_calling_the_original_model_is_flagged(
             )  # fmt: skip
             return evaluate(led, "kb", None, req)
 
-        base = run(baseline_task(task), baseline_tree(led, task))
+        base = run(baseline_task(task), baseline_tree(led.cas, task))
         assert base.compiled and base.correct, base.error
         flagged = run(task, led.cas.snapshot(cheat))
         assert not flagged.correct and "problem.Model" in (flagged.error or "")

@@ -13,8 +13,9 @@ import yaml
 from aka import events as ev
 from aka.errors import InputError
 from aka.events import REGISTRY
+from aka.kind_specs import SOURCE_LOCK
 from aka.orchestrator import drive, prepare_run, run
-from aka.tasks import SOURCE_LOCK, load_task
+from aka.tasks import load_task
 from aka_ledger import Ledger
 
 KEY = "repo/demo/scale"
@@ -159,7 +160,7 @@ def test_spec_and_checkout_errors_name_the_field(tmp_path: Path) -> None:
                 {**both, "repository": None, "image": {"ref": "x", "path": "opt"}},
             )
         )
-    from aka.repo_tasks import task_tree
+    from aka.kinds import stage_tree as task_tree
 
     led = Ledger.memory(registry=REGISTRY)
     folder = rp.write_task(

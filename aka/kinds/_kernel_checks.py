@@ -1,8 +1,8 @@
-"""Checks of a task folder that need no evaluator: the reference, the spec, the sources.
+"""A kernel task's checks that need no evaluator: the reference, the spec, the sources.
 
-The deterministic half of ``aka tasks validate`` (:mod:`aka.validate` adds the checks
-through the real evaluator and records the results): the reference is deterministic and
-its output depends on the seed and every input; null answers (zeros, empty, garbage, a
+The deterministic half of a kernel task's validation (:mod:`aka.kinds._kernel` adds the
+checks through the real evaluator; :mod:`aka.validate` records the results): the
+reference is deterministic and its output depends on the seed and every input; null answers (zeros, empty, garbage, a
 copy of an input, a bfloat16-rounded answer on float32) fail the tolerance; targets,
 tunables and forbidden names resolve; held-out shapes exist and are unseen. The
 reference-side checks follow ``tools/task_check.py``; :func:`null_answers`,
@@ -15,75 +15,16 @@ import ast
 import hashlib
 import importlib
 import importlib.util
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from aka import events as ev
+from aka.backends import BACKENDS
 from aka.eval import forbidden_uses, load_file_module
+from aka.kinds._protocol import Status, TaskValidation
+from aka.kinds._shared_checks import py_symbols, targets_check
 from aka.tasks import Task, Tolerance
-
-Status = str  # "pass" | "fail" | "skip" | "warn"
-
-_TOLERANCE_FIX = (
-    "tighten `tolerances`, or make make_inputs vary so the reference output is not "
-    "near zero or constant"
-)
-FIXES: dict[str, str] = {
-    "schema": "correct task.yaml as the message says (docs/tasks.md)",
-    "targets_exist": "define each `targets` symbol in the editable files, or correct `targets`",
-    "tunables": "make each tunable a module-level int of the entry file with a listed value",
-    "forbidden_resolve": "correct the names in `forbidden` (each must import)",
-    "heldout_shapes": "add shapes.heldout (and shapes.cpu_heldout for the CPU) with the "
-    "tuning shapes' size names and values no tuning shape has",
-    "reference_deterministic": "make the reference deterministic (no unseeded randomness)",
-    "output_depends_on_seed": "make make_inputs draw every input from its seed argument",
-    "null_zeros": _TOLERANCE_FIX,
-    "null_empty": _TOLERANCE_FIX,
-    "null_garbage": _TOLERANCE_FIX,
-    "null_input_copy": _TOLERANCE_FIX,
-    "precision_downgrade": "tighten the float32 tolerance below bfloat16 rounding (~4e-3 relative)",
-    "baseline_passes": "make the starting sources pass on this device; `aka eval` on the "
-    "baseline shows the full error",
-    "timing_noise": "use shapes that run well above the timer's resolution, or a longer "
-    "timing.max_time_s",
-    "baseline_passes_heldout": "make the starting sources handle the held-out shapes, or "
-    "correct the held-out shapes",
-    "null_zeros_evaluated": "make the reference output depend on the inputs so zeros fail",
-    "commands": "set compile, correctness and performance commands (docs/authoring.md)",
-}
-"""The fix each failed check names (a failure message always says what to do)."""
-STAGE_FIX = "run `aka tasks validate TASK` on this task alone and fix the file the error names"
-
-
-@dataclass
-class TaskValidation:
-    """Every check of one task; ``ok`` ignores review checks and warnings."""
-
-    key: str
-    checks: list[ev.CheckResult] = field(default_factory=list)
-    task_tree: str | None = None
-    eval_ids: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """No deterministic check failed."""
-        return not any(c.status == "fail" and not c.review for c in self.checks)
-
-    def add(
-        self, name: str, status: Status, detail: str = "", *, review: bool = False, fix: str = ""
-    ) -> None:
-        """Record one check; a failure's detail ends with its fix (``fix`` or :data:`FIXES`)."""
-        if status == "fail" and not review and "(fix: " not in detail:
-            fix = fix or FIXES.get(name) or (STAGE_FIX if name.endswith("_stage") else "")
-            detail = f"{detail} (fix: {fix})" if fix else detail
-        self.checks.append(
-            ev.CheckResult(name=name, status=status, detail=detail, review=review)  # type: ignore[arg-type]
-        )
-
 
 # -- reference-side checks (shared with tools/task_check.py) --------------------------------
 
@@ -221,43 +162,25 @@ def _volume(shape: dict[str, int]) -> int:
 # -- static checks -----------------------------------------------------------------------
 
 
-def _py_symbols(source: str) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names
-
-
 def static_checks(task: Task, out: TaskValidation) -> None:
     """Targets exist, tunables are constants with listed values, forbidden names resolve."""
     spec = task.spec
     src = task.path / spec.source_dir
-    texts = {rel: (src / rel).read_text(errors="replace") for rel in spec.editable}
-    missing = []
-    for target in spec.targets:
-        found = any(
-            target in _py_symbols(text)
-            if rel.endswith(".py")
-            else re.search(rf"\b{re.escape(target)}\s*\(", text)
-            for rel, text in texts.items()
+    targets_check(task, out)
+    row = BACKENDS[spec.backend]
+    foreign = [d for d in spec.devices if d not in row.devices]
+    if foreign:
+        out.add(
+            "backend_devices",
+            "fail",
+            f"backend {spec.backend} runs on {list(row.devices)}, not on {foreign}",
+            fix=f"set devices to a subset of {list(row.devices)}",
         )
-        if not found:
-            missing.append(target)
-    if not spec.targets:
-        out.add("targets_exist", "warn", "the task names no target symbols")
-    elif missing:
-        out.add("targets_exist", "fail", f"not defined in {spec.editable}: {missing}")
     else:
-        out.add("targets_exist", "pass", f"{spec.targets}")
-    if spec.commands is not None:
-        out.add("commands", "pass", "compile, correctness and performance commands are set")
-        return  # the task's own scripts choose cases and judge; no shapes or forbidden list
+        out.add("backend_devices", "pass", f"{spec.backend} runs on {spec.devices}")
     out.add(*_tunables(task))
     local = {
-        f.stem: _py_symbols(f.read_text(errors="replace"))
+        f.stem: py_symbols(f.read_text(errors="replace"))
         for f in src.glob("*.py")
         if f.name not in spec.editable
     }

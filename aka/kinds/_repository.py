@@ -1,7 +1,8 @@
 """Repository tasks: a pinned checkout, stored with the task at run start.
 
 A task whose spec carries ``repository: {url, commit, branch?, subdir?}`` optimizes code
-inside an upstream project. At run start :func:`task_tree` clones the repository once
+inside an upstream project. When it is staged (at run start, and by validation and the
+API, through :func:`aka.kinds.stage_tree`) :class:`RepositoryKind` clones the repository once
 into a cache (``$AKA_CACHE/repos`` or ``~/.cache/aka/repos``; later runs reuse it, and
 fetch only when the commit is missing or a branch must be resolved), resolves the
 commit (a branch is resolved here, once), exports that commit's files (no ``.git``)
@@ -9,11 +10,11 @@ under the task's ``source_dir``, lays the task folder's own files (``task.yaml``
 workloads) on top, writes ``.aka-source.json`` saying what was checked out, and stores
 the whole as one tree. The run records that tree's digest, so every attempt and every
 resume sees identical code however the branch moves later. Image tasks
-(:mod:`aka.image_tasks`) are stored the same way, seeded from a container image.
+(:mod:`aka.kinds._image`) are stored the same way (:func:`finish_staging`), seeded from
+a container image.
 
-Evaluation (:func:`command_verdict`, dispatched by ``aka.eval._evaluate.evaluate`` for
-every task with a ``commands`` block) follows the evaluator's rules: ``base/`` and
-``cand/`` are rebuilt from the stored tree's digest, and only the editable files or
+Evaluation is the command kind's (:class:`aka.kinds._command.CommandKind`): ``base/``
+and ``cand/`` are rebuilt from the stored tree's digest, and only the editable files or
 directories come from the candidate's tree, so an edit anywhere else has no effect.
 """
 
@@ -29,24 +30,14 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aka.errors import InputError
-from aka.tasks import SOURCE_LOCK, TASK_FILE, RepositorySpec, Task
+from aka.kind_specs import SOURCE_LOCK, RepositorySpec
+from aka.kinds._command import CommandKind
+from aka.tasks import TASK_FILE, Task, load_task
 
-if TYPE_CHECKING:
-    from aka.eval import EvalRequest, Verdict
-    from aka_ledger import ContentStore, Ledger
-
-__all__ = [
-    "build_command_dirs",
-    "cache_root",
-    "checkout",
-    "command_verdict",
-    "resolve_commit",
-    "stage_task",
-    "task_tree",
-]
+__all__ = ["RepositoryKind", "cache_root", "checkout", "finish_staging", "resolve_commit"]
 
 GIT_TIMEOUT_S = 600.0
 
@@ -188,14 +179,30 @@ def _overlay_task(task: Task, dest: Path) -> None:
         shutil.copy2(path, target)
 
 
-def stage_task(task: Task, dest: Path) -> dict[str, Any]:
-    """Lay out a repository or image task's full tree in ``dest``; returns the lock record."""
-    spec = task.spec
-    where = str(task.path / TASK_FILE)
-    sources = dest / spec.source_dir
-    if spec.repository is not None:
+def finish_staging(task: Task, dest: Path, lock: dict[str, Any]) -> None:
+    """Lay the task's own files over fetched sources, write the lock, check the result.
+
+    Raises:
+        InputError: a task file would be editable, or the entry, reference or editable
+            paths do not exist in the fetched sources.
+    """
+    _overlay_task(task, dest)
+    (dest / SOURCE_LOCK).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    load_task(dest)  # entry, reference and editable paths now exist, or a named error
+
+
+class RepositoryKind(CommandKind):
+    """A command task whose sources are a pinned checkout (``repository:`` block)."""
+
+    name = "repository"
+
+    def stage(self, task: Task, dest: Path) -> None:
+        """Check out the pinned commit under ``source_dir``, then the task's own files."""
+        spec = task.spec
+        assert spec.repository is not None  # RepositorySpec is this kind's field
+        where = str(task.path / TASK_FILE)
         clone, sha = resolve_commit(spec.repository, task.path, where=where)
-        checkout(clone, sha, spec.repository.subdir, sources, where=where)
+        checkout(clone, sha, spec.repository.subdir, dest / spec.source_dir, where=where)
         lock: dict[str, Any] = {
             "kind": "repository",
             "url": _url(spec.repository, task.path),
@@ -203,81 +210,4 @@ def stage_task(task: Task, dest: Path) -> dict[str, Any]:
             "branch": spec.repository.branch,
             "subdir": spec.repository.subdir,
         }
-    else:
-        from aka.image_tasks import seed_from_image
-
-        assert spec.image is not None
-        lock = seed_from_image(spec.image, sources, where=where)
-    _overlay_task(task, dest)
-    (dest / SOURCE_LOCK).write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
-    from aka.tasks import load_task
-
-    load_task(dest)  # entry, reference and editable paths now exist, or a named error
-    return lock
-
-
-def task_tree(cas: ContentStore, task: Task) -> str:
-    """The tree digest a run records for ``task``: the folder, plus sources when fetched."""
-    if task.spec.repository is None and task.spec.image is None:
-        return cas.snapshot(task.path)
-    with tempfile.TemporaryDirectory(prefix="aka-stage-") as tmp:
-        stage_task(task, Path(tmp))
-        return cas.snapshot(Path(tmp))
-
-
-def build_command_dirs(ledger: Ledger, req: EvalRequest, dest: Path) -> dict[str, Path]:
-    """``task/``, ``base/``, ``cand/`` from digests; editable files or folders from the candidate."""
-    spec = req.task.spec
-    task_dir, base, cand = dest / "task", dest / "base", dest / "cand"
-    ledger.cas.materialize(req.task_tree, task_dir)
-    shutil.copytree(task_dir / spec.source_dir, base, symlinks=True)
-    shutil.copytree(task_dir / spec.source_dir, cand, symlinks=True)
-    for rel in spec.editable:
-        target = cand / rel
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        else:
-            target.unlink(missing_ok=True)
-    ledger.cas.materialize(req.candidate, cand, only=spec.editable)
-    return {"task": task_dir, "base": base, "cand": cand}
-
-
-def command_verdict(ledger: Ledger, req: EvalRequest, dest: Path) -> Verdict:
-    """Evaluate a command-driven task (plain, repository or image) in ``dest``."""
-    from aka.command_tasks import run_commands
-    from aka.eval import Verdict
-
-    spec = req.task.spec
-    assert spec.commands is not None
-    dirs = build_command_dirs(ledger, req, dest)
-    network = "not isolated"
-    if spec.image is not None:
-        from aka.image_tasks import run_in_image
-
-        lock = json.loads((dirs["task"] / SOURCE_LOCK).read_text())
-        result = run_in_image(
-            lock["image_id"],
-            spec.commands,
-            root=dest,
-            base=dirs["base"],
-            cand=dirs["cand"],
-            device=req.device,
-            time=req.time,
-        )
-        network = "none (container)"
-    else:
-        result = run_commands(
-            spec.commands, base=dirs["base"], cand=dirs["cand"], device=req.device, time=req.time
-        )
-    compiled = result["compiled"] or {"ok": False, "error": result["error"], "wall_s": 0.0}
-    return Verdict(
-        compiled=compiled,
-        cases=result["cases"],
-        timing=result["timing"],
-        device=result["device"],
-        flags=[],
-        evidence=[],
-        correct=bool(result["correct"]),
-        error=result["error"],
-        network=network,
-    )
+        finish_staging(task, dest, lock)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +120,40 @@ def write_task(root: Path, key: str, spec: dict[str, Any]) -> Path:
     (folder / "task.yaml").write_text(yaml.safe_dump(spec))
     (folder / "workloads" / "shapes.json").write_text(json.dumps([500, 2000]))
     return folder
+
+
+def image_tar(kernel: str = GOOD_KERNEL) -> bytes:
+    """A root file system (the host's /usr is mounted over it) with the project in /opt/project."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in ["tmp", "usr", "etc", "proc", "sys", "dev", "opt", "opt/project"]:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
+            tar.addfile(info)
+        for name, target in [("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")]:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+        for rel, text in project_files(kernel).items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"opt/project/{rel}")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def docker_client() -> Any | None:
+    """A client of a running dockerd (DOCKER_HOST, or the one of .ci/services/docker.sh)."""
+    import docker
+
+    for url in [os.environ.get("DOCKER_HOST"), "unix:///tmp/aka-docker/docker.sock"]:
+        if not url:
+            continue
+        try:
+            found = docker.DockerClient(base_url=url)
+            found.ping()
+            os.environ["DOCKER_HOST"] = url
+            return found
+        except Exception:
+            continue
+    return None

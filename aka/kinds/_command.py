@@ -1,9 +1,9 @@
 """Evaluating command-driven tasks: the task's own scripts compile, check and time.
 
 A command-driven task (imported from an AgentKernelArena folder) carries a
-:class:`aka.tasks.CommandSpec`. The evaluator lays out ``base/`` (the task folder as
-written) and ``cand/`` (the same with the candidate's editable files) from digests, as
-for every task, so nothing else the agent wrote is there; then :func:`run_commands`
+:class:`aka.tasks.CommandSpec`. The evaluator lays out ``base/`` (the task's sources as
+staged) and ``cand/`` (the same with the candidate's editable files or folders) from
+digests, as for every task, so nothing else the agent wrote is there; then :func:`run_commands`
 runs, in ``cand/``, the compile command and the correctness command (exit status 0 is
 success), and when timing is asked for and the candidate is correct, the performance
 command alternately in ``base/`` and ``cand/`` for a few rounds (interleaved, so drift
@@ -12,32 +12,34 @@ of ``{test_case_id, execution_time_ms, params}``. Per test case the median over 
 is the time and the spread over rounds bounds the speedup.
 
 The result has the shape of the evaluation child's result (``compiled``, ``cases``,
-``timing``, ``device``, ``error``) plus ``correct``, so the evaluator records the same
-events for both kinds of task. Hook, in ``aka.eval._evaluate.evaluate`` before the
-evaluation child would run::
-
-    if req.task.spec.commands is not None:
-        from aka.command_tasks import run_commands
-        result = run_commands(req.task.spec.commands, base=tmp / "base",
-                              cand=tmp / "cand", device=req.device, time=req.time)
-        # Verdict(compiled=result["compiled"], cases=result["cases"],
-        #         timing=result["timing"], device=result["device"], flags=[],
-        #         evidence=[], correct=result["correct"], error=result["error"],
-        #         network="not isolated")
+``timing``, ``device``, ``error``) plus ``correct``, and :class:`CommandKind` turns it
+into the same verdict, so the evaluator records the same events for every kind. The
+repository and image kinds (:mod:`aka.kinds._repository`, :mod:`aka.kinds._image`) are
+command kinds whose sources are fetched when the task is staged.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aka.tasks import CommandSpec
+from aka.eval import EvalRequest, Verdict
+from aka.kind_specs import CommandSpec
+from aka.kinds._protocol import CheckContext, Stage
+from aka.kinds._shared_checks import baseline_checks, targets_check
+from aka.tasks import Task
+
+if TYPE_CHECKING:
+    from aka_ledger import Ledger
+
+__all__ = ["CommandKind", "read_report", "run_command", "run_commands"]
 
 ROUNDS = 3
 TAIL_CHARS = 2000
@@ -194,3 +196,77 @@ def run_commands(
     except (RuntimeError, ValueError) as exc:
         result["error"] = f"timing failed: {exc}"
     return result
+
+
+def _static(ctx: CheckContext) -> None:
+    targets_check(ctx.task, ctx.out)
+    ctx.out.add("commands", "pass", "compile, correctness and performance commands are set")
+
+
+class CommandKind:
+    """Tasks judged by their own commands (``kind: command``, or a ``commands`` block)."""
+
+    name = "command"
+
+    def stage(self, task: Task, dest: Path) -> None:
+        """The folder as it is: spec, scripts and starting sources."""
+        shutil.copytree(task.path, dest, symlinks=True, dirs_exist_ok=True)
+
+    def lay_out(self, ledger: Ledger, req: EvalRequest, dest: Path) -> dict[str, Path]:
+        """``task/``, ``base/``, ``cand/`` from digests; editable files or folders from the
+        candidate, so an edit anywhere else has no effect."""
+        spec = req.task.spec
+        task_dir, base, cand = dest / "task", dest / "base", dest / "cand"
+        ledger.cas.materialize(req.task_tree, task_dir)
+        shutil.copytree(task_dir / spec.source_dir, base, symlinks=True)
+        shutil.copytree(task_dir / spec.source_dir, cand, symlinks=True)
+        for rel in spec.editable:
+            target = cand / rel
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+        ledger.cas.materialize(req.candidate, cand, only=spec.editable)
+        return {"task": task_dir, "base": base, "cand": cand}
+
+    def run(self, req: EvalRequest, dest: Path) -> tuple[dict[str, Any], str]:
+        """The commands' result in the laid-out ``dest``, and the network they had."""
+        spec = req.task.spec.commands
+        assert spec is not None  # a command kind's task has commands (TaskSpec checks)
+        result = run_commands(
+            spec, base=dest / "base", cand=dest / "cand", device=req.device, time=req.time
+        )
+        return result, "not isolated"
+
+    def judge(self, ledger: Ledger, req: EvalRequest, dest: Path, *, seed: int) -> Verdict:
+        """The task's commands judge and time; their result as a verdict."""
+        result, network = self.run(req, dest)
+        compiled = result["compiled"] or {"ok": False, "error": result["error"], "wall_s": 0.0}
+        return Verdict(
+            compiled=compiled,
+            cases=result["cases"],
+            timing=result["timing"],
+            device=result["device"],
+            flags=[],
+            evidence=[],
+            correct=bool(result["correct"]),
+            error=result["error"],
+            network=network,
+        )
+
+    def checks(self, ctx: CheckContext) -> list[Stage]:
+        """Targets and commands; then the starting sources judged and timed A/A."""
+        skip = ctx.task.spec.commands.skip_reason if ctx.task.spec.commands else None
+
+        def platform() -> None:
+            ctx.out.add("platform", "skip", skip or "")
+
+        def evaluator() -> None:
+            baseline_checks(ctx, what="the task's own commands")
+
+        stages: list[Stage] = [("static", lambda: _static(ctx))]
+        if skip:
+            stages.append(("platform", platform))
+        elif not ctx.quick:
+            stages.append(("evaluator", evaluator))
+        return stages

@@ -1,8 +1,8 @@
 """Image tasks: sources seeded from a container image, commands run inside it.
 
 A task whose spec carries ``image: {ref, digest?, path}`` optimizes code that ships in a
-serving image (vLLM, SGLang). At run start :func:`seed_from_image` copies ``path`` out
-of the image with the Docker SDK (a created, never started, container), and the run
+serving image (vLLM, SGLang). When it is staged (:class:`ImageKind`, at run start and by
+validation and the API) :func:`seed_from_image` copies ``path`` out of the image with the Docker SDK (a created, never started, container), and the run
 stores it with the task folder (workloads such as shape lists or traces, never
 editable) as one tree; the image's id is recorded in ``.aka-source.json``, so a tag
 that moves later does not change the run.
@@ -10,8 +10,8 @@ that moves later does not change the run.
 At evaluation :func:`run_in_image` starts one container of that image id with the fresh
 evaluation directory bind-mounted at the same path, no network, and the GPU passed
 through (``device_requests``) when the device is cuda; the task's commands then run
-through :func:`aka.command_tasks.run_commands`, each wrapped so that it executes in the
-container (``python -m aka.image_tasks exec <container> <command>``) in the directory
+through :func:`aka.kinds._command.run_commands`, each wrapped so that it executes in the
+container (``python -m aka.kinds._image_exec exec <container> <command>``) in the directory
 it was given. So interleaving, report reading and the "command's own numbers" marking
 are exactly those of every command task.
 
@@ -22,6 +22,7 @@ container, to lend a host toolchain to a minimal image (the tests use it for Pyt
 from __future__ import annotations
 
 import io
+import json
 import os
 import shlex
 import shutil
@@ -34,9 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from aka.errors import AkaError, InputError
-from aka.tasks import CommandSpec, ImageSpec
+from aka.eval import EvalRequest
+from aka.kind_specs import SOURCE_LOCK, CommandSpec, ImageSpec
+from aka.kinds._command import CommandKind, run_commands
+from aka.kinds._repository import finish_staging
+from aka.tasks import TASK_FILE, Task
 
-__all__ = ["docker_from_env", "main", "run_in_image", "seed_from_image"]
+__all__ = ["ImageKind", "docker_from_env", "run_in_image", "seed_from_image"]
 
 MOUNTS_ENV = "AKA_IMAGE_MOUNTS"
 KEEPALIVE = ["sh", "-c", "while :; do sleep 3600; done"]
@@ -159,7 +164,9 @@ def _wrapped(spec: CommandSpec, container_id: str) -> CommandSpec:
     """The spec with each command sent into the container, in the caller's directory."""
 
     def wrap(cmd: str) -> str:
-        return shlex.join([sys.executable, "-m", "aka.image_tasks", "exec", container_id, cmd])
+        return shlex.join(
+            [sys.executable, "-m", "aka.kinds._image_exec", "exec", container_id, cmd]
+        )
 
     return spec.model_copy(
         update={
@@ -181,8 +188,6 @@ def run_in_image(
     time: bool,
 ) -> dict[str, Any]:
     """Compile, check and time a candidate with the task's commands inside ``image_id``."""
-    from aka.command_tasks import run_commands
-
     try:
         with _container(image_id, root, device) as container:
             result = run_commands(
@@ -201,24 +206,25 @@ def run_in_image(
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``exec CONTAINER COMMAND``: run COMMAND in the container, in this directory."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3 or args[0] != "exec":
-        print("usage: python -m aka.image_tasks exec CONTAINER COMMAND", file=sys.stderr)
-        return 2
-    client = docker_from_env()
-    container = client.containers.get(args[1])
-    env = {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ}
-    code, output = container.exec_run(
-        ["sh", "-c", args[2]],
-        workdir=os.getcwd(),
-        environment={"HOME": "/tmp", **env},
-        user=f"{os.getuid()}:{os.getgid()}",
-    )
-    sys.stdout.write(output.decode(errors="replace"))
-    return int(code)
+class ImageKind(CommandKind):
+    """A command task seeded from, and judged inside, a container image (``image:`` block)."""
 
+    name = "image"
 
-if __name__ == "__main__":
-    sys.exit(main())
+    def stage(self, task: Task, dest: Path) -> None:
+        """Copy the image's ``path`` under ``source_dir``, then the task's own files."""
+        assert task.spec.image is not None  # ImageSpec is this kind's field
+        where = str(task.path / TASK_FILE)
+        lock = seed_from_image(task.spec.image, dest / task.spec.source_dir, where=where)
+        finish_staging(task, dest, lock)
+
+    def run(self, req: EvalRequest, dest: Path) -> tuple[dict[str, Any], str]:
+        """The commands run in a container of the staged image id, without a network."""
+        spec = req.task.spec.commands
+        assert spec is not None  # TaskSpec requires commands with an image
+        lock = json.loads((dest / "task" / SOURCE_LOCK).read_text())
+        result = run_in_image(
+            lock["image_id"], spec, root=dest, base=dest / "base", cand=dest / "cand",
+            device=req.device, time=req.time,
+        )  # fmt: skip
+        return result, "none (container)"

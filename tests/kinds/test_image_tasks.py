@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +14,9 @@ import yaml
 from aka import events as ev
 from aka.errors import InputError
 from aka.events import REGISTRY
+from aka.kind_specs import SOURCE_LOCK
 from aka.orchestrator import run
-from aka.tasks import SOURCE_LOCK, load_task
+from aka.tasks import load_task
 from aka_ledger import Ledger
 
 pytestmark = pytest.mark.docker
@@ -28,46 +26,17 @@ KEY = "image/demo/scale"
 
 @pytest.fixture(scope="module")
 def client() -> Any:
-    """A client of a running dockerd (DOCKER_HOST, or the one of .ci/services/docker.sh)."""
-    import docker
-
-    for url in [os.environ.get("DOCKER_HOST"), "unix:///tmp/aka-docker/docker.sock"]:
-        if not url:
-            continue
-        try:
-            found = docker.DockerClient(base_url=url)
-            found.ping()
-            os.environ["DOCKER_HOST"] = url
-            return found
-        except Exception:
-            continue
-    pytest.skip("no Docker daemon answers (start one with .ci/services/docker.sh)")
-
-
-def _image_tar() -> bytes:
-    """A root file system (the host's /usr is mounted over it) with the project in /opt/project."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in ["tmp", "usr", "etc", "proc", "sys", "dev", "opt", "opt/project"]:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if name == "tmp" else 0o755
-            tar.addfile(info)
-        for name, target in [("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")]:
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            tar.addfile(info)
-        for rel, text in rp.project_files().items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"opt/project/{rel}")
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    """A client of a running dockerd, or the test skips."""
+    found = rp.docker_client()
+    if found is None:
+        pytest.skip("no Docker daemon answers (start one with .ci/services/docker.sh)")
+    return found
 
 
 @pytest.fixture(scope="module")
 def image_id(client: Any) -> str:
     """The test image, imported locally (no registry is reachable)."""
-    client.api.import_image_from_data(_image_tar(), repository="aka-test-kernel", tag="latest")
+    client.api.import_image_from_data(rp.image_tar(), repository="aka-test-kernel", tag="latest")
     return str(client.images.get(IMAGE).id)
 
 
@@ -129,7 +98,7 @@ def test_image_task_is_seeded_and_evaluated_inside_the_image(
 
 
 def test_a_wrong_digest_or_path_is_refused_at_run_start(tmp_path: Path, image_id: str) -> None:
-    from aka.repo_tasks import task_tree
+    from aka.kinds import stage_tree as task_tree
 
     led = Ledger.memory(registry=REGISTRY)
     root = tmp_path / "tasks"

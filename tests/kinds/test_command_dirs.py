@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from aka.config import TimingSettings
 from aka.eval import EvalRequest
 from aka.events import REGISTRY
-from aka.repo_tasks import build_command_dirs
-from aka.tasks import SOURCE_LOCK, load_task
+from aka.kind_specs import SOURCE_LOCK
+from aka.kinds import kind_of
+from aka.tasks import load_task
 from aka_ledger import Ledger
 
 NAMES = st.sampled_from(["kernels/scale.py", "kernels/new.py", "check.py", "bench.py", "x/y.py"])
@@ -51,7 +52,7 @@ def test_only_editable_paths_come_from_the_candidate(edits: dict[str, bytes]) ->
             policy="default",
             timing=TimingSettings(),
         )
-        dirs = build_command_dirs(led, req, Path(tmp) / "eval")
+        dirs = kind_of(task).lay_out(led, req, Path(tmp) / "eval")
         base, cand = _files(dirs["base"]), _files(dirs["cand"])
         outside = {k: v for k, v in cand.items() if not k.startswith("kernels/")}
         assert outside == {k: v for k, v in base.items() if not k.startswith("kernels/")}
