@@ -42,6 +42,8 @@ class Entry:
     flags: tuple[str, ...] = ()
     heldout: bool = False
     time: bool = False
+    forbidden: tuple[str, ...] = ()  # names forbidden on top of the task's
+    timeout_s: float | None = None  # the whole-evaluation limit, for candidates that hang
 
     @property
     def honest(self) -> bool:
@@ -106,6 +108,9 @@ def evaluate_entry(entry: Entry, root: Path, device: str = "cpu") -> Scored:
     """Evaluate one corpus candidate through :func:`aka.eval.evaluate`, in its own ledger."""
     ledger = Ledger.open(root / entry.name, registry=REGISTRY)
     task = load_task(TASKS / entry.task, root=TASKS)
+    if entry.forbidden:
+        spec = task.spec.model_copy(update={"forbidden": [*task.spec.forbidden, *entry.forbidden]})
+        task = task.model_copy(update={"spec": spec})
     task_tree = ledger.cas.snapshot(task.path)
     with tempfile.TemporaryDirectory(prefix="aka-redteam-") as tmp:
         kernel = Path(tmp) / task.spec.entry_file
@@ -118,7 +123,7 @@ def evaluate_entry(entry: Entry, root: Path, device: str = "cpu") -> Scored:
         harness="b3:" + "0" * 64,
         device=device,
         policy="agentkernelarena",
-        timing=FAST_TIMING,
+        timing=FAST_TIMING.model_copy(update={"eval_timeout_s": entry.timeout_s}),
         heldout=entry.heldout,
         time=entry.time,
     )
