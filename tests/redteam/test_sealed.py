@@ -66,17 +66,6 @@ def test_the_spec_is_unreadable_through_the_working_folder_and_libc(
     assert v.cases and not any(c["ok"] for c in v.cases), v.cases
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the task folder stays visible apart from task.yaml (aka/eval/_pipeline.py: a "
-    "task's make_inputs may read its files at call time), so the reference's source is "
-    "readable through torch.from_file; only the gc tripwire flags this candidate",
-)
-def test_the_reference_source_is_not_readable_from_the_candidate(tmp_path: Path) -> None:
-    v = _run(tmp_path, "s04_reference_source", hide=(str(TASKS),))
-    assert v.cases and not any(c["ok"] for c in v.cases), v.cases
-
-
 def test_a_forbidden_operator_is_caught_under_any_name(tmp_path: Path) -> None:
     v = _run(tmp_path, "s06_forbidden_alias", forbidden=["torch.mul"])
     assert "forbidden_api" in v.flags and not v.correct
