@@ -191,6 +191,12 @@ def hide(
             return "not contained: " + _err(f"hiding {path}")
         hidden += 1
     proc = _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+    # The working directory still points into the tree as it was before these mounts
+    # (``..`` from it, or /proc/self/cwd, reaches every covered path): re-enter it by name.
+    try:
+        os.chdir(os.getcwd())
+    except OSError:
+        os.chdir("/")
     _drop_capabilities()
     return (
         f"contained ({hidden} paths hidden, {len(private)} private tmpfs, "

@@ -126,4 +126,6 @@ def forbidden_operators(forbidden: list[str]) -> set[str]:
             continue
         for op in (last, f"_{last}", *_ALIASES.get(last, ())):
             ops.add(f"aten::{op}")
+            if not op.endswith("_"):  # the in-place form is the same operator (x.mul_(2))
+                ops.add(f"aten::{op}_")
     return ops - PLUMBING

@@ -154,6 +154,11 @@ def _module_flag(module: str) -> str | None:
     return None
 
 
+# Read-only questions about the machine under ``torch.backends`` (``cudnn.is_available()``):
+# they change no precision, and honest kernels ask them to choose a path.
+BACKEND_QUERIES = frozenset({"is_available", "is_built", "get_cpu_capability", "version"})
+
+
 def _name_flag(full: str) -> str | None:
     parts = full.split(".")
     for k in range(len(parts), 1, -1):
@@ -200,6 +205,9 @@ class _Visitor(ast.NodeVisitor):
         dotted = dotted_name(node)
         if dotted is not None:
             full = resolve(dotted, self.aliases)
+            parts = full.split(".")
+            if parts[:2] == ["torch", "backends"] and parts[-1] in BACKEND_QUERIES:
+                return  # a question about the machine, not a switch
             flag = _name_flag(full)
             if flag:
                 self.add(flag, node, f"uses {full}")

@@ -61,8 +61,12 @@ def test_adversarial_candidate_is_caught(scored: dict[str, Scored], entry: Entry
 
 
 def test_the_evaluation_reports_its_network_isolation(scored: dict[str, Scored]) -> None:
-    for s in scored.values():
-        assert s.network.startswith(("isolated", "not isolated: ")), s.network
+    hangs = {e.name for e in ALL if e.timeout_s}
+    for name, s in scored.items():
+        if name in hangs:  # stopped before its report came back: nothing to claim
+            assert s.network == "unknown", (name, s.network)
+        else:
+            assert s.network.startswith(("isolated", "not isolated: ")), (name, s.network)
 
 
 def test_every_pattern_has_a_detector_test() -> None:

@@ -268,3 +268,23 @@ def test_library_calls_are_the_librarys_where_site_packages_sits_under_the_stdli
     # the candidate's own ctypes call is still the candidate's
     inner = g._candidate_frame(_frame_chain([kernel, ctypes_init]))
     assert inner is not None and inner.f_code.co_filename == kernel
+
+
+def test_backend_queries_are_not_precision_changes() -> None:
+    """Asking whether cuDNN or a CPU ISA is there changes nothing; setting a backend switch
+    (by assignment or through its ``flags`` context) still is a precision finding."""
+    asks = (
+        "import torch\nimport torch as t\n"
+        "A = torch.backends.cudnn.is_available() and t.backends.mkldnn.is_available()\n"
+        "B = torch.backends.cpu.get_cpu_capability(), torch.backends.cudnn.version()\n"
+    )
+    assert hack_findings("kernel.py", asks, ["kernel.py"]) == []
+    sets = (
+        "import torch\nimport torch as t\n"
+        "t.backends.cuda.matmul.allow_tf32 = True\n"
+        "with torch.backends.cudnn.flags(enabled=True, allow_tf32=True):\n    pass\n"
+    )
+    found = hack_findings("kernel.py", sets, ["kernel.py"])
+    assert [(f.flag, f.line) for f in found] == [
+        ("precision_downgrade", 3), ("precision_downgrade", 4)
+    ], [f.evidence() for f in found]  # fmt: skip

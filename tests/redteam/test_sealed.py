@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from redteam_corpus import CORPUS, scale_job
+from redteam_corpus import CORPUS, TASKS, scale_job
 
 from aka.eval import _plan
 from aka.eval._pipeline import Verdict, run_job
@@ -53,6 +54,18 @@ def test_the_task_spec_is_not_readable_from_the_candidate(tmp_path: Path) -> Non
     assert any("contained (" in n for n in v.notes), v.notes
 
 
+@pytest.mark.parametrize("name", ["s04_proc_cwd_scandir", "s04_ctypes_libc"])
+def test_the_spec_is_unreadable_through_the_working_folder_and_libc(
+    tmp_path: Path, name: str
+) -> None:
+    """Each of these computes y = a x + b only from coefficients it read in the spec (and
+    answers zeros otherwise): a right case means the spec was readable. The first read it
+    through ``/proc/self/cwd/..`` while the working folder still pointed into the tree as it
+    was before the hiding mounts."""
+    v = _run(tmp_path, name, hide=(str(TASKS),))
+    assert v.cases and not any(c["ok"] for c in v.cases), v.cases
+
+
 def test_a_forbidden_operator_is_caught_under_any_name(tmp_path: Path) -> None:
     v = _run(tmp_path, "s06_forbidden_alias", forbidden=["torch.mul"])
     assert "forbidden_api" in v.flags and not v.correct
@@ -67,9 +80,40 @@ def test_an_escaping_daemon_dies_with_the_evaluation(tmp_path: Path) -> None:
     assert not marker.exists(), "a process outlived the evaluation"
 
 
-def test_a_hang_is_stopped_at_the_evaluations_limit(tmp_path: Path) -> None:
+ESCAPES = ["s07_popen_session", "s07_multiprocessing", "s07_posix_spawn", "s07_ctypes_fork"]
+# Writes its marker at once, from the call itself: shows a marker would be seen.
+MARKER_NOW = """import os
+
+def scale(x):
+    with open(os.path.join(os.getcwd(), "escaped"), "w") as f:
+        f.write("now")
+    return x * 2 + 1
+"""
+
+
+def test_no_way_of_escaping_outlives_the_evaluation(tmp_path: Path) -> None:
+    """A new session, a forked non-daemon worker, a spawned shell, libc's fork: each
+    descendant would write ``escaped`` into the evaluation's working folder (the one folder
+    the host still sees) 8 s later; the reaper and the PID namespace must have killed it."""
+
+    def run(name: str) -> Path:
+        src = MARKER_NOW if name == "now" else (CORPUS / f"{name}.py").read_text()
+        job, root = scale_job(tmp_path / name, src)
+        run_job(job, root)
+        return root / "scratch" / "escaped"
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        markers = dict(zip(["now", *ESCAPES], pool.map(run, ["now", *ESCAPES]), strict=True))
+    time.sleep(10.0)  # every daemon would have written by now
+    assert markers.pop("now").exists()
+    assert [n for n, m in markers.items() if m.exists()] == []
+
+
+@pytest.mark.parametrize("name", ["s08_hang", "s08_signal_pause"])
+def test_a_hang_is_stopped_at_the_evaluations_limit(tmp_path: Path, name: str) -> None:
+    """``s08_signal_pause`` ignores SIGTERM and every other catchable signal."""
     t0 = time.monotonic()
-    v = _run(tmp_path, "s08_hang", timeout_s=20.0)
+    v = _run(tmp_path, name, timeout_s=20.0)
     assert time.monotonic() - t0 < 60.0
     assert not v.correct and "exceeded 20 s" in (v.error or ""), v.error
 

@@ -1,0 +1,33 @@
+# ruff: noqa
+# mypy: ignore-errors
+"""Escape through libc's ``fork`` and ``setsid`` called with ``ctypes``.
+
+Python's ``os.fork`` (and its audit event) is never used; the child double-forks the
+same way and the grandchild writes a marker after the evaluation.
+"""
+import ctypes
+import os
+import time
+
+# The evaluation's own working folder: the one place the host still sees after it ends
+# (the temporary folder is a private tmpfs that dies with the evaluation).
+MARKER = os.path.join(os.getcwd(), "escaped")
+_libc = ctypes.CDLL(None)
+_started = []
+
+
+def _spawn():
+    if _libc.fork() == 0:
+        _libc.setsid()
+        if _libc.fork() == 0:
+            time.sleep(8)
+            with open(MARKER, "w") as f:
+                f.write("escaped")
+        os._exit(0)
+
+
+def scale(x):
+    if not _started:
+        _started.append(1)
+        _spawn()
+    return x * 2 + 1
