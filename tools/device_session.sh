@@ -23,6 +23,8 @@
 #   bash tools/device_session.sh v   t and u in one call, shorter: the core's build, the
 #                                    red-team corpus (warm), eval throughput (3 tasks x 2),
 #                                    20 distinct new candidates with 4 in flight
+#   bash tools/device_session.sh x   the core's build, then warm evaluations of three tasks'
+#                                    baselines (A/A speedups per shape)
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -32,7 +34,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|k}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|k}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -120,6 +122,10 @@ v)
   step redteamwarm 120 python3 tools/redteam_gpu.py --out $R/redteam_warm.json
   step evalbench 140 python3 -m aka.cli._bench_eval --device cuda --tasks 3 --repeat 2 --output $R/bench.json
   step distinct 150 python3 -m aka.cli._bench_distinct --device cuda --distinct 20 --in-flight 4 --tasks 5 --output $R/distinct.json
+  ;;
+x)
+  step sealbuild 150 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
+  step aa 150 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 3, warm=True), indent=1))"
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"
