@@ -57,7 +57,7 @@ def _registry():
     return REGISTRY
 
 
-CLI_KEYS = "args, env, executable, kill_grace_seconds, max_line_bytes, max_transcript_bytes"
+CLI_KEYS = "args, contain, env, executable, kill_grace_seconds, max_line_bytes, max_transcript_bytes"
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ CLI_KEYS = "args, env, executable, kill_grace_seconds, max_line_bytes, max_trans
               options:
                 cmd: my-agent --prompt {prompt_file}
             """,
-            ["field 'options.cmd'", "agent 'command' has no option 'cmd'", "command, env"],
+            ["field 'options.cmd'", "agent 'command' has no option 'cmd'", "command, contain, env"],
         ),
         (  # a command line written as one string
             """\

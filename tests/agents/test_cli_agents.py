@@ -320,7 +320,7 @@ def test_a_contained_agent_leaves_nothing(
         scenario,
         env={"FAKE_PIDS": str(tmp_path / "pids.json"), "TOKEN": token},
         timeout_seconds=2.0 if scenario == "hang" else 20.0,
-        extra={"contain": True},
+        options={"contain": True},
     )
     containment = sink.ended()["containment"]
     if "own PID namespace" not in containment:
