@@ -31,6 +31,7 @@ from aka_ledger._fs import (
     META_FILE,
     QUARANTINE,
     SIDECAR,
+    TMP_PREFIX,
     Unit,
     chain_hash,
     ensure_root,
@@ -112,14 +113,17 @@ def _check_files(
     units: list[tuple[Unit, pa.Table, str]],
 ) -> None:
     """Parse every event file; collect the current ones' rows and chain units."""
+    temps: list[Path] = []  # the ledger file's own, when a process creating it was killed
     for entry in sorted(root.iterdir()):
-        if entry.name not in (META_FILE, EVENTS, CAS, SIDECAR, QUARANTINE):
+        if entry.name.startswith(TMP_PREFIX) and entry.is_file():
+            temps.append(entry)
+        elif entry.name not in (META_FILE, EVENTS, CAS, SIDECAR, QUARANTINE):
             report.add(entry, "stray file: not part of a ledger; move it out of the directory")
     listing = list_files(root)
     for path in listing.strays:
         report.add(path, "stray file: not part of a ledger; move it out of the directory")
     now = time.time()
-    for path in listing.temps:
+    for path in temps + listing.temps:
         if temp_abandoned(path, now):  # one being written holds its lock
             report.add(
                 path,

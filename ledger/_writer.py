@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,6 +29,7 @@ from aka_ledger._fs import (
     fsync_dir,
     live_name,
     segment_name,
+    temp_abandoned,
 )
 from aka_ledger._scan import RETRIES, latest_manifest, list_files
 from aka_ledger._segments import SEGMENT_META_KEY, LiveLog, write_segment
@@ -80,9 +82,15 @@ def _sealed_tail_once(root: Path, writer_id: str) -> Unit | None:
 
 
 def drop_cas_temps(root: Path, writer_id: str) -> None:
-    """Remove puts left in flight by an earlier process with this writer id."""
+    """Remove puts left in flight by an earlier process with this writer id, and the
+    ledger file's temporaries of a process killed while creating the ledger (only those
+    no live process holds)."""
     for tmp in (root / CAS / "tmp").glob(f"{TMP_PREFIX}{writer_id}-*"):
         tmp.unlink(missing_ok=True)
+    now = time.time()
+    for tmp in root.glob(f"{TMP_PREFIX}*"):
+        if tmp.is_file() and temp_abandoned(tmp, now):
+            tmp.unlink(missing_ok=True)
 
 
 class FileWriter:

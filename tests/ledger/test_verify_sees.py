@@ -159,3 +159,21 @@ def test_deep_verify_follows_digests_inside_trees(tmp_path: Path, cli: Any) -> N
         aka.events.REGISTRY = saved
     assert shallow.code == 0, shallow.out + shallow.err
     assert deep.code == 1 and inner in deep.out and tree in deep.out, deep.out + deep.err
+
+
+def test_the_ledger_files_temp_left_by_a_killed_creation_is_not_a_stray(tmp_path: Path) -> None:
+    """A process killed while creating the ledger leaves the ledger file's temporary at the
+    root: verify does not call it a stray while it may still be in flight, and the next
+    process to open the ledger removes it once abandoned."""
+    with Ledger.open(tmp_path, registry=REGISTRY) as led:
+        led.append(Counted(key="c", by=1), run_id="r")
+    tmp = tmp_path / ".tmp-meta-0123456789ab"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_MID_WRITE, str(tmp)], timeout=60)
+    assert proc.returncode == 9 and tmp.exists()
+    with Ledger.open(tmp_path, registry=REGISTRY, create=False) as led:
+        assert led.verify() == []  # young: its writer may not hold its lock yet
+        assert tmp.exists()
+    old = time.time() - 30
+    os.utime(tmp, (old, old))
+    with Ledger.open(tmp_path, registry=REGISTRY, create=False) as led:
+        assert not tmp.exists() and led.verify() == []
