@@ -148,7 +148,8 @@ def hide(
         paths: covered by empty read-only mounts (folders) or ``/dev/null`` (files): the
             task folder, the output folder, the ledger, the task suite.
         keep: the evaluation's own folder, bound back at its path after ``private``
-            folders are replaced (it usually lives in one of them).
+            folders are replaced (it usually lives in one of them), with the running
+            interpreter's own folders when they live there too (:func:`_kept`).
         private: replaced by empty writable tmpfs mounts of ``private_bytes`` each (the
             temporary folder and ``/dev/shm``): other evaluations' folders vanish, and
             what the candidate writes there is bounded and dies with it.
@@ -165,19 +166,21 @@ def hide(
         return "not contained: " + _err("unshare(CLONE_NEWNS)")
     if _mount(None, "/", None, MS_REC | MS_PRIVATE, None) != 0:
         return "not contained: " + _err("making mounts private")
-    held = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep else None
+    replaced = sorted({os.path.realpath(p) for p in private if os.path.isdir(p)})
+    back = _kept(keep, replaced)
+    held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in back}
     try:
-        for folder in sorted({os.path.realpath(p) for p in private if os.path.isdir(p)}):
+        for folder in replaced:
             opts = f"size={private_bytes},mode=1777"
             if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
                 return "not contained: " + _err(f"replacing {folder}")
-        if keep and held is not None and not os.path.isdir(keep):
-            os.makedirs(keep)
-            if _mount(f"/proc/self/fd/{held}", keep, None, MS_BIND | MS_REC, None) != 0:
-                return "not contained: " + _err(f"binding {keep} back")
+        for path, fd in held.items():
+            os.makedirs(path, exist_ok=True)
+            if _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None) != 0:
+                return "not contained: " + _err(f"binding {path} back")
     finally:
-        if held is not None:
-            os.close(held)
+        for fd in held.values():
+            os.close(fd)
     hidden = 0
     for path in sorted({os.path.realpath(p) for p in paths if p}):
         if os.path.isdir(path):
@@ -202,6 +205,27 @@ def hide(
         f"contained ({hidden} paths hidden, {len(private)} private tmpfs, "
         f"/proc {'private' if proc else 'shared'})"
     )
+
+
+def _kept(keep: str | None, replaced: list[str]) -> list[str]:
+    """Folders inside ``replaced`` ones to bind back: the evaluation's own (``keep``) and
+    the running interpreter's (its prefixes and every folder on ``sys.path``, where Python
+    imports lazily, Triton's compiler included, when aka or its environment live in the
+    temporary folder). Outermost first; one inside another kept folder is covered by it.
+    """
+    wanted = [keep] if keep else []
+    wanted += [sys.prefix, sys.base_prefix, *sys.path]
+    inside = {
+        os.path.realpath(p)
+        for p in wanted
+        if p and os.path.isdir(p)
+        and any(os.path.realpath(p).startswith(f.rstrip("/") + "/") for f in replaced)
+    }  # fmt: skip
+    out: list[str] = []
+    for path in sorted(inside, key=len):
+        if not any(path.startswith(k + "/") for k in out):
+            out.append(path)
+    return out
 
 
 def _drop_capabilities() -> None:

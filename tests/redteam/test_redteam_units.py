@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
@@ -288,3 +289,22 @@ def test_backend_queries_are_not_precision_changes() -> None:
     assert [(f.flag, f.line) for f in found] == [
         ("precision_downgrade", 3), ("precision_downgrade", 4)
     ], [f.evidence() for f in found]  # fmt: skip
+
+
+def test_the_interpreters_own_folders_inside_a_private_one_are_bound_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aka or its virtualenv living in the temporary folder (a clone in /tmp) must stay
+    importable after that folder is replaced: Python and Triton import lazily."""
+    from aka.eval import _contain
+
+    repo, venv, evald, elsewhere = (tmp_path / "clone", tmp_path / "clone" / ".venv",
+                                    tmp_path / "aka-eval-1", Path("/usr"))  # fmt: skip
+    for d in (repo / "aka", venv / "lib", evald):
+        d.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "base_prefix", str(elsewhere))
+    monkeypatch.setattr(sys, "path", [str(venv / "lib"), str(repo), str(elsewhere), ""])
+    kept = _contain._kept(str(evald), [str(tmp_path)])
+    assert kept == sorted([str(repo.resolve()), str(evald.resolve())], key=len)
+    assert _contain._kept(None, ["/nonexistent-private"]) == []
