@@ -28,6 +28,7 @@ import statistics
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,37 +37,34 @@ from aka.eval import Switches, Workers, run_job
 from aka.tunables import variants
 
 
-def distinct_sources(tasks: list[Path], n: int) -> list[tuple[Path, dict[str, int]]]:
-    """``n`` (task, tunable values) pairs, round-robin over the tasks' variants."""
+@dataclass(frozen=True)
+class Variant:
+    """One tunable variant of a task: its entry file's name and text."""
+
+    task: Path
+    entry: str
+    values: dict[str, int]
+    text: str
+
+
+def distinct_sources(tasks: list[Path], n: int) -> list[Variant]:
+    """``n`` variants, round-robin over the tasks' tunable combinations."""
     import yaml
 
     streams = []
     for task in tasks:
         spec = yaml.safe_load((task / "task.yaml").read_text())
-        source = (task / "source" / spec["entry"].split(":")[0]).read_text()
-        streams.append(
-            [(task, values) for values, _ in variants(source, spec.get("tunables") or {})]
-        )
-    out: list[tuple[Path, dict[str, int]]] = []
+        entry = spec["entry"].split(":")[0]
+        source = (task / "source" / entry).read_text()
+        found = variants(source, spec.get("tunables") or {})
+        streams.append([Variant(task, entry, values, text) for values, text in found])
+    out: list[Variant] = []
     for i in range(max((len(s) for s in streams), default=0)):
         out += [s[i] for s in streams if i < len(s)]
     if len(out) < n:
         raise ValueError(f"the tasks' tunables give {len(out)} distinct variants, not {n}: "
                          "use fewer (--distinct) or more tasks (--tasks)")  # fmt: skip
     return out[:n]
-
-
-def _source(task: Path, values: dict[str, int], tag: str) -> tuple[str, str]:
-    """The entry file's name and the variant's text, tagged so its digest is new."""
-    import yaml
-
-    from aka.tunables import set_constant
-
-    entry = yaml.safe_load((task / "task.yaml").read_text())["entry"].split(":")[0]
-    text = (task / "source" / entry).read_text()
-    for name, value in values.items():
-        text = set_constant(text, name, value)
-    return entry, text + f"\n# aka bench eval --distinct: {tag}\n"
 
 
 def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Workers
@@ -88,15 +86,15 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
             "flags": verdict.flags, "error": verdict.error}  # fmt: skip
 
 
-def one_pass(items: list[tuple[Path, dict[str, int]]], tag: str, device: str, in_flight: int,
+def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
              workers: Workers) -> dict[str, Any]:  # fmt: skip
     """Evaluate every item (tagged ``tag``) with ``in_flight`` at once; rate and runs."""
 
     def one(i: int) -> dict[str, Any]:
-        task, values = items[i]
-        entry, text = _source(task, values, f"{tag} {i}")
-        run = evaluate_variant(task, entry, text, device, workers)
-        return {"task": str(task.relative_to(TASKS_ROOT)), "values": values, **run}
+        v = items[i]
+        text = v.text + f"\n# aka bench eval --distinct: {tag} {i}\n"  # a new digest
+        run = evaluate_variant(v.task, v.entry, text, device, workers)
+        return {"task": str(v.task.relative_to(TASKS_ROOT)), "values": v.values, **run}
 
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
