@@ -20,6 +20,9 @@ __all__ = ["Plan", "PlannedCall", "assemble", "make_plan"]
 
 AUDIT_PERMILLE = 100  # timed candidate calls checked at random (plus the last one)...
 AUDIT_MAX = 8  # ...at most this many per timed shape (each costs the checker a reference)
+# ...and no more random ones than fit in this many output bytes per shape: an audit copies
+# its output off the device, to a file and through the checker (256 MiB outputs: two).
+AUDIT_BYTES = 512 << 20
 # Fresh inputs for every timed call unless one generation costs more than this; then a
 # keyed pick from eight fresh sets per call (so slow generation does not starve sampling).
 FRESH_MAX_S = 0.0005
@@ -72,7 +75,7 @@ class Plan:
                 f"{t['max_time_s']} {t['min_samples']} {t.get('max_samples', 5000)} "
                 f"{t.get('warmup', 5)} {graph} {AUDIT_PERMILLE} {t.get('pre_spin_s', 20e-6)} "
                 f"{t.get('graph_below_s', 100e-6)} {t.get('flush_factor', 2.0)} {AUDIT_MAX} "
-                f"{t.get('fresh_max_s', FRESH_MAX_S)}"
+                f"{t.get('fresh_max_s', FRESH_MAX_S)} {AUDIT_BYTES}"
             )
         return "\n".join(lines) + "\n"
 

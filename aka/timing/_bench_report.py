@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["aa_deviation", "aggregate", "render_markdown"]
+__all__ = ["aa_bar", "aa_deviation", "aggregate", "render_markdown"]
 
 SHORT_S, LONG_S = 20e-6, 35e-6  # the issue's bands: < 20 us and >= 35 us
 SHORT_P95, LONG_P95, MAX_EXCLUDING, MIN_DETECTED = 1.03, 1.01, 0.05, 0.95
@@ -28,7 +28,8 @@ def _p95(values: Sequence[float]) -> float | None:
     return float(np.percentile(values, 95)) if values else None
 
 
-def _bar(median_s: float) -> float | None:
+def aa_bar(median_s: float) -> float | None:
+    """The bar an A/A deviation of a kernel this long must stay within (p95), if any."""
     if median_s < SHORT_S:
         return SHORT_P95
     if median_s >= LONG_S:
@@ -71,7 +72,7 @@ def _kernel_row(name: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
             row[f"{method}_p95_aa"] = _p95(vals)
             row[f"{method}_max_aa"] = max(vals)
             row[f"{method}_median_us"] = statistics.median(r[f"{method}_a_s"] for r in timed) * 1e6
-    bar = _bar(med)
+    bar = aa_bar(med)
     row["bar_p95"] = bar
     row["pass"] = None if bar is None else bool(row["engine_p95_aa"] <= bar)
     return row

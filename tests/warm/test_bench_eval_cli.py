@@ -25,6 +25,16 @@ def test_bench_eval_reports_both_modes_with_the_same_verdicts(cli: Callable[...,
         assert sum(stages.values()) <= run["wall_s"] + 1e-6
     assert set(warm["stage_median_s"]) >= {"start", "load", "compile", "timing", "checker"}
     assert report["zygote_cuda_initialized"] is False
+    # Every timed shape is an A/A check, judged against the engine's bar for its length.
+    aa = warm["aa"]
+    assert aa["shapes"] == len(warm["runs"][0]["shapes"]) > 0
+    for row in aa["rows"]:
+        assert row["worst"] >= 1.0 and row["median_us"] > 0
+        assert (
+            row["within"] is None
+            if row["bar"] is None
+            else row["within"] == (row["worst"] <= row["bar"])
+        )
 
 
 def test_bench_eval_rejects_an_unknown_format(cli: Callable[..., Any]) -> None:

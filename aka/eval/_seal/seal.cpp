@@ -29,6 +29,7 @@
 #endif
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -139,19 +140,31 @@ uint64_t mulmod(uint64_t a, uint64_t b) {
   uint64_t s = lo + hi;
   return s >= kP ? s - kP : s;
 }
+uint64_t addmod(uint64_t a, uint64_t b) {
+  uint64_t s = a + b;
+  return s >= kP ? s - kP : s;
+}
+// h = n, then h = h * key + w + 1 for every 32-bit word w (and every trailing byte). Four
+// words per step (h * key^4 + c0 * key^3 + c1 * key^2 + c2 * key + c3) give the same value
+// with one multiplication on the dependency chain per four words instead of one per word:
+// outputs of hundreds of MiB are hashed at memory speed, not multiplier latency.
 uint64_t poly_hash(const uint8_t* p, size_t n, uint64_t key) {
   uint64_t h = n % kP;
-  size_t words = n / 4;
-  for (size_t i = 0; i < words; i++) {
+  const uint64_t k2 = mulmod(key, key), k3 = mulmod(k2, key), k4 = mulmod(k3, key);
+  size_t words = n / 4, i = 0;
+  for (; i + 4 <= words; i += 4) {
+    uint32_t w[4];
+    std::memcpy(w, p + 4 * i, 16);
+    uint64_t t = addmod(mulmod(uint64_t(w[0]) + 1, k3), mulmod(uint64_t(w[1]) + 1, k2));
+    t = addmod(t, addmod(mulmod(uint64_t(w[2]) + 1, key), uint64_t(w[3]) + 1));
+    h = addmod(mulmod(h, k4), t);
+  }
+  for (; i < words; i++) {
     uint32_t w;
     std::memcpy(&w, p + 4 * i, 4);
-    h = mulmod(h, key) + w + 1;
-    if (h >= kP) h -= kP;
+    h = addmod(mulmod(h, key), uint64_t(w) + 1);
   }
-  for (size_t i = words * 4; i < n; i++) {
-    h = mulmod(h, key) + p[i] + 1;
-    if (h >= kP) h -= kP;
-  }
+  for (size_t j = words * 4; j < n; j++) h = addmod(mulmod(h, key), uint64_t(p[j]) + 1);
   return h;
 }
 
@@ -267,7 +280,7 @@ struct Pair {  // one timing pair (baseline vs candidate) the evaluator asked fo
   int64_t seed = 0;
   double rel_ci = 0.005, max_time = 1.0, spin_s = 20e-6, graph_below = 100e-6, flush_factor = 2;
   int min_samples = 5, max_samples = 5000, warmup = 3, graph = 2, audit_permille = 50, audit_max = 8;
-  int64_t flush_bytes = 0;
+  int64_t flush_bytes = 0, audit_bytes = 0;
   double fresh_max_s = 0.0005;
 };
 
@@ -327,6 +340,7 @@ class Seal {
       done++;
     }
     at::removeCallback(handle);
+    last_ = at::Tensor();  // the device holds nothing of the correctness calls while timing
     frame("{\"kind\":\"mark\",\"name\":\"checked\"}");
     if (!failed && !pairs_.empty()) {
       frame("{\"kind\":\"mark\",\"name\":\"gate\"}");
@@ -427,6 +441,7 @@ class Seal {
         p.flush_factor = real(f, 13);
         if (f.size() > 14) p.audit_max = int(num(f, 14));
         if (f.size() > 15) p.fresh_max_s = real(f, 15);
+        if (f.size() > 16) p.audit_bytes = num(f, 16);
         pairs_.push_back(p);
       } else {
         throw std::runtime_error("seal: unknown plan line " + tag);
@@ -547,29 +562,60 @@ class Seal {
   }
 
   // Writes the output to a new file in the output folder; returns the record's fields.
+  // The bytes go straight from the device into the file's pages (one copy, no staging
+  // tensor); the space is reserved first, so a full disk is an error, not a SIGBUS.
   std::string save(const at::Tensor& out_dev) {
     NoPython np;
-    at::Tensor out = out_dev.detach().to(at::kCPU).contiguous();
+    at::Tensor src = out_dev.detach();
     std::string name = "o" + std::to_string(files_++) + ".bin";
-    int fd = ::openat(out_dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = ::openat(out_dir_fd_, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) throw std::runtime_error("seal: cannot create an output file");
-    const uint8_t* p = static_cast<const uint8_t*>(out.data_ptr());
-    size_t n = size_t(out.numel()) * out.element_size(), off = 0;
-    while (off < n) {
-      ssize_t w = ::write(fd, p + off, n - off);
-      if (w <= 0) { ::close(fd); throw std::runtime_error("seal: output write failed"); }
-      off += size_t(w);
+    size_t n = size_t(src.numel()) * src.element_size();
+    uint64_t dg = poly_hash(nullptr, 0, digest_key_);
+    if (n > 0) {
+      if (::posix_fallocate(fd, 0, off_t(n)) != 0) {
+        ::close(fd);
+        throw std::runtime_error("seal: no room for an output file");
+      }
+      void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m == MAP_FAILED) { ::close(fd); throw std::runtime_error("seal: cannot map an output file"); }
+      at::from_blob(m, src.sizes(), at::TensorOptions().dtype(src.dtype())).copy_(src);
+      dg = poly_hash(static_cast<const uint8_t*>(m), n, digest_key_);
+      ::munmap(m, n);
     }
     ::close(fd);
     std::string sizes = "[";
-    for (int64_t i = 0; i < out.dim(); i++) sizes += (i ? "," : "") + std::to_string(out.size(i));
+    for (int64_t i = 0; i < src.dim(); i++) sizes += (i ? "," : "") + std::to_string(src.size(i));
     sizes += "]";
-    char dg[24];
-    snprintf(dg, sizeof dg, "%016llx", (unsigned long long)poly_hash(p, n, digest_key_));
-    return "\"file\":" + jstr(name) + ",\"digest\":\"" + dg + "\",\"nbytes\":" +
-           std::to_string(n) + ",\"out_dtype\":" + jstr(std::string(c10::toString(out.scalar_type()))) +
+    char hex16[24];
+    snprintf(hex16, sizeof hex16, "%016llx", (unsigned long long)dg);
+    return "\"file\":" + jstr(name) + ",\"digest\":\"" + hex16 + "\",\"nbytes\":" +
+           std::to_string(n) + ",\"out_dtype\":" + jstr(std::string(c10::toString(src.scalar_type()))) +
            ",\"out_shape\":" + sizes;
   }
+
+  // A correctness call's output, saved; a call on the same inputs as the one before it
+  // (its twin) whose output is bitwise the same reuses that file, so the checker reads
+  // and judges those bytes once. Compared on the device: nothing is copied for it.
+  std::string save_case(const Call& c, const at::Tensor& t) {
+    NoPython np;
+    bool same = last_.defined() && last_call_.shape == c.shape && last_call_.dtype == c.dtype &&
+                last_call_.seed == c.seed && last_.scalar_type() == t.scalar_type() &&
+                last_.sizes().equals(t.sizes()) && last_.device() == t.device() &&
+                (t.numel() == 0 ||
+                 at::equal(last_.reshape(-1).view(at::kByte), t.reshape(-1).view(at::kByte)));
+    if (same) {
+      last_ = at::Tensor();
+      return last_fields_;
+    }
+    last_fields_ = save(t);
+    last_call_ = c;
+    last_ = t.detach().clone();
+    return last_fields_;
+  }
+  at::Tensor last_;
+  Call last_call_;
+  std::string last_fields_;
 
   static std::string short_error(py::error_already_set& e) {
     std::string s = e.what();
@@ -615,7 +661,7 @@ class Seal {
       } else {
         at::Tensor t = THPVariable_Unpack(out.ptr());
         out_bytes_[1] = int64_t(t.numel()) * t.element_size();
-        rec += ",\"plain\":true," + save(t);
+        rec += ",\"plain\":true," + save_case(c, t);
       }
     } catch (py::error_already_set& e) {
       g_recording = false;
@@ -780,6 +826,9 @@ class Seal {
   // candidate nor anything else in the process can predict them; at most audit_max.
   bool audited(int k, long r, const Pair& p) {
     if (n_audits_ >= p.audit_max) return false;
+    // Large outputs: as many as fit in audit_bytes (each is copied out and judged).
+    if (p.audit_bytes > 0 && out_bytes_[1] > 0 && (n_audits_ + 1) * out_bytes_[1] > p.audit_bytes)
+      return false;
     bool pick = prf("audit:" + std::to_string(k) + ":" + std::to_string(r)) % 1000 <
                 uint64_t(p.audit_permille);
     n_audits_ += pick;
