@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,10 @@ def _scalar_types() -> None:
     )
 
 
+def _tag(rec: dict[str, Any]) -> str:
+    return f"{rec['kind']} shape {rec['shape']} {rec['dtype']} seed {rec['seed']}"
+
+
 class _Checker:
     def __init__(self, req: CheckerRequest):
         import torch
@@ -62,23 +67,38 @@ class _Checker:
         self.flags: list[dict[str, str]] = []
         self.core = _native.load(req.native) if req.native else None
         self._files: dict[str, Any] = {}
+        self._pending: dict[str, Future[tuple[Any, dict[str, str] | None]]] = {}
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="aka-checker-read")
         self._refs: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self._judged: dict[tuple[Any, ...], dict[str, Any]] = {}
 
-    def output(self, rec: dict[str, Any], tag: str) -> Any:
+    def output(self, rec: dict[str, Any]) -> Any:
         """The recorded output as a tensor, or an error string (missing, tampered).
 
         Read once into a tensor of its own (not mapped: the bytes judged are the bytes
-        digested) and kept for the next record naming the same file: twin calls whose
-        outputs were bitwise equal share one.
+        digested), usually already read by :meth:`prefetch` while the record before it
+        was judged, and kept for the next record naming the same file (twin calls whose
+        outputs were bitwise equal share one).
         """
         name = str(rec["file"])
         if name not in self._files:
-            self._files = {name: self._read(rec, tag)}
+            pending = self._pending.pop(name, None)
+            got, flag = pending.result() if pending else self._read(rec)
+            if flag is not None and flag not in self.flags:
+                self.flags.append(flag)
+            self._files = {name: got}
         return self._files[name]
 
-    def _read(self, rec: dict[str, Any], tag: str) -> Any:
+    def prefetch(self, rec: dict[str, Any] | None) -> None:
+        """Start reading and digesting ``rec``'s file in the background (one ahead)."""
+        name = (rec or {}).get("file")
+        if rec is None or not name or name in self._files or name in self._pending:
+            return
+        self._pending[str(name)] = self._pool.submit(self._read, rec)
+
+    def _read(self, rec: dict[str, Any]) -> tuple[Any, dict[str, str] | None]:
         torch = self.torch
+        tag = _tag(rec)
         path = Path(self.req.out_dir) / rec["file"]
         try:
             with open(path, "rb", buffering=0) as f:
@@ -89,23 +109,21 @@ class _Checker:
                     done += n
                 raw = raw[:done]
         except OSError as exc:
-            return f"{tag}: output file unreadable ({exc.strerror})"
+            return f"{tag}: output file unreadable ({exc.strerror})", None
         if self.core is not None and rec.get("digest_key"):
             got = self.core.digest(bytes.fromhex(rec["digest_key"]), raw)
             if got != rec.get("digest") or raw.numel() != rec.get("nbytes"):
-                item = {
+                flag = {
                     "flag": "output_tamper",
                     "evidence": f"{tag}: the output file changed after the call recorded it",
                 }
-                if item not in self.flags:
-                    self.flags.append(item)
-                return f"{tag}: output file does not match its signed digest"
+                return f"{tag}: output file does not match its signed digest", flag
         dtype = getattr(torch, str(rec.get("out_dtype", "")).lower().replace("torch.", ""), None)
         if not isinstance(dtype, torch.dtype):
             dtype = _SCALAR_TYPES.get(str(rec.get("out_dtype")))
         if dtype is None:
-            return f"{tag}: unknown output dtype {rec.get('out_dtype')}"
-        return raw.view(dtype).reshape(rec.get("out_shape") or [])
+            return f"{tag}: unknown output dtype {rec.get('out_dtype')}", None
+        return raw.view(dtype).reshape(rec.get("out_shape") or []), None
 
     def expected(self, shape: dict[str, int], dtype: str, seed: int) -> tuple[Any, Any]:
         """The inputs and reference output of one case; the last one is kept (a case's
@@ -162,10 +180,10 @@ class _Checker:
             return res
         tol = self.req.tolerances[dtype]
         args, ref = self.expected(shape, dtype, seed)
-        tag = f"{rec['kind']} shape {shape} {dtype} seed {seed}"
+        tag = _tag(rec)
         if rec["kind"] == "case":
             self.degenerate(args, ref, tol, tag)
-        out = self.output(rec, tag)
+        out = self.output(rec)
         if isinstance(out, str):
             res["error"] = out
             return res
@@ -185,6 +203,10 @@ class _Checker:
                 f"atol={tol['atol']} rtol={tol['rtol']}"
             )
         return res
+
+    def close_pool(self) -> None:
+        """Stop the reader thread (nothing is pending once every record is judged)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def work(self) -> list[dict[str, Any] | None]:
         """The reference's ``work(shape, dtype)`` per timed shape, if it defines one."""
@@ -207,11 +229,17 @@ def run(req: CheckerRequest) -> CheckerReport:
         error = f"checker failed to load the reference: {_short_error(exc)}"
         return CheckerReport(results=[], flags=[], work=[], error=error)
     results = []
-    for rec in req.records:
-        try:
-            results.append(checker.check(rec))
-        except Exception as exc:
-            results.append({"ok": False, "max_abs_err": None, "error": _short_error(exc)})
+    try:
+        for i, rec in enumerate(req.records):
+            # The next file is read and digested on another thread while this one is
+            # judged on the device (reading is the bulk of it at GPU sizes).
+            checker.prefetch(req.records[i + 1] if i + 1 < len(req.records) else None)
+            try:
+                results.append(checker.check(rec))
+            except Exception as exc:
+                results.append({"ok": False, "max_abs_err": None, "error": _short_error(exc)})
+    finally:
+        checker.close_pool()
     return CheckerReport(results=results, flags=checker.flags, work=checker.work())
 
 

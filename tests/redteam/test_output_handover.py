@@ -53,6 +53,11 @@ def test_the_fast_digest_is_the_polynomial_it_is_defined_as(core) -> None:  # ty
             else torch.empty(0, dtype=torch.uint8)
         )
         assert core.digest(key, raw) == _reference_digest(key, data), n
+    # Past 4 MiB the words are hashed in segments on several threads: still the same value.
+    big = rng.randbytes((4 << 20) + 4 + 3)
+    assert core.digest(
+        key, torch.frombuffer(bytearray(big), dtype=torch.uint8)
+    ) == _reference_digest(key, big)
     # One flipped bit anywhere, or the same words in another order, is another digest.
     data = bytearray(rng.randrange(256) for _ in range(256))
     base = core.digest(key, torch.frombuffer(bytearray(data), dtype=torch.uint8))

@@ -16,6 +16,7 @@
 
 #include <torch/extension.h>
 
+#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -144,25 +145,57 @@ uint64_t addmod(uint64_t a, uint64_t b) {
   uint64_t s = a + b;
   return s >= kP ? s - kP : s;
 }
-// h = n, then h = h * key + w + 1 for every 32-bit word w (and every trailing byte). Four
-// words per step (h * key^4 + c0 * key^3 + c1 * key^2 + c2 * key + c3) give the same value
-// with one multiplication on the dependency chain per four words instead of one per word:
-// outputs of hundreds of MiB are hashed at memory speed, not multiplier latency.
-uint64_t poly_hash(const uint8_t* p, size_t n, uint64_t key) {
-  uint64_t h = n % kP;
-  const uint64_t k2 = mulmod(key, key), k3 = mulmod(k2, key), k4 = mulmod(k3, key);
-  size_t words = n / 4, i = 0;
-  for (; i + 4 <= words; i += 4) {
+uint64_t powmod(uint64_t b, uint64_t e) {
+  uint64_t r = 1;
+  for (; e; e >>= 1, b = mulmod(b, b))
+    if (e & 1) r = mulmod(r, b);
+  return r;
+}
+// Horner over the 32-bit words [first, last) of p, from h = 0. Four words per step
+// (h * key^4 + c0 * key^3 + c1 * key^2 + c2 * key + c3, with c = w + 1) give the same value
+// with one multiplication on the dependency chain per four words instead of one per word.
+uint64_t horner_words(const uint8_t* p, size_t first, size_t last, uint64_t key, uint64_t k2,
+                      uint64_t k3, uint64_t k4) {
+  uint64_t h = 0;
+  size_t i = first;
+  for (; i + 4 <= last; i += 4) {
     uint32_t w[4];
     std::memcpy(w, p + 4 * i, 16);
     uint64_t t = addmod(mulmod(uint64_t(w[0]) + 1, k3), mulmod(uint64_t(w[1]) + 1, k2));
     t = addmod(t, addmod(mulmod(uint64_t(w[2]) + 1, key), uint64_t(w[3]) + 1));
     h = addmod(mulmod(h, k4), t);
   }
-  for (; i < words; i++) {
+  for (; i < last; i++) {
     uint32_t w;
     std::memcpy(&w, p + 4 * i, 4);
     h = addmod(mulmod(h, key), uint64_t(w) + 1);
+  }
+  return h;
+}
+
+// h = n, then h = h * key + w + 1 for every 32-bit word w, then for every trailing byte.
+// Large inputs are cut into segments hashed on torch's intra-op threads and joined as
+// h = h * key^len(segment) + h(segment): the same value, at memory speed rather than one
+// core's multiplier throughput (outputs of hundreds of MiB cross here twice).
+uint64_t poly_hash(const uint8_t* p, size_t n, uint64_t key) {
+  const uint64_t k2 = mulmod(key, key), k3 = mulmod(k2, key), k4 = mulmod(k3, key);
+  const size_t words = n / 4, seg = size_t(1) << 20;  // 4 MiB per segment
+  const size_t nseg = (words + seg - 1) / seg;
+  std::vector<uint64_t> part(nseg, 0);
+  if (nseg > 1) {
+    at::parallel_for(0, int64_t(nseg), 1, [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; j++)
+        part[size_t(j)] = horner_words(p, size_t(j) * seg, std::min(words, size_t(j + 1) * seg),
+                                       key, k2, k3, k4);
+    });
+  } else if (nseg == 1) {
+    part[0] = horner_words(p, 0, words, key, k2, k3, k4);
+  }
+  uint64_t h = n % kP;
+  const uint64_t kseg = powmod(key, seg);
+  for (size_t j = 0; j < nseg; j++) {
+    size_t len = std::min(words, (j + 1) * seg) - j * seg;
+    h = addmod(mulmod(h, len == seg ? kseg : powmod(key, len)), part[j]);
   }
   for (size_t j = words * 4; j < n; j++) h = addmod(mulmod(h, key), uint64_t(p[j]) + 1);
   return h;
@@ -1013,7 +1046,9 @@ std::string digest_bytes(const std::string& key, const at::Tensor& bytes) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("digest", [](py::bytes key, const at::Tensor& bytes) {
-    return digest_bytes(std::string(key), bytes);
+    std::string k(key);
+    py::gil_scoped_release nogil;
+    return digest_bytes(k, bytes);
   });
   py::class_<Seal>(m, "Seal")
       .def(py::init<int, int, int, std::string, py::object, py::object, bool>())
