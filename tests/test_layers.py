@@ -171,7 +171,7 @@ def test_each_kind_of_broken_import_is_named_with_its_file_line_and_rule(tmp_pat
             "aka/orchestrator.py": (
                 "import os\n\n\ndef run():\n    import aka_runners\n    return aka_runners\n"
             ),
-            "aka/task_checks.py": "from aka.eval._child import load_file_module\n",
+            "aka/task_checks.py": "from aka.eval._candidate import load_file_module\n",
             "aka/runkeys.py": "import aka_ledger._authority as auth\n",
             "aka/cli/__init__.py": "from aka_runners._schedule import simulate\n",
             "aka/cli/_run.py": "from aka_agents import AgentCheck\nfrom aka.cli._common import x\n",
@@ -197,7 +197,7 @@ def test_each_kind_of_broken_import_is_named_with_its_file_line_and_rule(tmp_pat
             "aka/runkeys.py:1: aka.runkeys imports aka_ledger._authority, private to aka_ledger;"
             " private rule: export it from aka_ledger (its __init__ and __all__) and import it"
             " from there",
-            "aka/task_checks.py:1: aka.task_checks imports aka.eval._child.load_file_module, "
+            "aka/task_checks.py:1: aka.task_checks imports aka.eval._candidate.load_file_module, "
             "private to aka.eval; private rule: export it from aka.eval (its __init__ and "
             "__all__) and import it from there",
             "ledger/_cas.py:5: aka_ledger._cas imports aka.events.REGISTRY; layer rule: "

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.eval import Job, Switches, Workers, run_job
-from aka.timing._bench_report import aa_bar, aa_deviation
+from aka.timing import aa_bar, aa_deviation
 
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks" / "triton2triton"
 TIMING = {"target_rel_ci": 0.005, "max_time_s": 0.2, "min_samples": 5}

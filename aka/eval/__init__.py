@@ -9,8 +9,8 @@ the process layer: :class:`Workers` built from :class:`Switches`,
 :func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`; and
 :func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
 
-The names are loaded lazily: the evaluation processes import ``aka.eval._child`` and
-``aka.eval._reference``, which must start without the ledger, pydantic or any thread
+The names are loaded lazily: the evaluation processes import ``aka.eval._candidate`` and
+``aka.eval._checker``, which must start without the ledger, pydantic or any thread
 (a new user namespace needs a single-threaded process).
 """
 
@@ -20,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aka.eval._child import load_file_module
+    from aka.eval._candidate import load_file_module
     from aka.eval._contain import hide
     from aka.eval._evaluate import evaluate, harness_paths
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
@@ -63,7 +63,7 @@ _WHERE = {
     "Verdict": "_pipeline",
     "child_env": "_pipeline",
     "run_job": "_pipeline",
-    "load_file_module": "_child",
+    "load_file_module": "_candidate",
     "Switches": "_switches",
     "Workers": "_workers",
     "configure_workers": "_workers:configure",

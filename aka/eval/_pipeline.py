@@ -1,9 +1,9 @@
 """The evaluation pipeline without the ledger: two processes, every detector, one verdict.
 
 :func:`run_job` takes a laid-out evaluation directory (``task/``, ``base/``, ``cand/``)
-and a :class:`Job` (plain values), runs the candidate process (:mod:`aka.eval._child`),
+and a :class:`Job` (plain values), runs the candidate process (:mod:`aka.eval._candidate`),
 then, after it and everything it started are gone, the checker process
-(:mod:`aka.eval._reference`), and merges the findings of every detector (static, in the
+(:mod:`aka.eval._checker`), and merges the findings of every detector (static, in the
 candidate process, in the checker, and here on the parent's clock) into a
 :class:`Verdict`. It imports neither pydantic nor the ledger, so the GPU red-team script
 runs it on a bare device machine; :func:`aka.eval.evaluate` wraps it with events.

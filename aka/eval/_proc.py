@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 CHILD_TIMEOUT_S = 1800.0
 # The module whose process times kernels: it asks before timing (aka.eval._gate), so
 # its stdin stays open after the request for the answer.
-GATED_MODULE = "aka.eval._child"
+GATED_MODULE = "aka.eval._candidate"
 # Frames only the sealed core writes (records, samples, its closing frame).
 CORE_FRAMES = ("call", "timing", "core_done")
 # Children run isolated (``-I``: no cwd, no user site, no PYTHON* variables) and find

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MODULES", "Spares"]
 
-MODULES = ("aka.eval._child", "aka.eval._reference")
+MODULES = ("aka.eval._candidate", "aka.eval._checker")
 
 
 def _key(device: str, isolate: bool) -> str:

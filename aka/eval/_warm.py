@@ -45,7 +45,7 @@ def cache_env(module: str, cwd: Path, *, warm: bool = True) -> dict[str, str]:
     warm workers are off, get nothing.
     """
     cand = cwd.parent / "cand"
-    if not warm or module != "aka.eval._child" or not cand.is_dir():
+    if not warm or module != "aka.eval._candidate" or not cand.is_dir():
         return {}
     base = CACHE_ROOT / "kernels" / tree_digest(cand)
     return {"TRITON_CACHE_DIR": str(base / "triton"), "TORCH_EXTENSIONS_DIR": str(base / "torch")}

@@ -36,7 +36,7 @@ _MISSING: list[str] = []  # what preload() could not do, for the status reply
 # torch._inductor.config is imported by torch.use_deterministic_algorithms (the
 # poisoned runs), pulling in torch._dynamo and sympy, ~0.5 s per process on the H200.
 PRELOAD = ("torch", "numpy", "triton", "triton.language", "torch._inductor.config",
-           "torch.profiler", "aka.timing", "aka.eval._child", "aka.eval._reference")  # fmt: skip
+           "torch.profiler", "aka.timing", "aka.eval._candidate", "aka.eval._checker")  # fmt: skip
 
 
 def preload() -> list[str]:

@@ -11,6 +11,7 @@ torch is imported lazily inside the GPU paths: importing this package never load
 See docs/timing.md for the method and the evidence behind each choice.
 """
 
+from aka.timing._bench_report import aa_bar, aa_deviation
 from aka.timing._bench_report import render_markdown as render_bench_report
 from aka.timing._config import ENGINE_VERSION, TimingConfig
 from aka.timing._device import device_fingerprint, read_clocks
@@ -32,6 +33,8 @@ __all__ = [
     "SampleStats",
     "StopDecision",
     "TimingConfig",
+    "aa_bar",
+    "aa_deviation",
     "bootstrap_median_ci",
     "device_fingerprint",
     "host_check",

@@ -121,7 +121,7 @@ def test_heldout_differs_and_cpu_shapes_are_small(imported: tuple[Path, ImportRe
 def _entry(task: Task) -> object:
     """The starting model_new.py, loaded as the evaluator loads it (its folder importable);
     each candidate has a process of its own there, so its siblings are dropped here."""
-    from aka.eval._child import load_file_module
+    from aka.eval._candidate import load_file_module
 
     for sibling in ("kb_loader", "problem"):
         sys.modules.pop(sibling, None)

@@ -74,13 +74,13 @@ def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, wa
     first = _where(run_job(first_job, first_root, workers=warm).compiled.get("error"))
     spares = warm.spares.waiting()
     assert set(spares) == set(MODULES)
-    assert str(spares["aka.eval._child"]) != first["pid"]
+    assert str(spares["aka.eval._candidate"]) != first["pid"]
 
     job, root = _job_in(tmp_path / "b", WHERE + "# another tree\n")
-    cache = _warm.cache_env("aka.eval._child", root / "scratch")["TRITON_CACHE_DIR"]
+    cache = _warm.cache_env("aka.eval._candidate", root / "scratch")["TRITON_CACHE_DIR"]
     second = _where(run_job(job, root, workers=warm).compiled.get("error"))
     # The candidate ran in the spare, in this evaluation's folder, with this tree's cache.
-    assert second["pid"] == str(spares["aka.eval._child"])
+    assert second["pid"] == str(spares["aka.eval._candidate"])
     assert second["cwd"] == str(root / "scratch")
     assert second["cache"] == cache != first["cache"]
     # Both spares were used up; new ones wait for the evaluation after.
@@ -93,17 +93,17 @@ def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: Workers) -> N
     spares = warm.spares
     spares.refill("cpu", False)
     pids = spares.waiting()
-    assert spares.take("aka.eval._child", "cpu", True) is None  # other isolation setting
-    assert _gone(pids["aka.eval._child"])  # and that spare is stopped, not leaked
+    assert spares.take("aka.eval._candidate", "cpu", True) is None  # other isolation setting
+    assert _gone(pids["aka.eval._candidate"])  # and that spare is stopped, not leaked
 
     spares.refill("cpu", False)
-    pid = spares.waiting()["aka.eval._reference"]
+    pid = spares.waiting()["aka.eval._checker"]
     os.kill(pid, signal.SIGKILL)
     assert _gone(pid)
-    assert spares.take("aka.eval._reference", "cpu", False) is None  # dead: not handed out
+    assert spares.take("aka.eval._checker", "cpu", False) is None  # dead: not handed out
 
     spares.refill("cpu", False)
-    proc = spares.take("aka.eval._reference", "cpu", False)
+    proc = spares.take("aka.eval._checker", "cpu", False)
     assert proc is not None and proc.alive() and proc.prepared is False
     proc.kill()
 
@@ -156,6 +156,6 @@ def test_profiles_name_what_each_process_spent_and_imported(
     assert len(list(folder.glob("*.modules.json"))) == 2
     text = _profiling.summary(folder, top=5)
     assert "== child: 1 processes ==" in text and "== checker: 1 processes ==" in text
-    assert "_child.py" in text  # the harness's own frames are in the child's profile
+    assert "_candidate.py" in text  # the harness's own frames are in the child's profile
     with pytest.raises(FileNotFoundError, match=r"no \.prof files"):
         _profiling.summary(tmp_path)

@@ -137,14 +137,14 @@ def test_zygote_holds_torch_but_never_initializes_cuda(tasks_root: Path, tmp_pat
     text = (tasks_root / "torch/ops/affine/source/kernel.py").read_text()
     _evaluate_text(tasks_root, tmp_path / "l", text, False)
     status = warm.zygote_status("cpu")
-    assert {"torch", "aka.eval._child", "aka.eval._reference"} <= set(status["modules"])
+    assert {"torch", "aka.eval._candidate", "aka.eval._checker"} <= set(status["modules"])
     assert status["cuda_initialized"] is False
     assert "aka_ledger" not in status["modules"] and "pydantic" not in status["modules"]
 
 
 def test_killed_evaluation_leaves_no_process(tmp_path: Path, warm: Workers) -> None:
     (tmp_path / "scratch").mkdir()
-    proc = Proc("aka.eval._child", cwd=tmp_path / "scratch", device="cpu", workers=warm)
+    proc = Proc("aka.eval._candidate", cwd=tmp_path / "scratch", device="cpu", workers=warm)
     assert isinstance(proc.proc, _warm.WarmProcess)  # waiting for its request on stdin
     assert not _gone(proc.proc.pid)
     proc.kill()  # SIGTERM (its reaper takes its descendants down), then SIGKILL
@@ -157,7 +157,7 @@ def test_killed_evaluator_takes_zygote_and_children_with_it(tmp_path: Path) -> N
         "import os, sys, time; from pathlib import Path\n"
         "from aka.eval._proc import Proc; from aka.eval._workers import configure\n"
         "w = configure(warm=True)\n"
-        f"p = Proc('aka.eval._child', cwd=Path({str(tmp_path)!r}), device='cpu', workers=w)\n"
+        f"p = Proc('aka.eval._candidate', cwd=Path({str(tmp_path)!r}), device='cpu', workers=w)\n"
         "print(w.zygote_status('cpu')['pid'], p.proc.pid, flush=True)\n"
         "time.sleep(600)\n"
     )

@@ -65,7 +65,7 @@ def test_a_run_records_its_evaluator_setting_and_evaluates_so(
     assert res.code == 0, res.err
     assert _run_config(cli, tmp_path / "warm")["evaluator"] == {"warm_workers": True}
     assert current().warm
-    assert set(current().spares.waiting()) == {"aka.eval._child", "aka.eval._reference"}
+    assert set(current().spares.waiting()) == {"aka.eval._candidate", "aka.eval._checker"}
 
 
 def test_a_misspelt_evaluator_setting_names_the_field(

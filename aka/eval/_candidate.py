@@ -1,6 +1,6 @@
 """The candidate process: the only place candidate code is imported; it never sees answers.
 
-Run as ``python -I -m aka.eval._child RESULT_FD`` with a JSON request line on stdin,
+Run as ``python -I -m aka.eval._candidate RESULT_FD`` with a JSON request line on stdin,
 followed on the same stdin by the channel key and the plan, which the sealed core
 (:mod:`aka.eval._native`, ``_seal/seal.cpp``) reads itself: Python here never holds the
 key, the plan (held-out shapes and seeds included), the records or the samples.

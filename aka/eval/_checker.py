@@ -1,6 +1,6 @@
 """The checker process: reference outputs live here and nowhere else.
 
-Run as ``python -I -m aka.eval._reference RESULT_FD`` with a JSON request on stdin,
+Run as ``python -I -m aka.eval._checker RESULT_FD`` with a JSON request on stdin,
 *after* the candidate process has exited. For every output the candidate process
 recorded, it checks the file against the keyed digest the sealed core put in the signed
 record (an output rewritten after the call is ``output_tamper``), regenerates the inputs
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.eval import _native
-from aka.eval._child import _short_error, load_file_module
+from aka.eval._candidate import _short_error, load_file_module
 from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
