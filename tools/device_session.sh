@@ -31,6 +31,10 @@
 #                                    flight, fused_add_rms_norm's stage times
 #   bash tools/device_session.sh z   y without the red-team corpus, with raw A/A samples of
 #                                    three passes (tools/aa_trace.py)
+#   bash tools/device_session.sh q ROOT START LIMIT
+#                                    the core's build, three warm passes over three tasks'
+#                                    baselines with the evaluator's default timing budget (2 s
+#                                    per shape, 20 samples at least), then part k
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -40,7 +44,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|k}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|k}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -146,6 +150,11 @@ z)
   step aatrace 90 python3 tools/aa_trace.py --device cuda --tasks 3 --passes 3 --out $R/aa_trace.json
   step distinct 150 python3 -m aka.cli._bench_distinct --device cuda --distinct 12 --in-flight 4 --tasks 4 --output $R/distinct.json
   step rmsnorm 60 python3 -c "from aka.cli._bench_eval import evaluate_baseline, TASKS_ROOT; from aka.eval import current_workers; w = current_workers(); [print(evaluate_baseline(TASKS_ROOT / 'llm/fused_add_rms_norm', 'cuda', w)['stage_s']) for _ in range(2)]"
+  ;;
+q)
+  step sealbuild 120 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
+  step aadefault 150 python3 -c "import aka.cli._bench_eval as b, json; b.TIMING.update(max_time_s=2.0, min_samples=20); print(json.dumps(b._mode(b.triton_tasks(3), 'cuda', 3, warm=True), indent=1))"
+  step "kb_$(basename $2)_$3" 300 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"

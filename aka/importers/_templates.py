@@ -103,8 +103,10 @@ def _cast(x, dtype, device):
 
 
 def make_inputs(shape, dtype, device, seed):
+    # Factory calls in get_inputs() run on the evaluation device: upstream sizes are
+    # gigabytes, too slow to draw on the CPU and copy over for every call.
     problem = load_problem(shape)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(seed)
         inputs = problem.get_inputs()
     return tuple(_cast(x, dtype, device) for x in inputs)

@@ -121,3 +121,35 @@ def test_existing_folder_needs_force(imported: Path, cli) -> None:
         (imported / "torch2cuda/kernelbench/7_scaled_tanh_sum/task.yaml").read_text()
     )
     assert spec["backend"] == "cuda" and spec["devices"] == ["cuda"]
+
+
+def test_inputs_are_drawn_on_the_evaluation_device(imported: Path) -> None:
+    """Upstream get_inputs() calls torch.rand(...) on the CPU; at upstream sizes that is
+    gigabytes per call, so the factories must run on the device the evaluation uses."""
+    import importlib.util
+
+    import torch
+
+    task = next(p.parent for p in sorted(imported.rglob("task.yaml")))
+    spec = importlib.util.spec_from_file_location("kb_ref_device", task / "reference.py")
+    assert spec and spec.loader
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    shape = yaml.safe_load((task / "task.yaml").read_text())["shapes"]["tuning"][0]
+    seen: list[str] = []
+    real = ref.load_problem
+
+    def spying(shape: dict[str, int], path: object = None) -> object:
+        problem = real(shape, path)
+        inner = problem.get_inputs
+        problem.get_inputs = lambda: (seen.append(torch.empty(0).device.type), inner())[1]
+        return problem
+
+    ref.load_problem = spying
+    # On the meta device nothing is allocated, whatever the upstream sizes.
+    inputs = ref.make_inputs(shape, torch.float32, "meta", 1)
+    assert seen == ["meta"]
+    assert all(x.device.type == "meta" for x in inputs if isinstance(x, torch.Tensor))
+    again = ref.make_inputs(yaml.safe_load((task / "task.yaml").read_text())["shapes"]["cpu"][0],
+                            torch.float32, "cpu", 1)  # fmt: skip
+    assert all(x.device.type == "cpu" for x in again if isinstance(x, torch.Tensor))
