@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -31,7 +32,7 @@ def pass_fail() -> Iterator[str]:
     unregister_policy("pass_fail")
 
 
-def _scores(cli: Callable[..., object], ledger: Path) -> list[tuple[str, float, str]]:
+def _scores(cli: Callable[..., Any], ledger: Path) -> list[tuple[str, float, str]]:
     res = cli("sql", "SELECT policy, score, policy_spec FROM all_scores WHERE purpose = 'final'", "--ledger", str(ledger),
               "--format", "json")  # fmt: skip
     assert res.code == 0, res.err
@@ -61,7 +62,7 @@ def test_a_registered_policy_scores_the_run_and_reshapes_the_export(
     (row,) = json.loads(report.out)
     assert row["score"] == 1.0 and row["correct"] is True
 
-    out = {}
+    out: dict[str, list[float]] = {}
     for name in ("pass_fail", "agentkernelarena"):
         dest = tmp_path / f"{name}.parquet"
         res = cli("export", "rewards", "t", "--out", str(dest), "--format", "raw",

@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from arena_helpers import write_config
@@ -76,7 +77,9 @@ def rewrite_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     sys.modules.pop("aka_rewrite_agent", None)
 
 
-def _run(cli: Callable[..., object], tmp: Path, tasks_root: Path, ledger: Path, options: dict):
+def _run(
+    cli: Callable[..., Any], tmp: Path, tasks_root: Path, ledger: Path, options: dict[str, str]
+) -> Any:
     arms = [{"name": "mine", "agent": "rewrite", "options": options}]
     return cli("run", str(write_config(tmp, tasks_root, arms=arms)), "--ledger", str(ledger))
 
