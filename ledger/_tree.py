@@ -73,10 +73,16 @@ class TreeEntry:
 
 
 def under(path: str, prefix: str) -> bool:
+    """Whether ``path`` is ``prefix`` or lies below it (``""`` and ``"."`` hold everything)."""
     return prefix in ("", ".") or path == prefix or path.startswith(prefix + "/")
 
 
 def walk(root: Path, paths: Iterable[str] | None) -> Iterator[str]:
+    """Relative POSIX paths of the files (and symlinks) below ``root`` or under ``paths``.
+
+    Litter directories are not entered; a path that leaves ``root`` or does not exist
+    raises :class:`LedgerError`.
+    """
     starts = [""] if paths is None else [PurePosixPath(p).as_posix().strip("/") for p in paths]
     for start in starts:
         if ".." in PurePosixPath(start).parts:
