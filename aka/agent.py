@@ -181,6 +181,11 @@ def register_agent(name: str) -> Callable[[type], type]:
     return deco
 
 
+def unregister_agent(name: str) -> None:
+    """Remove agent ``name`` (one a test or a plugin registered for a while); absent: no-op."""
+    _REGISTRY.pop(name, None)
+
+
 def _load_entry_points() -> None:
     for ep in importlib.metadata.entry_points(group="aka.agents"):
         if ep.name not in _REGISTRY:

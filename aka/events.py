@@ -1,5 +1,9 @@
 """The arena's event vocabulary: one frozen model per event type, all in one module.
 
+The records an event nests (an agent item, a correctness case, a shape's timing, a
+check) are in :mod:`aka.event_parts`, and how old versions are read in
+:mod:`aka.event_upcasts`; both are reached through this module.
+
 Every step of an attempt is one of these, appended to the ledger. Names are past tense;
 ``*Started`` events are *intents* written before a side effect that cannot be repeated
 for free (an agent run, a GPU measurement) and closed by a result event. On resume, an
@@ -13,16 +17,18 @@ a crash may lose the last of it, never a decision. No appending code passes
 ``durable=``.
 
 Artifacts are digests (``b3:...``), never paths. Bump a model's ``schema_version`` when
-its fields change and register an upcaster in :data:`REGISTRY`.
+its fields change and add an upcaster to :mod:`aka.event_upcasts` (registered in
+:data:`REGISTRY` below).
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from aka.event_parts import AgentItemRecord, CaseResult, CheckResult, ShapeTiming
+from aka.event_upcasts import UPCASTERS
 from aka_ledger import EventModel, EventRegistry
 
 Digest = str
@@ -30,10 +36,6 @@ Purpose = Literal["final", "self", "heldout", "validate"]
 """Why an evaluation ran (``EvaluationStarted.purpose``, ``Scored.purpose``)."""
 HeldoutRole = Literal["candidate", "baseline"]
 """What a held-out evaluation measured (``HeldoutEvaluated.role``)."""
-
-
-class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class RunStarted(EventModel):
@@ -103,16 +105,6 @@ class AgentStarted(EventModel):
     timeout_seconds: float = Field(description="Budget the agent was given.")
 
 
-class AgentItemRecord(_Part):
-    """One structured item of an agent's stream."""
-
-    kind: str = Field(
-        description="message, thinking, tool_call, tool_result, file_edit, usage, log, error."
-    )
-    text: str = Field(default="", description="Text of the item (truncated to a cap).")
-    data: str = Field(default="{}", description="JSON object with the item's structured fields.")
-
-
 class AgentOutput(EventModel):
     """A batch of structured output from a running agent."""
 
@@ -180,17 +172,6 @@ class Compiled(EventModel):
     wall_s: float = Field(description="Seconds spent compiling.")
 
 
-class CaseResult(_Part):
-    """Correctness of one (shape, dtype, seed) trial."""
-
-    shape: dict[str, int] = Field(description="Problem size.")
-    dtype: str = Field(description="Input dtype.")
-    seed: int = Field(description="Input seed.")
-    ok: bool = Field(description="Within tolerance of the reference.")
-    max_abs_err: float | None = Field(default=None, description="Max |candidate - reference|.")
-    error: str | None = Field(default=None, description="Why it failed, if it did.")
-
-
 class CorrectnessChecked(EventModel):
     """The candidate's outputs were compared with the reference."""
 
@@ -202,22 +183,6 @@ class CorrectnessChecked(EventModel):
     evidence: list[str] = Field(
         default_factory=list, description="Evidence per flag (file:line ...)."
     )
-
-
-class ShapeTiming(_Part):
-    """Interleaved timing of baseline and candidate on one shape."""
-
-    shape: dict[str, int] = Field(description="Problem size.")
-    dtype: str = Field(description="Dtype timed.")
-    baseline_s: float = Field(description="Baseline median, seconds.")
-    candidate_s: float = Field(description="Candidate median, seconds.")
-    baseline_ci: tuple[float, float] = Field(description="CI of the baseline median.")
-    candidate_ci: tuple[float, float] = Field(description="CI of the candidate median.")
-    speedup: float = Field(description="baseline median / candidate median.")
-    speedup_ci: tuple[float, float] = Field(description="Bootstrap CI of the speedup.")
-    samples: int = Field(description="Samples per arm.")
-    method: str = Field(description="How it was timed (engine, timer, flush, stop rule).")
-    raw: Digest | None = Field(default=None, description="Blob of the raw samples (JSON).")
 
 
 class KernelTimed(EventModel):
@@ -330,17 +295,6 @@ class HeldoutEvaluated(EventModel):
     shapes: list[dict[str, int]] = Field(description="The held-out shapes used.")
 
 
-class CheckResult(_Part):
-    """One check of a task validation."""
-
-    name: str = Field(description="Check name (e.g. null_zeros, baseline_passes).")
-    status: Literal["pass", "fail", "skip", "warn"] = Field(description="Outcome.")
-    detail: str = Field(default="", description="Why, for people.")
-    review: bool = Field(
-        default=False, description="True for an agent's opinion (not a deterministic check)."
-    )
-
-
 class TaskValidated(EventModel):
     """A task folder was validated (``aka tasks validate``)."""
 
@@ -380,23 +334,6 @@ class MemorySnapshotted(EventModel):
     )
 
 
-def _scored_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """Name the version 1 policy a version 1 score was made with.
-
-    Version 1 scoring had no hack rule of its own (a flagged candidate counted as
-    wrong), hence ``zero_on_hack`` false; its parameters were the defaults.
-    """
-    spec = {
-        "name": data["policy"],
-        "version": data.get("policy_version", 1),
-        "floor": 0.5,
-        "cap": None,
-        "thresholds": [1.0],
-        "zero_on_hack": False,
-    }
-    return {**data, "policy_spec": json.dumps(spec, sort_keys=True)}
-
-
 REGISTRY = EventRegistry(
     [
         RunStarted,
@@ -422,16 +359,5 @@ REGISTRY = EventRegistry(
 )
 """Every arena event type; pass it to :meth:`aka_ledger.Ledger.open`."""
 
-REGISTRY.upcaster("Scored", 1)(_scored_v1)
-
-
-@REGISTRY.upcaster("RunStarted", 1)
-def _run_started_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """Runs started before high-water marks recorded none."""
-    return {**data, "writers": {}}
-
-
-@REGISTRY.upcaster("AttemptFinished", 1)
-def _attempt_finished_v1(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 only widened the statuses; a version 1 payload is valid as it is."""
-    return data
+for (_tag, _version), _upcast in UPCASTERS.items():
+    REGISTRY.upcaster(_tag, _version)(_upcast)

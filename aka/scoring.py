@@ -229,6 +229,12 @@ def register_policy(name: str, version: int = POLICY_VERSION) -> Callable[[Polic
     return deco
 
 
+def unregister_policy(name: str) -> None:
+    """Remove every version of ``name`` (a policy a test or a plugin registered for a while)."""
+    for key in [k for k in _POLICIES if k[0] == name]:
+        del _POLICIES[key]
+
+
 def policy_names() -> tuple[str, ...]:
     """Every registered policy name, sorted."""
     return tuple(sorted({name for name, _ in _POLICIES}))

@@ -12,13 +12,11 @@ a failed ``process`` check naming what happened and the fix, so every task gets 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aka import events as ev
+from aka.childjson import read_request, report, run_module
 from aka.kinds import TaskValidation
 from aka.validate import record_validation
 
@@ -34,14 +32,13 @@ DEFAULT_MEMORY_GB = {"cpu": 16.0, "cuda": None}
 
 def _request(
     ledger_dir: Path, folder: Path, root: Path | None, device: str, run_id: str,
-    quick: bool, review: ArmConfig | None, memory_gb: float | None,
-) -> str:  # fmt: skip
-    doc = {
+    quick: bool, review: ArmConfig | None,
+) -> dict[str, Any]:  # fmt: skip
+    return {
         "ledger": str(ledger_dir), "folder": str(folder), "root": str(root) if root else None,
         "device": device, "run_id": run_id, "quick": quick,
-        "review": review.model_dump(mode="json") if review else None, "memory_gb": memory_gb,
+        "review": review.model_dump(mode="json") if review else None,
     }  # fmt: skip
-    return json.dumps(doc)
 
 
 def _died(code: int | None, memory_gb: float | None, timeout_s: float) -> tuple[str, str]:
@@ -82,23 +79,17 @@ def validate_in_child(
     it reports nothing, one is appended here (through ``ledger``) with a failed
     ``process`` check.
     """
-    request = _request(ledger_dir, folder, root, device, run_id, quick, review, memory_gb)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "aka.validate_isolated"],
-            input=request, capture_output=True, text=True, timeout=timeout_s, check=False,
-        )  # fmt: skip
-        stdout, stderr, code = done.stdout, done.stderr, done.returncode
-    except subprocess.TimeoutExpired as exc:
-        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        stderr, code = "", None
-    for line in stdout.splitlines():
-        if line.startswith(MARK):
-            return _from_json(json.loads(line[len(MARK) :]))
+    request = _request(ledger_dir, folder, root, device, run_id, quick, review)
+    memory = int(memory_gb * (1 << 30)) if memory_gb else None
+    res = run_module(
+        "aka.validate_isolated", request, mark=MARK, timeout_s=timeout_s, memory_bytes=memory
+    )
+    if res.docs:
+        return _from_json(res.docs[0])
     key = folder.resolve().relative_to(root.resolve()).as_posix() if root else folder.name
     out = TaskValidation(key=key)
-    what, fix = _died(code, memory_gb, timeout_s)
-    tail = " | ".join(stderr.strip().splitlines()[-3:])[-600:]
+    what, fix = _died(res.code, memory_gb, timeout_s)
+    tail = " | ".join(res.stderr.strip().splitlines()[-3:])[-600:]
     detail = f"the validation process {what}" + (f": {tail}" if tail else "")
     out.add("process", "fail", detail, fix=fix)
     return record_validation(ledger, run_id, device, out)
@@ -122,26 +113,18 @@ def _from_json(doc: dict[str, Any]) -> TaskValidation:
 
 def main() -> None:
     """Child entry: the request on stdin; the result on stdout after :data:`MARK`."""
-    import resource
-
     from aka.config import ArmConfig
     from aka.validate import validate_task
     from aka_ledger import Ledger
 
-    req = json.loads(sys.stdin.read())
-    if req["memory_gb"]:
-        limit = int(req["memory_gb"] * (1 << 30))
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    real_stdout = sys.stdout
-    sys.stdout = sys.stderr  # what a reference prints cannot corrupt the result line
+    req = read_request()
     review = ArmConfig.model_validate(req["review"]) if req["review"] else None
     with Ledger.open(Path(req["ledger"]), registry=ev.REGISTRY, create=True) as led:
         res = validate_task(
             led, Path(req["folder"]), root=Path(req["root"]) if req["root"] else None,
             device=req["device"], run_id=req["run_id"], review=review, quick=req["quick"],
         )  # fmt: skip
-    real_stdout.write(MARK + json.dumps(_to_json(res)) + "\n")
-    real_stdout.flush()
+    report(MARK, _to_json(res))
 
 
 if __name__ == "__main__":

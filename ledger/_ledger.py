@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from aka_ledger._authority import Authority, Rejected, check
 from aka_ledger._cas import ContentStore, FileContentStore, MemoryContentStore
-from aka_ledger._envelope import SCHEMA, Envelope, decode, encode, no_gc, now_us
+from aka_ledger._decode import decode
+from aka_ledger._envelope import SCHEMA, Envelope, encode, no_gc, now_us
 from aka_ledger._errors import LedgerError
 from aka_ledger._fs import CAS, check_writer_id, default_writer_id, ensure_root
 from aka_ledger._marks import Mark, marks_of

@@ -4,13 +4,13 @@ Checks, in order: the directory's format, stray and leftover files, every segmen
 manifest parses, every record hashes to its ``event_id``, every payload decodes with
 the registry, each writer's hash chain holds over its sealed units, no writer has a
 sequence gap or two different events under one sequence number, and every digest an
-event references exists in the content store and hashes right. Verify only reads.
+event references exists in the content store and hashes right (the content store's
+checks: :mod:`aka_ledger._verify_cas`). Verify only reads.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -21,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from aka_ledger._authority import MAC_MARK, mac_id, record_key
-from aka_ledger._envelope import SCHEMA, decode, event_id
+from aka_ledger._decode import decode
+from aka_ledger._envelope import SCHEMA, event_id
 from aka_ledger._errors import LedgerError
 from aka_ledger._frames import LiveScan
 from aka_ledger._fs import (
@@ -46,11 +47,10 @@ from aka_ledger._scan import (
     read_manifest_marks,
 )
 from aka_ledger._segments import file_digest, read_live, read_segment
+from aka_ledger._verify_cas import check_cas_layout, check_digests, digests_of
 
 if TYPE_CHECKING:
     from aka_ledger._ledger import Ledger, Problem
-
-_HEX = set("0123456789abcdef")
 
 
 class _Report:
@@ -81,7 +81,7 @@ def verify(
         _check_rows(report, ledger, table, names[0])
         for path, message in shortfalls(by_writer([table]), marks):
             report.add(path, message)
-        _check_digests(report, ledger, {d: names[0] for d in _digests(table)}, deep=deep)
+        check_digests(report.add, ledger, {d: names[0] for d in digests_of(table)}, deep=deep)
         return report.problems
     root = ledger.root
     try:
@@ -98,10 +98,10 @@ def verify(
     referenced: dict[str, str] = {}
     for t in tables:
         src = str(t.schema.metadata[b"src"].decode()) if t.schema.metadata else "?"
-        for d in _digests(t):
+        for d in digests_of(t):
             referenced.setdefault(d, src)
-    _check_digests(report, ledger, referenced, deep=deep)
-    _check_cas_layout(report, root / CAS)
+    check_digests(report.add, ledger, referenced, deep=deep)
+    check_cas_layout(report.add, root / CAS)
     return report.problems
 
 
@@ -335,67 +335,3 @@ def _check_sequences(report: _Report, tables: list[pa.Table]) -> None:
     ):
         if lo != 0 or hi - lo + 1 != n:
             report.add(f"events/{w}", f"sequence gap: {hi + 1 - n} of seq 0..{hi} missing")
-
-
-def _digests(table: pa.Table) -> set[str]:
-    return set(pc.list_flatten(table.column("digests")).to_pylist())
-
-
-def _check_digests(
-    report: _Report, ledger: Ledger, referenced: dict[str, str], *, deep: bool
-) -> None:
-    """Every referenced blob exists and hashes right; every stored blob hashes right."""
-    cas = ledger.cas
-    for digest, path in sorted(referenced.items()):
-        if not cas.exists(digest):
-            report.add(path, f"references {digest}, which is not in the content store")
-    if deep:
-        _check_reachable(report, ledger, referenced)
-    for digest in cas.digests():
-        if not cas.hashes_right(digest):
-            report.add(cas.path(digest) or digest, "blob does not hash to its name (corrupted)")
-
-
-_DIGEST_RE = re.compile(rb"b3:[0-9a-f]{64}")
-_DEEP_MAX = 64 << 20  # blobs larger than this are data (binaries, transcripts), not indexes
-
-
-def _check_reachable(report: _Report, ledger: Ledger, referenced: dict[str, str]) -> None:
-    """Follow ``b3:`` digests inside referenced blobs (trees, manifests of any kind)."""
-    cas = ledger.cas
-    seen = set(referenced)
-    todo = [(d, d) for d in sorted(referenced)]
-    while todo:
-        digest, parent = todo.pop()
-        path = cas.path(digest)
-        if not cas.exists(digest) or (path is not None and path.stat().st_size > _DEEP_MAX):
-            continue
-        for found in sorted(set(_DIGEST_RE.findall(cas.get(digest)))):
-            child = found.decode()
-            if child in seen:
-                continue
-            seen.add(child)
-            if cas.exists(child):
-                todo.append((child, digest))
-            else:
-                report.add(
-                    cas.path(digest) or digest,
-                    f"blob {digest} (reached from {parent}) references {child}, "
-                    "which is not in the content store",
-                )
-
-
-def _check_cas_layout(report: _Report, cas_root: Path) -> None:
-    if not cas_root.is_dir():
-        return
-    for sub in sorted(cas_root.iterdir()):
-        if sub.name == "tmp" and sub.is_dir():
-            for f in sorted(sub.iterdir()):
-                report.add(f, "leftover temporary file of an interrupted put; safe to delete")
-            continue
-        if not sub.is_dir() or len(sub.name) != 2 or not set(sub.name) <= _HEX:
-            report.add(sub, "stray file: not part of a ledger; move it out of the directory")
-            continue
-        for f in sorted(sub.iterdir()):
-            if len(f.name) != 62 or not set(f.name) <= _HEX or not f.is_file():
-                report.add(f, "stray file in the content store; move it out")

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from _gendoc import write_or_check
+
 from aka.config import RunConfig
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,16 +72,5 @@ def render() -> str:
     return "\n".join(parts)
 
 
-def main() -> None:
-    """Write (or with --check, verify) docs/config.md."""
-    text = render()
-    if "--check" in sys.argv:
-        if not DOC.is_file() or DOC.read_text() != text:
-            print(f"{DOC} is stale: run python tools/gen_config_docs.py", file=sys.stderr)
-            sys.exit(1)
-        return
-    DOC.write_text(text)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(write_or_check(DOC, render, Path(__file__).name, sys.argv[1:]))

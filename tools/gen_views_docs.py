@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from _gendoc import write_or_check
+
 from aka.events import REGISTRY
 from aka.report import connect
 from aka.views import VIEW_DOCS, VIEWS, view_columns
@@ -69,16 +71,5 @@ def render() -> str:
     return "\n".join(parts)
 
 
-def main() -> None:
-    """Write (or with --check, verify) docs/views.md."""
-    text = render()
-    if "--check" in sys.argv:
-        if not DOC.is_file() or DOC.read_text() != text:
-            print(f"{DOC} is stale: run python tools/gen_views_docs.py", file=sys.stderr)
-            sys.exit(1)
-        return
-    DOC.write_text(text)
-
-
 if __name__ == "__main__":
-    main()
+    sys.exit(write_or_check(DOC, render, Path(__file__).name, sys.argv[1:]))

@@ -48,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._groups",
     "aka.cli._agents",
     "aka.cli._run",
+    "aka.cli._report",
     "aka.cli._tasks",
     "aka.cli._eval",
     "aka.cli._check",

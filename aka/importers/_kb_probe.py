@@ -17,9 +17,10 @@ device, which records shapes without allocating. A size is scaled only when
 Candidate held-out and CPU shapes are accepted only when the problem still builds and
 runs on them (on meta), and CPU shapes must hold at most :data:`CPU_ELEMENTS` elements
 and run for real in float64 on the CPU. Run as ``python -m aka.importers._kb_probe``
-with ``{"path": ..., "memory_mb": ...}`` on stdin; it prints result lines prefixed with
-:data:`MARK` (the problem's own prints go elsewhere), first the analysis, then the CPU
-run, so a parent that times out still has the analysis.
+with ``{"path": ...}`` on stdin (through :mod:`aka.childjson`, which caps its memory);
+it prints result lines prefixed with :data:`MARK` (the problem's own prints go
+elsewhere), first the analysis, then the CPU run, so a parent that times out still has
+the analysis.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from aka.childjson import read_request, report
 from aka.importers._templates import KERNELBENCH_LOADER
 
 MARK = "@@aka-kb-probe@@ "
@@ -268,25 +269,15 @@ def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
     return {"seconds": seconds}
 
 
-def _emit(doc: dict[str, Any]) -> None:
-    sys.__stdout__.write(MARK + json.dumps(doc) + "\n")  # type: ignore[union-attr]
-    sys.__stdout__.flush()  # type: ignore[union-attr]
-
-
 def main() -> None:
     """Child entry: the request on stdin, result lines on stdout; the problem's prints go to stderr."""
-    import resource
-
-    request = json.loads(sys.stdin.read())
-    limit = int(request.get("memory_mb", 4096)) << 20
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    sys.stdout = sys.stderr  # a problem that prints cannot corrupt the result lines
+    request = read_request()
     path = Path(request["path"])
     result = analyze(path)
-    _emit(result)
+    report(MARK, result)
     cpu = [s for s in (result.get("cpu"), result.get("cpu_heldout")) if s]
     if cpu:
-        _emit(run_on_cpu(path, cpu))
+        report(MARK, run_on_cpu(path, cpu))
 
 
 if __name__ == "__main__":

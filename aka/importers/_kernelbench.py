@@ -22,15 +22,13 @@ candidate.
 from __future__ import annotations
 
 import ast
-import json
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aka.childjson import run_module
 from aka.errors import InputError
 from aka.importers._common import ImportResult, Outcome, Status, origin, prepare, slug, write_spec
 from aka.importers._kb_probe import MARK
@@ -148,20 +146,14 @@ def probe(
     Returns the analysis and the CPU run (each ``{"error": ...}`` when that part failed
     or did not finish); the problem's own code never runs in this process.
     """
-    request = json.dumps({"path": str(path.resolve()), "memory_mb": PROBE_MEMORY_MB})
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "aka.importers._kb_probe"],
-            input=request, capture_output=True, text=True, timeout=timeout_s, check=False,
-        )  # fmt: skip
-        stdout, stderr, code = done.stdout, done.stderr, done.returncode
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        stdout, stderr, code = out, f"stopped after {timeout_s:.0f} s", None
-    docs = [json.loads(x[len(MARK) :]) for x in stdout.splitlines() if x.startswith(MARK)]
-    tail = (stderr.strip().splitlines() or [f"exit status {code}"])[-1][:300]
-    if code is not None and code < 0:
-        tail = f"killed by signal {-code} (over {PROBE_MEMORY_MB} MB?)"
+    res = run_module(
+        "aka.importers._kb_probe", {"path": str(path.resolve())}, mark=MARK,
+        timeout_s=timeout_s, memory_bytes=PROBE_MEMORY_MB << 20,
+    )  # fmt: skip
+    docs = res.docs
+    tail = f"stopped after {timeout_s:.0f} s" if res.code is None else res.last_error_line()[:300]
+    if res.code is not None and res.code < 0:
+        tail = f"killed by signal {-res.code} (over {PROBE_MEMORY_MB} MB?)"
     analysis = docs[0] if docs else {"error": f"the reading process failed: {tail}"}
     cpu = docs[1] if len(docs) > 1 else {"error": f"the CPU run did not finish: {tail}"}
     return analysis, cpu

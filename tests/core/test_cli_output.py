@@ -138,7 +138,7 @@ def test_a_report_table_fits_an_80_column_terminal_and_wide_shows_all(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from aka.cli._common import OutputFormat, emit_rows
-    from aka.cli._run import REPORT_COLUMNS
+    from aka.cli._report import REPORT_COLUMNS
 
     row = {
         "task": "triton2triton/llm/fused_moe_silu_and_mul", "arm": "treatment-with-skills",

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from ledger_vocab import EVENTS, REGISTRY, Counted, Opened, Renamed
 
 from aka_ledger import EventModel, Ledger, SchemaError
-from aka_ledger._envelope import _decode_rows, _payloads, decode, encode, event_id
+from aka_ledger._decode import _decode_rows, _payloads, decode
+from aka_ledger._envelope import encode, event_id
 
 
 class RenamedV1(EventModel):

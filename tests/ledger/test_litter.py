@@ -9,7 +9,7 @@ import pytest
 from ledger_vocab import REGISTRY
 
 from aka_ledger import Ledger
-from aka_ledger._cas import TreeEntry, encode_tree, is_litter
+from aka_ledger._tree import TreeEntry, encode_tree, is_litter
 
 
 def _sources(root: Path) -> None:
