@@ -42,11 +42,12 @@ def _watch(workers: Workers) -> list[tuple[str, int, float]]:
         real_close(device, pid, granted)
 
     def open_(device: str, pid: int) -> None:
-        timing = gate.timer(device) == pid
-        real_open(device, pid)
-        if timing:
+        # Logged before the gate opens: opening grants the next waiting candidate at once,
+        # whose "start" must not land ahead of this "end".
+        if gate.timer(device) == pid:
             with lock:
                 log.append(("end", pid, time.monotonic()))
+        real_open(device, pid)
 
     gate.close, gate.open = close, open_  # type: ignore[method-assign]
     return log
@@ -78,6 +79,10 @@ def test_in_flight_evaluations_overlap_and_time_one_at_a_time(tmp_path: Path, wa
     kinds = [k for k, _, _ in log]
     assert kinds == ["start", "end"] * 3, log
     assert len({pid for _, pid, _ in log}) == 3
+    # Checkers' exits are reaped in the background; once they are, nothing is left active.
+    deadline = time.monotonic() + 30
+    while warm.gate.active("cpu") and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not warm.gate.closed("cpu") and warm.gate.active("cpu") == set()
 
 
