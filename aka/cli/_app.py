@@ -57,6 +57,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._dashboard",
     "aka.cli._worker",
     "aka.cli._bench_schedule",
+    "aka.cli._bench_scale",
     "aka.cli._bench_timing",
     "aka.cli._bench_eval",
     "aka.cli._ledger",
