@@ -60,6 +60,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aka.cli._bench_scale",
     "aka.cli._bench_timing",
     "aka.cli._bench_eval",
+    "aka.cli._bench_agree",
     "aka.cli._ledger",
     "aka.cli._heldout",
     "aka.cli._tasks_author",
