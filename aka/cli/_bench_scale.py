@@ -14,7 +14,7 @@ from aka.cli._groups import bench_app
 
 def _counts(spec: str | None, most: int) -> list[int]:
     from aka.errors import InputError
-    from aka_runners._scale import default_counts
+    from aka_runners import default_counts
 
     if spec is None:
         return default_counts(most)
@@ -59,8 +59,7 @@ def bench_scale(
     from dataclasses import asdict
 
     from aka.errors import InputError
-    from aka_runners import parse_gpus
-    from aka_runners._scale import ScaleStep, run_scale
+    from aka_runners import ScaleStep, parse_gpus, run_scale
 
     if fmt is OutputFormat.csv:
         raise InputError("csv is not offered", where="--format", fix="use table or json")
