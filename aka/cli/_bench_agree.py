@@ -7,8 +7,10 @@ kernel, such as an autotune winner exported with ``aka audit ATTEMPT --export DI
 every listed GPU, each GPU in its own process pinned the way a local worker is
 (``CUDA_VISIBLE_DEVICES=<g>``, device ``cuda``), through the real evaluator. It reports,
 per task, candidate and shape, each device's speedup and baseline time, their spread
-(``(max - min) / median``), and each device's fingerprint (the one the evaluator
-records with every timing, which ``aka compare`` checks).
+(``(max - min) / median``), and each device's fingerprint: the one the evaluator
+gives with its timings (which the ledger records and ``aka compare`` checks), or, where
+it gives none, the pinned process's own reading once its evaluations are done (so that
+process never touches the device before the evaluation workers fork).
 
 Like :mod:`aka.cli._bench_eval` it needs no ledger, duckdb or polars:
 ``python -m aka.cli._bench_agree --gpus 0,1`` runs on a bare device machine. With
