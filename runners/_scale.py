@@ -76,6 +76,7 @@ class ScaleStep:
         per_hour_span: the same per hour of ``span_s`` (worker start-up left out).
         ratio_to_linear: ``per_hour`` over the smallest step's, divided by the count ratio.
         worker_rows: per worker, from the ``workers`` view.
+        killed: the worker this step killed on purpose (``--kill-after``), if any.
     """
 
     workers: int
@@ -91,6 +92,7 @@ class ScaleStep:
     per_hour_span: float
     ratio_to_linear: float | None = None
     worker_rows: tuple[WorkerRow, ...] = field(default=())
+    killed: str | None = None
 
     @property
     def exactly_once(self) -> bool:
@@ -114,6 +116,7 @@ class ScaleStep:
             "per_hour_span": round(self.per_hour_span, 1),
             "ratio_to_linear": None if self.ratio_to_linear is None else round(self.ratio_to_linear, 3),
             "min_utilization": round(min(util), 3) if util else None,
+            "killed": self.killed or "",
             "attempts_by_worker": " ".join(f"{w.worker}:{w.attempts_finished}" for w in self.worker_rows),
         }  # fmt: skip
 
@@ -210,6 +213,7 @@ def run_scale(
     gpus: Sequence[int] | None = None,
     lease_ttl_s: float | None = None,
     label: str | None = None,
+    kill_after_s: float | None = None,
     on_step: Callable[[ScaleStep], None] | None = None,
 ) -> list[ScaleStep]:
     """One run of ``config`` per count on the local runner, each read back from the ledger.
@@ -221,6 +225,10 @@ def run_scale(
         gpus: GPU indices; a count of n uses the first n. Without it: n CPU workers.
         lease_ttl_s: the lease TTL (default: the config's).
         label: run label prefix (default: the config's); each run is ``<label>-x<n>``.
+        kill_after_s: the fault path: in the last step, SIGKILL the last worker (its
+            whole process group: agent and evaluations too) this long after the workers
+            start. Its claimed attempt is taken over by another worker once its lease
+            expires, which the exactly-once check then confirms.
         on_step: called with each step as it ends (progress lines).
 
     Raises:
@@ -231,7 +239,6 @@ def run_scale(
     from aka.events import REGISTRY
     from aka.liveness import holding
     from aka_ledger import Ledger
-    from aka_runners._launch import launch
 
     for n in counts:
         if n < 1 or (gpus and n > len(gpus)):
@@ -239,7 +246,8 @@ def run_scale(
             raise InputError(f"bad worker count {n}", where="--counts", fix=f"use {most}")
     prefix = label or load_config(config).label
     steps: list[ScaleStep] = []
-    for n in counts:
+    for i, n in enumerate(counts):
+        kill = kill_after_s if i == len(counts) - 1 and n > 1 else None
         chosen = list(gpus[:n]) if gpus else []
         over: dict[str, object] = {"kind": "local", "gpus": chosen}
         over |= {} if chosen else {"workers": n}
@@ -251,22 +259,61 @@ def run_scale(
                 rid,
                 cfg,
             ):
-                s = cfg.runner
                 start = time.monotonic()
                 with holding(ledger.root, rid):
-                    launch(rid, Path(ledger_dir), runner="local", gpus=s.gpus or None,
-                           workers=s.workers, lease_ttl_s=s.lease_ttl_s)  # fmt: skip
+                    killed = _run_workers(rid, Path(ledger_dir), cfg.runner, kill)
                 wall = time.monotonic() - start
                 orchestrator.finish_if_complete(ledger, rid, max_tries=cfg.max_tries)
         finally:
             ledger.close()
         counts_by_key, span, rows = read_step(Path(ledger_dir), rid)
         devices = [f"gpu{g}" for g in chosen] or ["cpu"] * n
-        step = scale_step(n, devices, rid, counts_by_key, wall, span, rows)
+        step = replace(scale_step(n, devices, rid, counts_by_key, wall, span, rows), killed=killed)
         steps.append(step)
         if on_step is not None:
             on_step(step)
     return with_ratios(steps)
+
+
+def _run_workers(
+    run_id: str,
+    ledger_dir: Path,
+    runner: Any,
+    kill_after_s: float | None,
+    *,
+    source: str | None = None,
+) -> str | None:
+    """The local runner's workers for one step (``launch`` does the same, without the kill).
+
+    Returns the id of the worker killed, or None (no kill asked, or it had already exited).
+    ``source`` is an attempt source ``module:factory`` (tests).
+    """
+    import os
+    import signal
+    import threading
+
+    from aka_runners._local import start_local
+
+    started = start_local(run_id, ledger_dir, gpus=runner.gpus or None, workers=runner.workers,
+                          lease_ttl_s=runner.lease_ttl_s, source=source)  # fmt: skip
+    victim = started[-1] if kill_after_s is not None and len(started) > 1 else None
+    killed: list[str] = []
+
+    def kill() -> None:  # the group: the worker, its agent and its evaluations
+        if victim is not None and victim.process.poll() is None:
+            os.killpg(victim.process.pid, signal.SIGKILL)
+            killed.append(victim.worker_id)
+
+    timer = threading.Timer(kill_after_s or 0.0, kill) if victim is not None else None
+    if timer is not None:
+        timer.start()
+    try:
+        for w in started:
+            w.wait()
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return killed[0] if killed else None
 
 
 def read_step(ledger_dir: Path, run_id: str) -> tuple[dict[str, int], float, tuple[WorkerRow, ...]]:

@@ -40,6 +40,15 @@ def bench_scale(
     lease_ttl_s: Annotated[
         float | None, typer.Option("--lease-ttl", min=0.1, help="Lease TTL (default: config's).")
     ] = None,
+    kill_after_s: Annotated[
+        float | None,
+        typer.Option(
+            "--kill-after",
+            min=0.0,
+            help="Fault path: in the last step, SIGKILL the "
+            "last worker this many seconds in; its attempt must still be scored once.",
+        ),
+    ] = None,
     fmt: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="table or json.", case_sensitive=False)
     ] = OutputFormat.table,
@@ -54,7 +63,9 @@ def bench_scale(
     `<label>-x<n>`. From the ledger: attempts scored exactly once, attempts per hour (of
     the step's wall time, and of its attempts' span), the ratio to linear scaling from the
     smallest count, and per worker its attempts and utilization from the `workers` view.
-    Exits 1 when an attempt of some step was not scored exactly once.
+    With --kill-after S the last step's last worker is killed S seconds in (the worker,
+    its agent and its evaluations): the others take its attempt over once its lease
+    expires. Exits 1 when an attempt of some step was not scored exactly once.
     """
     from dataclasses import asdict
 
@@ -77,9 +88,8 @@ def bench_scale(
         if fmt is OutputFormat.table:
             typer.echo(f"step done: {json.dumps(step.summary())}", err=True)
 
-    steps = run_scale(
-        ledger, config, counts=chosen, gpus=gpu_list, lease_ttl_s=lease_ttl_s, on_step=line
-    )
+    steps = run_scale(ledger, config, counts=chosen, gpus=gpu_list, lease_ttl_s=lease_ttl_s,
+                      kill_after_s=kill_after_s, on_step=line)  # fmt: skip
     report = {"config": str(config), "steps": [s.as_dict() for s in steps]}
     if output is not None:
         output.write_text(json.dumps(report, indent=2))

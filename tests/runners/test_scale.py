@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aka_runners._scale import WorkerRow, default_counts, scale_step, with_ratios
+from aka.config import RunnerSettings
+from aka_runners._scale import WorkerRow, _run_workers, default_counts, scale_step, with_ratios
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tests" / "fixtures" / "tasks"
@@ -74,3 +76,19 @@ def test_bench_scale_runs_two_cpu_workers_and_reads_back_the_ledger(
     assert run["status"] == "finished"
     too_many = cli(*args[:3], "--cpu", "2", "--counts", "1,3", "--ledger", str(ledger))
     assert too_many.code != 0 and "--counts" in too_many.err
+
+
+@pytest.mark.usefixtures("standin_path")
+def test_kill_after_kills_the_last_worker_and_its_attempts_are_still_scored_once(
+    tmp_path: Path,
+) -> None:
+    import runners_standin as standin
+
+    keys = {"slow": 2.0, **{f"t{i}": 0.05 for i in range(4)}}
+    standin.setup(tmp_path, keys)
+    settings = RunnerSettings(kind="local", workers=2, lease_ttl_s=1.0)
+    killed = _run_workers("r", tmp_path, settings, 1.0, source="runners_standin:make")
+    assert killed == "local-cpu1"
+    events = standin.read_events(tmp_path)
+    assert Counter(e[1] for e in events if e[0] == "scored") == Counter(dict.fromkeys(keys, 1))
+    assert all(e[2] == "local-cpu0" for e in events if e[0] == "scored" and e[1] == "slow")
