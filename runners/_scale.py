@@ -10,9 +10,10 @@ and each worker's busy share from the ``workers`` view.
 Throughput is compared with the smallest count's: ``ratio_to_linear`` is 1.0 when n
 workers finish n times as many attempts per hour, below 1.0 when claiming, a shared
 resource (CPU, disk, PCIe) or the longest attempt holds them back. The steps run one
-after another in one ledger, so a later step finds compiled kernels cached by an
-earlier one; put the smallest count first (the default) so that bias favours the
-baseline, not the scale-out.
+after another on one machine, so a later step finds the kernels an earlier one compiled
+(the evaluator caches them per candidate tree): run smallest first, that flatters the
+larger counts. ``warm_up`` runs one unmeasured step first, so every measured step finds
+the same caches.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class ScaleStep:
         ratio_to_linear: ``per_hour`` over the smallest step's, divided by the count ratio.
         worker_rows: per worker, from the ``workers`` view.
         killed: the worker this step killed on purpose (``--kill-after``), if any.
+        warm_up: a step run only to fill the kernel caches (``--warm-up``), left out of
+            the ratios.
     """
 
     workers: int
@@ -93,6 +96,7 @@ class ScaleStep:
     ratio_to_linear: float | None = None
     worker_rows: tuple[WorkerRow, ...] = field(default=())
     killed: str | None = None
+    warm_up: bool = False
 
     @property
     def exactly_once(self) -> bool:
@@ -108,6 +112,7 @@ class ScaleStep:
         util = [w.utilization for w in self.worker_rows if w.utilization is not None]
         return {
             "workers": self.workers,
+            "warm_up": self.warm_up,
             "run_id": self.run_id,
             "attempts": self.attempts,
             "exactly_once": self.exactly_once,
@@ -195,13 +200,16 @@ def with_ratios(steps: Sequence[ScaleStep]) -> list[ScaleStep]:
     """Each step's throughput against linear scaling from the smallest count's."""
     if not steps:
         return []
-    base = min(steps, key=lambda s: s.workers)
+    measured = [s for s in steps if not s.warm_up]
+    if not measured:
+        return list(steps)
+    base = min(measured, key=lambda s: s.workers)
     out = []
     for s in steps:
         ratio = None
         if base.per_hour > 0:
             ratio = (s.per_hour / base.per_hour) / (s.workers / base.workers)
-        out.append(replace(s, ratio_to_linear=ratio))
+        out.append(replace(s, ratio_to_linear=None if s.warm_up else ratio))
     return out
 
 
@@ -214,6 +222,7 @@ def run_scale(
     lease_ttl_s: float | None = None,
     label: str | None = None,
     kill_after_s: float | None = None,
+    warm_up: bool = False,
     on_step: Callable[[ScaleStep], None] | None = None,
 ) -> list[ScaleStep]:
     """One run of ``config`` per count on the local runner, each read back from the ledger.
@@ -229,6 +238,9 @@ def run_scale(
             whole process group: agent and evaluations too) this long after the workers
             start. Its claimed attempt is taken over by another worker once its lease
             expires, which the exactly-once check then confirms.
+        warm_up: first run one unmeasured step at the largest count, so every measured
+            step finds the same compiled kernels cached (without it the first step alone
+            pays the compiles, which flatters the later, larger counts).
         on_step: called with each step as it ends (progress lines).
 
     Raises:
@@ -246,8 +258,10 @@ def run_scale(
             raise InputError(f"bad worker count {n}", where="--counts", fix=f"use {most}")
     prefix = label or load_config(config).label
     steps: list[ScaleStep] = []
-    for i, n in enumerate(counts):
-        kill = kill_after_s if i == len(counts) - 1 and n > 1 else None
+    plan = [(max(counts), True)] if warm_up and counts else []
+    plan += [(n, False) for n in counts]
+    for i, (n, warming) in enumerate(plan):
+        kill = kill_after_s if i == len(plan) - 1 and n > 1 else None
         chosen = list(gpus[:n]) if gpus else []
         over: dict[str, object] = {"kind": "local", "gpus": chosen}
         over |= {} if chosen else {"workers": n}
@@ -255,7 +269,9 @@ def run_scale(
             over["lease_ttl_s"] = lease_ttl_s
         ledger = Ledger.open(Path(ledger_dir), registry=REGISTRY, create=True)
         try:
-            with orchestrator.started_run(ledger, config, label=f"{prefix}-x{n}", runner=over) as (
+            with orchestrator.started_run(
+                ledger, config, label=f"{prefix}-{'warmup' if warming else 'x'}{n}", runner=over
+            ) as (
                 rid,
                 cfg,
             ):
@@ -268,7 +284,8 @@ def run_scale(
             ledger.close()
         counts_by_key, span, rows = read_step(Path(ledger_dir), rid)
         devices = [f"gpu{g}" for g in chosen] or ["cpu"] * n
-        step = replace(scale_step(n, devices, rid, counts_by_key, wall, span, rows), killed=killed)
+        step = scale_step(n, devices, rid, counts_by_key, wall, span, rows)
+        step = replace(step, killed=killed, warm_up=warming)
         steps.append(step)
         if on_step is not None:
             on_step(step)

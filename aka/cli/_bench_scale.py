@@ -49,6 +49,14 @@ def bench_scale(
             "last worker this many seconds in; its attempt must still be scored once.",
         ),
     ] = None,
+    warm_up: Annotated[
+        bool,
+        typer.Option(
+            "--warm-up",
+            help="First an unmeasured run at the largest count, so "
+            "every measured step finds the same kernels compiled.",
+        ),
+    ] = False,
     fmt: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="table or json.", case_sensitive=False)
     ] = OutputFormat.table,
@@ -89,7 +97,7 @@ def bench_scale(
             typer.echo(f"step done: {json.dumps(step.summary())}", err=True)
 
     steps = run_scale(ledger, config, counts=chosen, gpus=gpu_list, lease_ttl_s=lease_ttl_s,
-                      kill_after_s=kill_after_s, on_step=line)  # fmt: skip
+                      kill_after_s=kill_after_s, warm_up=warm_up, on_step=line)  # fmt: skip
     report = {"config": str(config), "steps": [s.as_dict() for s in steps]}
     if output is not None:
         output.write_text(json.dumps(report, indent=2))

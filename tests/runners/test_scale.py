@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,10 @@ def test_ratio_to_linear_is_against_the_smallest_count_whatever_the_order() -> N
         counts = {f"k{i}": 1 for i in range(int(per_hour_wall))}
         return scale_step(n, ["cpu"] * n, f"r{n}", counts, 3600.0, 3600.0, [])
 
-    four, one, two = with_ratios([step(4, 36), step(1, 10), step(2, 19)])
+    warm = replace(step(4, 50), warm_up=True)  # compiled everything: faster, not measured
+    ran = with_ratios([warm, step(4, 36), step(1, 10), step(2, 19)])
+    assert ran[0].ratio_to_linear is None
+    four, one, two = ran[1:]
     ratios = (one.ratio_to_linear, two.ratio_to_linear, four.ratio_to_linear)
     assert ratios == pytest.approx((1.0, 0.95, 0.9))
     assert default_counts(1) == [1] and default_counts(6) == [1, 2, 4, 6]
@@ -58,11 +62,13 @@ def test_bench_scale_runs_two_cpu_workers_and_reads_back_the_ledger(
     ledger = tmp_path / "ledger"
     out = tmp_path / "scale.json"
     args = ["bench", "scale", str(config), "--cpu", "2", "--counts", "2", "--lease-ttl", "5"]
-    res = cli(*args, "--ledger", str(ledger), "-f", "json", "--output", str(out))
+    res = cli(*args, "--warm-up", "--ledger", str(ledger), "-f", "json", "--output", str(out))
     assert res.code == 0, res.err
     report = json.loads(res.out)
     assert report == json.loads(out.read_text())
-    [step] = report["steps"]
+    warm, step = report["steps"]
+    assert warm["warm_up"] and warm["ratio_to_linear"] is None and warm["exactly_once"]
+    assert not step["warm_up"]
     assert step["workers"] == 2 and step["devices"] == ["cpu", "cpu"]
     assert step["exactly_once"] and step["attempts"] == step["scored_once"] == 2
     assert step["ratio_to_linear"] == 1.0 and step["per_hour"] > 0
@@ -71,9 +77,10 @@ def test_bench_scale_runs_two_cpu_workers_and_reads_back_the_ledger(
     assert sum(r["attempts_finished"] for r in rows) == 2
     assert all(0 < r["utilization"] <= 1 + 1e-9 for r in rows if r["attempts_finished"])
     status = cli("status", "--ledger", str(ledger), "-f", "json")
-    [run] = json.loads(status.out)
-    assert run["run_id"] == step["run_id"] and run["label"] == "scale-x2"
-    assert run["status"] == "finished"
+    runs = {r["label"]: r for r in json.loads(status.out)}
+    assert set(runs) == {"scale-warmup2", "scale-x2"}
+    assert runs["scale-x2"]["run_id"] == step["run_id"]
+    assert {r["status"] for r in runs.values()} == {"finished"}
     too_many = cli(*args[:3], "--cpu", "2", "--counts", "1,3", "--ledger", str(ledger))
     assert too_many.code != 0 and "--counts" in too_many.err
 
