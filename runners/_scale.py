@@ -33,6 +33,7 @@ __all__ = [
     "read_step",
     "run_scale",
     "scale_step",
+    "step_plan",
     "step_rows",
     "with_ratios",
 ]
@@ -78,6 +79,8 @@ class ScaleStep:
         ratio_to_linear: ``per_hour`` over the smallest step's, divided by the count ratio.
         worker_rows: per worker, from the ``workers`` view.
         killed: the worker this step killed on purpose (``--kill-after``), if any.
+        died: the other workers that exited without a summary (crashed, killed, or
+            refused by preflight: their own error is on stderr).
         warm_up: a step run only to fill the kernel caches (``--warm-up``), left out of
             the ratios.
     """
@@ -96,6 +99,7 @@ class ScaleStep:
     ratio_to_linear: float | None = None
     worker_rows: tuple[WorkerRow, ...] = field(default=())
     killed: str | None = None
+    died: tuple[str, ...] = ()
     warm_up: bool = False
 
     @property
@@ -122,6 +126,7 @@ class ScaleStep:
             "ratio_to_linear": None if self.ratio_to_linear is None else round(self.ratio_to_linear, 3),
             "min_utilization": round(min(util), 3) if util else None,
             "killed": self.killed or "",
+            "died": " ".join(self.died),
             "attempts_by_worker": " ".join(f"{w.worker}:{w.attempts_finished}" for w in self.worker_rows),
         }  # fmt: skip
 
@@ -213,6 +218,20 @@ def with_ratios(steps: Sequence[ScaleStep]) -> list[ScaleStep]:
     return out
 
 
+def step_plan(
+    counts: Sequence[int], *, warm_up: bool = False, kill_after_s: float | None = None
+) -> list[tuple[int, bool, float | None]]:
+    """``(workers, warm_up, kill_after_s)`` per step: the warm-up first, the kill last.
+
+    The kill goes to the last step only, and only where it has another worker to take
+    the killed one's attempt over.
+    """
+    plan = [(max(counts), True)] if warm_up and counts else []
+    plan += [(n, False) for n in counts]
+    last = len(plan) - 1
+    return [(n, w, kill_after_s if i == last and n > 1 else None) for i, (n, w) in enumerate(plan)]
+
+
 def run_scale(
     ledger_dir: Path,
     config: Path,
@@ -258,10 +277,7 @@ def run_scale(
             raise InputError(f"bad worker count {n}", where="--counts", fix=f"use {most}")
     prefix = label or load_config(config).label
     steps: list[ScaleStep] = []
-    plan = [(max(counts), True)] if warm_up and counts else []
-    plan += [(n, False) for n in counts]
-    for i, (n, warming) in enumerate(plan):
-        kill = kill_after_s if i == len(plan) - 1 and n > 1 else None
+    for n, warming, kill in step_plan(counts, warm_up=warm_up, kill_after_s=kill_after_s):
         chosen = list(gpus[:n]) if gpus else []
         over: dict[str, object] = {"kind": "local", "gpus": chosen}
         over |= {} if chosen else {"workers": n}
@@ -277,7 +293,7 @@ def run_scale(
             ):
                 start = time.monotonic()
                 with holding(ledger.root, rid):
-                    killed = _run_workers(rid, Path(ledger_dir), cfg.runner, kill)
+                    killed, died = _run_workers(rid, Path(ledger_dir), cfg.runner, kill)
                 wall = time.monotonic() - start
                 orchestrator.finish_if_complete(ledger, rid, max_tries=cfg.max_tries)
         finally:
@@ -285,7 +301,7 @@ def run_scale(
         counts_by_key, span, rows = read_step(Path(ledger_dir), rid)
         devices = [f"gpu{g}" for g in chosen] or ["cpu"] * n
         step = scale_step(n, devices, rid, counts_by_key, wall, span, rows)
-        step = replace(step, killed=killed, warm_up=warming)
+        step = replace(step, killed=killed, died=died, warm_up=warming)
         steps.append(step)
         if on_step is not None:
             on_step(step)
@@ -299,11 +315,12 @@ def _run_workers(
     kill_after_s: float | None,
     *,
     source: str | None = None,
-) -> str | None:
+) -> tuple[str | None, tuple[str, ...]]:
     """The local runner's workers for one step (``launch`` does the same, without the kill).
 
-    Returns the id of the worker killed, or None (no kill asked, or it had already exited).
-    ``source`` is an attempt source ``module:factory`` (tests).
+    Returns the id of the worker killed (None: no kill asked, or it had already exited)
+    and those of the other workers that exited without a summary. ``source`` is an
+    attempt source ``module:factory`` (tests).
     """
     import os
     import signal
@@ -325,12 +342,13 @@ def _run_workers(
     if timer is not None:
         timer.start()
     try:
-        for w in started:
-            w.wait()
+        summaries = [w.wait() for w in started]
     finally:
         if timer is not None:
             timer.cancel()
-    return killed[0] if killed else None
+    died = tuple(w.worker_id for w, s in zip(started, summaries, strict=True)
+                 if s is None and w.worker_id not in killed)  # fmt: skip
+    return (killed[0] if killed else None), died
 
 
 def read_step(ledger_dir: Path, run_id: str) -> tuple[dict[str, int], float, tuple[WorkerRow, ...]]:

@@ -114,10 +114,13 @@ def bench_scale(
     bad = [s for s in steps if not s.exactly_once]
     if bad:
         for s in bad:
+            died = (
+                f"; worker(s) {', '.join(s.died)} died (their errors are above)" if s.died else ""
+            )
             typer.echo(
                 f"error: run {s.run_id} ({s.workers} workers): {len(s.unscored)} attempt(s) "
                 f"unscored {list(s.unscored)[:3]}, {len(s.scored_twice)} scored twice "
-                f"{list(s.scored_twice)[:3]}",
+                f"{list(s.scored_twice)[:3]}{died}; `aka resume {s.run_id}` finishes it",
                 err=True,
             )
         raise typer.Exit(1)
