@@ -22,9 +22,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aka.errors import InputError
+
+if TYPE_CHECKING:
+    from aka.config import RunnerSettings
 
 __all__ = [
     "ScaleStep",
@@ -252,7 +255,8 @@ def run_scale(
         counts: worker counts, in the order to run them.
         gpus: GPU indices; a count of n uses the first n. Without it: n CPU workers.
         lease_ttl_s: the lease TTL (default: the config's).
-        label: run label prefix (default: the config's); each run is ``<label>-x<n>``.
+        label: run label prefix (default: the config's); each run is ``<label>-x<n>``
+            (``<label>-warmup<n>`` for the warm-up).
         kill_after_s: the fault path: in the last step, SIGKILL the last worker (its
             whole process group: agent and evaluations too) this long after the workers
             start. Its claimed attempt is taken over by another worker once its lease
@@ -283,14 +287,10 @@ def run_scale(
         over |= {} if chosen else {"workers": n}
         if lease_ttl_s is not None:
             over["lease_ttl_s"] = lease_ttl_s
+        name = f"{prefix}-{'warmup' if warming else 'x'}{n}"
         ledger = Ledger.open(Path(ledger_dir), registry=REGISTRY, create=True)
         try:
-            with orchestrator.started_run(
-                ledger, config, label=f"{prefix}-{'warmup' if warming else 'x'}{n}", runner=over
-            ) as (
-                rid,
-                cfg,
-            ):
+            with orchestrator.started_run(ledger, config, label=name, runner=over) as (rid, cfg):
                 start = time.monotonic()
                 with holding(ledger.root, rid):
                     killed, died = _run_workers(rid, Path(ledger_dir), cfg.runner, kill)
@@ -311,7 +311,7 @@ def run_scale(
 def _run_workers(
     run_id: str,
     ledger_dir: Path,
-    runner: Any,
+    runner: RunnerSettings,
     kill_after_s: float | None,
     *,
     source: str | None = None,
