@@ -18,6 +18,7 @@ from aka_runners._local import (
 )
 from aka_runners._order import longest_first, task_estimates
 from aka_runners._preflight import DeviceInfo, detect_device, preflight
+from aka_runners._scale import ScaleStep, WorkerRow, default_counts, run_scale
 from aka_runners._schedule import measure_claim_latency, simulate, synthetic_attempts
 from aka_runners._slurm import SlurmSpec, batch_script, slurm_states, submit_slurm, watch_slurm
 from aka_runners._worker import (
@@ -39,12 +40,15 @@ __all__ = [
     "LaunchResult",
     "LeaseInfo",
     "LocalWorker",
+    "ScaleStep",
     "SlurmSpec",
     "SourceFactory",
     "WorkerReport",
+    "WorkerRow",
     "batch_script",
     "claim_next",
     "claims_dir",
+    "default_counts",
     "default_worker_id",
     "detect_device",
     "docker_client",
@@ -59,6 +63,7 @@ __all__ = [
     "read_leases",
     "run_docker",
     "run_local",
+    "run_scale",
     "run_worker",
     "simulate",
     "slurm_states",

@@ -38,13 +38,19 @@
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
+#   bash tools/device_session.sh m   several GPUs of one host (every visible GPU): the same
+#                                    baselines timed on each (aka bench agree), then
+#                                    configs/scale.yaml on 1, 2, 4.. GPUs after a warm-up
+#                                    run, and last on all of them with one worker killed
+#                                    20 s in (aka bench scale --kill-after)
+#   bash tools/device_session.sh n   only that last step: the fault on all GPUs
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
 #                                    red-team corpus through warm workers, profiles
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|k}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -64,7 +70,31 @@ prebuild_cuda() {  # compile the CUDA tasks' extensions side by side, ahead of t
       > "$R/prebuild_$(basename $(dirname $(dirname $k))).log" 2>&1 &
   done
 }
+G=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+GPUS=$(seq -s, 0 $((G > 0 ? G - 1 : 0)))
+COUNTS=$(python3 -c "n=$G; c=[1]
+while c[-1] * 2 < n: c.append(c[-1] * 2)
+print(','.join(map(str, c + ([n] if n > 1 else []))))")
+SCALE_TASKS="argmax col_sum int8_quant layer_norm matmul rms_norm rotary_embedding softmax"
+sealbuild() {
+  step sealbuild 100 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
+}
 case $PART in
+m)
+  sealbuild
+  AKA_EVAL_WARM=1 step agree 100 aka bench agree --gpus $GPUS --max-time-s 0.5 --output $R/agree.json \
+    $(for t in $SCALE_TASKS; do printf -- '--task tasks/triton2triton/llm/%s ' $t; done)
+  AKA_EVAL_WARM=1 step scale 380 aka bench scale configs/scale.yaml --gpus $GPUS --counts $COUNTS,$G \
+    --warm-up --kill-after 20 --ledger /tmp/scale --output $R/scale.json
+  step workers 20 sh -c "aka sql 'SELECT * FROM workers' --ledger /tmp/scale --format json > $R/workers.json"
+  tar czf $R/scale_ledger.tgz -C /tmp scale 2>/dev/null
+  ;;
+n)
+  sealbuild
+  AKA_EVAL_WARM=1 step fault 300 aka bench scale configs/scale.yaml --gpus $GPUS --counts $G \
+    --kill-after 20 --ledger /tmp/fault --output $R/fault.json
+  tar czf $R/fault_ledger.tgz -C /tmp fault 2>/dev/null
+  ;;
 a)
   prebuild_cuda
   step evalbench 170 aka bench eval --device cuda --tasks 3 --format json

@@ -24,6 +24,7 @@ from aka_ledger import Ledger
 from aka_runners import (
     DockerSpec,
     SlurmSpec,
+    read_leases,
     run_docker,
     run_local,
     start_docker,
@@ -139,6 +140,36 @@ def test_killed_local_worker(tmp_path: Path) -> None:
     for _, _started, finished, busy, span, util in rows[1:]:
         if finished:
             assert 0 < busy <= span + 1e-6 and 0 < util <= 1 + 1e-9
+
+
+def test_killed_worker_attempt_moves_to_the_worker_still_running(tmp_path: Path) -> None:
+    """Two workers of one launch (as on two GPUs); one dies mid-attempt and the other, once
+    it has nothing else left, takes the dead one's attempt over when its lease expires."""
+    ledger_dir, rid, marker = _start_run(tmp_path, repeats=2)
+    both = start_local(rid, ledger_dir, workers=2, lease_ttl_s=TTL)
+    _wait_for(marker, "two workers")
+    deadline = time.time() + 90
+    while True:  # the other attempt done, the sleeping one is the only live lease
+        ledger = Ledger.open(ledger_dir, registry=REGISTRY)
+        try:
+            state = orchestrator.run_state(ledger, rid)
+        finally:
+            ledger.close()
+        if sum(a.score is not None for a in state.attempts.values()) == 1:
+            break
+        assert time.time() < deadline, "the other worker never finished its attempt"
+        time.sleep(0.1)
+    [sleeping] = [k for k, a in state.attempts.items() if a.score is None]
+    holder = read_leases(ledger_dir, rid, sleeping)[-1].worker_id
+    victim = next(w for w in both if w.worker_id == holder)
+    survivor = next(w for w in both if w is not victim)
+    os.killpg(victim.process.pid, signal.SIGKILL)
+    assert victim.wait() is None
+    summary = survivor.wait()
+    assert summary is not None and int(str(summary["executed"])) == 2, summary
+    _assert_scored_once_and_verified(ledger_dir, rid, holder)
+    tries = [lease.worker_id for lease in read_leases(ledger_dir, rid, sleeping)]
+    assert tries == [holder, survivor.worker_id]
 
 
 @pytest.mark.docker
