@@ -240,7 +240,21 @@ def run(req: CheckerRequest) -> CheckerReport:
                 results.append({"ok": False, "max_abs_err": None, "error": _short_error(exc)})
     finally:
         checker.close_pool()
-    return CheckerReport(results=results, flags=checker.flags, work=checker.work())
+    return CheckerReport(results=results, flags=checker.flags, work=checker.work(),
+                         device=fingerprint(req))  # fmt: skip
+
+
+def fingerprint(req: CheckerRequest) -> dict[str, Any]:
+    """The evaluation device's fingerprint when shapes were timed (``aka compare`` warns
+    when two arms were timed on different cards); empty if it cannot be read."""
+    if not req.timed_shapes:
+        return {}
+    from aka.timing import device_fingerprint
+
+    try:
+        return device_fingerprint(req.device)
+    except Exception:
+        return {}
 
 
 def main() -> None:

@@ -276,7 +276,12 @@ def parent_flags(
 
 
 def _sealed(
-    job: Job, request: CandidateRequest, out: Path, *, cwd: Path, stages: tuple[str, ...],
+    job: Job,
+    request: CandidateRequest,
+    out: Path,
+    *,
+    cwd: Path,
+    stages: tuple[str, ...],
     workers: Workers,
 ) -> tuple[CandidateRun, dict[str, Any]]:
     """One candidate process over ``stages`` of the plan; its run and the assembly."""
@@ -450,6 +455,8 @@ def run_job(
     cases, check_flags = judge_records(records, checked, assembled["twins"])
     if compiled.get("ok") and not cases and not run.error:
         assembled["error"] = assembled["error"] or "no correctness case came back"
+    for item in assembled["timing"]:  # the device as the checker read it on that device
+        item.setdefault("fingerprint", checked.device)
     timing = timing_results(job, assembled["timing"]) if not assembled["error"] else []
     found = static + run.flags + check_flags + list(assembled["flags"])
     found += forbidden_ops(job.forbidden, assembled["ops"])

@@ -130,6 +130,8 @@ class CheckerReport:
     flags: list[dict[str, str]]
     work: list[dict[str, float] | None]
     error: str | None = None
+    # The device's fingerprint, read here (trusted) rather than in the candidate process.
+    device: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def encode_report(report: CandidateReport | CheckerReport) -> dict[str, Any]:
