@@ -144,7 +144,8 @@ def score_response(
         evaluator: an :class:`aka.api.Evaluator`.
         task: the task key.
         response: the model's message.
-        sample: the :class:`aka.api.Sample` recorded with the attempt.
+        sample: the :class:`aka.api.Sample` recorded with the attempt (its message is
+            the response when it has none).
         task_digest: the task digest the prompt was made from (a dataset's
             ``extra_info.task_digest``); a different task folder now is an error, so a
             reward always belongs to the task the policy was shown.
@@ -155,6 +156,8 @@ def score_response(
     from aka.feedback import rejection_text
     from aka.integrations._response import ResponseError, parse_response
 
+    if not sample.message:  # a sample sent without the text: the response is the message
+        sample = sample.model_copy(update={"message": response})
     spec = evaluator.task(task)
     if task_digest and task_digest != evaluator.task_digest(task):
         raise InputError(
