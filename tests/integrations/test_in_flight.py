@@ -239,3 +239,37 @@ def test_trainer_batches_are_scored_in_flight_in_order(tasks_root: Path, ledger_
     assert peak(trl) >= 2
     with pytest.raises(Exception, match=r"in_flight"):
         compute_score_batch(["aka"], [good], [truth], None, **{**kw, "in_flight": 0})
+
+
+def test_aka_serve_stops_on_interrupt_and_finishes_its_run(
+    tasks_root: Path, ledger_dir: Path
+) -> None:
+    """Ctrl-C ends the service run with ``RunFinished`` (it used to close the ledger first
+    and fail writing it), after the requests it answered."""
+    import signal
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "aka.cli", "serve", "--root", str(tasks_root), "--device",
+           "cpu", "--port", "0", "--in-flight", "2", "--ledger", str(ledger_dir)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "2 in flight" in line, (line, proc.stderr.read() if proc.poll() else "")
+        url = re.search(r"http://\S+", line).group(0)  # type: ignore[union-attr]
+        body = {"task": TASK, "response": "", "sample": {"trainer": "http"}}
+        req = urllib.request.Request(f"{url}/reward", data=json.dumps(body).encode(),
+                                     method="POST")  # fmt: skip
+        with urllib.request.urlopen(req, timeout=60) as r:
+            got = json.loads(r.read())
+        assert got["score"] == 0.0 and "the response is empty" in got["error"]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    evs = events(ledger_dir, got["run_id"])
+    assert [e.type for e in evs][-1] == "RunFinished"
+    assert evs[-1].payload.attempts == 1
