@@ -273,3 +273,75 @@ def test_aka_serve_stops_on_interrupt_and_finishes_its_run(
     evs = events(ledger_dir, got["run_id"])
     assert [e.type for e in evs][-1] == "RunFinished"
     assert evs[-1].payload.attempts == 1
+
+
+def test_closing_waits_for_evaluations_in_flight(
+    tasks_root: Path, ledger_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An evaluator closed while another thread evaluates (``aka serve`` stopping) records
+    that attempt first, then ``RunFinished`` counting it."""
+    import aka.api
+
+    real, entered = aka.api.evaluate, threading.Event()
+
+    def slow(*args: Any, **kw: Any) -> Any:
+        entered.set()
+        return real(*args, **kw)
+
+    monkeypatch.setattr(aka.api, "evaluate", slow)
+    got: list[Any] = []
+    ev = Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu", timing=TIMING, in_flight=2)
+    worker = threading.Thread(target=lambda: got.append(ev.evaluate(TASK, {"kernel.py": WRONG})))
+    worker.start()
+    assert entered.wait(timeout=120)
+    ev.close()  # while the evaluation runs
+    worker.join(timeout=120)
+    assert got and got[0].compiled and not got[0].correct
+    evs = events(ledger_dir, got[0].run_id)
+    kinds = [e.type for e in evs]
+    assert kinds[-1] == "RunFinished" and evs[-1].payload.attempts == 1
+    assert kinds.index("AttemptFinished") < kinds.index("RunFinished")
+
+
+def test_the_in_flight_limit_and_how_a_batch_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from aka import inflight
+    from aka.errors import InputError
+
+    monkeypatch.delenv("AKA_IN_FLIGHT", raising=False)
+    for cores, limit in ((1, 1), (2, 1), (6, 3), (16, 8), (128, 8)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
+        assert inflight.resolve(None) == limit
+    monkeypatch.setenv("AKA_IN_FLIGHT", " 3 ")
+    assert inflight.resolve(None) == 3 and inflight.resolve(5) == 5
+    for bad in ("0", "two", "-1", "2.5"):
+        monkeypatch.setenv("AKA_IN_FLIGHT", bad)
+        with pytest.raises(InputError, match="AKA_IN_FLIGHT"):
+            inflight.resolve(None)
+    with pytest.raises(InputError, match="positive integer"):
+        inflight.resolve(0, where="--in-flight")
+    assert inflight.within(4, None) == 4 and inflight.within(4, 2) == 2
+    with pytest.raises(InputError, match="above this evaluator's limit of 4"):
+        inflight.within(4, 6)
+
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    def fn(i: int) -> int:
+        with lock:
+            calls.append(i)
+        if i in (1, 2):
+            raise ValueError(f"item {i} failed")
+        return i * 10
+
+    assert inflight.in_order(fn, [3, 0, 4], 3) == [30, 0, 40]
+    calls.clear()
+    with pytest.raises(ValueError, match="item 1 failed"):  # one at a time: stops there
+        inflight.in_order(fn, [0, 1, 2, 3], 1)
+    assert calls == [0, 1]
+    calls.clear()
+    with pytest.raises(ValueError, match="item 1 failed") as failed:  # in flight: all run
+        inflight.in_order(fn, [0, 1, 2, 3], 3)
+    assert sorted(calls) == [0, 1, 2, 3]
+    assert "2 other items finished" in "".join(failed.value.__notes__)
