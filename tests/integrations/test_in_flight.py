@@ -187,6 +187,12 @@ def test_concurrent_requests_to_aka_serve_get_their_own_rewards(
                 t.start()
             for t in threads:
                 t.join(timeout=300)
+            # A trainer's batch through AKA_SERVE_URL is sent as the server's limit at once.
+            from aka.integrations.trl import AkaReward
+
+            reward = AkaReward(task=TASK, url=url)
+            assert reward(prompts=["p", "p"], completions=responses[:2]) == [1.0, 0.0]
+            assert reward.scorer.in_flight == 2  # type: ignore[attr-defined]
         finally:
             server.shutdown()
             server.server_close()
@@ -198,7 +204,8 @@ def test_concurrent_requests_to_aka_serve_get_their_own_rewards(
     ]  # fmt: skip
     assert "SyntaxError" in got[2]["error"] and "SyntaxError" in got[3]["error"]
     evs = events(ledger_dir, run_id)
-    one_of_each(evs, [got[i]["attempt_key"] for i in range(len(responses))])
+    keys = [got[i]["attempt_key"] for i in range(len(responses))]
+    one_of_each(evs, keys + [r.attempt_key for r in reward.last])
     # Each reply is the attempt that recorded its own request's text and index.
     said = {e.attempt_key: (json.loads(e.payload.items[0].data)["index"], e.payload.items[0].text)
             for e in evs if e.type == "AgentOutput"}  # fmt: skip
