@@ -10,6 +10,11 @@ handling, so ``aka report``, ``aka export rewards`` and ``aka audit`` work on th
         r = ev.evaluate("triton2triton/llm/softmax", {"kernel.py": source})
         r.reward, r.correct, r.speedup
 
+Several evaluations run at once, up to the evaluator's in-flight limit
+(:mod:`aka.inflight`): ``evaluate`` may be called from many threads (``aka serve`` does),
+and ``evaluate_batch`` runs a batch that way. Their compiles and correctness runs overlap
+on the CPU cores; timing stays exclusive per device (the evaluator's timing gate).
+
 ``aka serve`` exposes the same over HTTP on 127.0.0.1 (docs/api.md).
 """
 
@@ -18,13 +23,11 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from aka import __version__, recorder
+from aka import __version__, inflight, recorder
 from aka import events as ev
 from aka.attempt import ITEM_TEXT_CAP
 from aka.config import ArmConfig, RunConfig, TimingSettings
@@ -38,6 +41,7 @@ from aka.liveness import holding
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
 from aka.recorder import AttemptRecorder
 from aka.runkeys import with_authority
+from aka.sample import EvalResult, Sample
 from aka.scoring import Measurements, score
 from aka.taskhealth import TaskHealth
 from aka.tasks import Task, select
@@ -45,61 +49,31 @@ from aka.treatments import ResolvedArm
 from aka.workspace import capture_files, is_editable
 from aka_ledger import Ledger
 
+__all__ = ["EXTERNAL", "EvalResult", "Evaluator", "Files", "Sample", "check"]
+
 EXTERNAL = "external"
-
-
-class Sample(BaseModel):
-    """Where a candidate came from in a trainer: recorded with its attempt.
-
-    The prompt and the model's message are stored as the attempt's agent events (the
-    prompt as ``AgentStarted.prompt``, the message as an ``AgentOutput`` item and as the
-    ``AgentFinished`` transcript), so ``aka export rewards`` and ``aka audit`` show what
-    the policy was asked and what it said, next to what was evaluated.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    trainer: str = Field(description="The trainer that asked (trl, verl, skyrl, ...).")
-    trainer_run: str | None = Field(default=None, description="The trainer's own run name.")
-    step: int | None = Field(default=None, ge=0, description="Policy (global) step.")
-    index: int | None = Field(default=None, ge=0, description="Sample index within the step.")
-    row: int | None = Field(default=None, ge=0, description="Dataset row the prompt came from.")
-    episode: str | None = Field(default=None, description="Multi-turn episode id.")
-    turn: int | None = Field(default=None, ge=0, description="Turn within the episode.")
-    prompt: str = Field(default="", description="The prompt text the policy saw.")
-    message: str = Field(default="", description="The model's whole response.")
-
-    def data(self) -> str:
-        """The provenance fields as JSON (an ``AgentOutput`` item's ``data``)."""
-        return json.dumps(
-            self.model_dump(exclude={"prompt", "message"}, exclude_none=True), sort_keys=True
-        )
-
-
-@dataclass(frozen=True)
-class EvalResult:
-    """What a trainer needs back: the reward and where it came from."""
-
-    run_id: str
-    attempt_key: str
-    eval_id: str
-    candidate: str
-    compiled: bool
-    correct: bool
-    speedup: float | None
-    reward: float
-    components: dict[str, float]
-    hack_flags: list[str]
-    error: str | None
-    feedback: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
+Files: TypeAlias = dict[str, str | bytes]
+"""A candidate as sent: editable path -> new source."""
 
 
 class Evaluator:
-    """Scores candidates for one ledger, as attempts of one service run."""
+    """Scores candidates for one ledger, as attempts of one service run.
+
+    Thread-safe: up to ``in_flight`` evaluations run at once, from any threads; more
+    wait for a slot. Only the run's bookkeeping (its start, each attempt's plan and
+    number) is serialized; the ledger's appends are safe from several threads.
+
+    Args:
+        ledger: the ledger folder, or an open ledger (left open on close).
+        tasks_root: the tasks folder.
+        device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
+        policy: the scoring policy.
+        timing: the timing settings.
+        label: the service run's label.
+        in_flight: evaluations at once (default ``AKA_IN_FLIGHT``, else half the CPU
+            cores, at most 8: :func:`aka.inflight.default_in_flight`); 1 evaluates one
+            at a time.
+    """
 
     def __init__(
         self,
@@ -110,7 +84,10 @@ class Evaluator:
         policy: str = "agentkernelarena",
         timing: TimingSettings | None = None,
         label: str = "service",
+        in_flight: int | None = None,
     ):
+        self.in_flight = inflight.resolve(in_flight, where="Evaluator(in_flight=)")
+        self._slots = inflight.Slots(self.in_flight)
         self._own = not isinstance(ledger, Ledger)
         self.ledger = (
             Ledger.open(Path(ledger), registry=REGISTRY)
@@ -126,7 +103,7 @@ class Evaluator:
         self.run_id = new_run_id(label)
         self._tasks: dict[str, tuple[Task, str]] = {}
         self._counts: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the run's bookkeeping; never held while evaluating
         self._harness = harness_digest(self.ledger)
         self._arm = ""
         self._started = False
@@ -143,13 +120,16 @@ class Evaluator:
     def close(self) -> None:
         """Finish the service run (every attempt was scored as it came), then let go.
 
+        Evaluations still in flight (another thread's) finish and are recorded first.
         The run's ``RunFinished`` marks it done for ``aka status``; the ledger is closed
         if this evaluator opened it.
         """
-        if self._started:
-            n = sum(self._counts.values())
-            recorder.finish_run(self.ledger, self.run_id, attempts=n, scored=n)
-            self._started = False
+        self._slots.wait_idle()
+        with self._lock:
+            if self._started:
+                n = sum(self._counts.values())
+                recorder.finish_run(self.ledger, self.run_id, attempts=n, scored=n)
+                self._started = False
         self._held.close()
         self._staged.close()
         if self._own:
@@ -169,10 +149,11 @@ class Evaluator:
 
     def _task(self, key: str) -> tuple[Task, str]:
         """The task loaded from its staged tree (what ``aka run`` records), and that tree."""
-        if key not in self._tasks:
-            (task,) = select(self.root, [key], where="task")[:1]
-            self._tasks[key] = self._staged.enter_context(staged(self.ledger.cas, task))
-        return self._tasks[key]
+        with self._lock:
+            if key not in self._tasks:
+                (task,) = select(self.root, [key], where="task")[:1]
+                self._tasks[key] = self._staged.enter_context(staged(self.ledger.cas, task))
+            return self._tasks[key]
 
     def _start(self, task_key: str, tree: str) -> None:
         if self._started:
@@ -226,8 +207,9 @@ class Evaluator:
                 where="files",
                 fix=f"send only {task.spec.editable}",
             )
-        with self._lock:
-            key = self._plan(task_key, tree, sample)
+        with self._slots.held():
+            with self._lock:
+                key = self._plan(task_key, tree, sample)
             cand_tree, diff = capture_files(self.ledger.cas, task, files)
             rec = AttemptRecorder(self.ledger, self.run_id, key, try_no=1)
 
@@ -287,10 +269,10 @@ class Evaluator:
         failed = score(Measurements(compiled=False, correct=False), self.policy)
         with self._lock:
             key = self._plan(task_key, tree, sample)
-            recorder.reject_attempt(
-                self.ledger, self.run_id, key, 1, worker="api", error=error,
-                body=lambda rec: self._record_sample(rec, sample),
-            )  # fmt: skip
+        recorder.reject_attempt(
+            self.ledger, self.run_id, key, 1, worker="api", error=error,
+            body=lambda rec: self._record_sample(rec, sample),
+        )  # fmt: skip
         return EvalResult(
             run_id=self.run_id,
             attempt_key=key,
@@ -345,9 +327,42 @@ class Evaluator:
             )
         )
 
-    def evaluate_batch(self, items: list[tuple[str, dict[str, str | bytes]]]) -> list[EvalResult]:
-        """Score several candidates, in order (one GPU measures one at a time)."""
-        return [self.evaluate(task, files) for task, files in items]
+    def evaluate_batch(
+        self,
+        items: Sequence[tuple[str, Files]],
+        *,
+        samples: Sequence[Sample | None] | None = None,
+        in_flight: int | None = None,
+    ) -> list[EvalResult]:
+        """Score several candidates, up to ``in_flight`` at once; results in input order.
+
+        Each candidate is an attempt of its own, recorded with its sample. Their compiles
+        and correctness runs overlap; one device times one candidate at a time.
+
+        Args:
+            items: ``(task key, files)`` per candidate, as :meth:`evaluate` takes them.
+            samples: each candidate's :class:`Sample` (same length as ``items``), or None.
+            in_flight: evaluations at once, at most the evaluator's limit (default that
+                limit); 1 evaluates in turn and stops at the first failure.
+
+        Raises:
+            InputError: ``samples`` does not match ``items``, or ``in_flight`` is above
+                the evaluator's limit.
+            Exception: the first failure in input order, raised once every other
+                candidate of the batch was evaluated and recorded (see :meth:`evaluate`).
+        """
+        k = inflight.within(self.in_flight, in_flight)
+        given = list(samples) if samples is not None else [None] * len(items)
+        if len(given) != len(items):
+            raise InputError(
+                f"{len(given)} samples for {len(items)} candidates",
+                where="evaluate_batch(samples=)",
+                fix="pass one sample (or None) per candidate, in the same order",
+            )
+        pairs = list(zip(items, given, strict=True))
+        return inflight.in_order(
+            lambda pair: self.evaluate(pair[0][0], pair[0][1], sample=pair[1]), pairs, k
+        )
 
 
 def check(

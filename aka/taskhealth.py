@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -42,16 +43,26 @@ class TaskHealth:
 
     The baseline's evaluation is recorded like any other (purpose ``validate``, under the
     run, outside every attempt), so the evidence behind a task failure is in the ledger.
+    Safe from several threads (evaluations in flight, :mod:`aka.inflight`): failures of
+    one task at once wait for one evaluation of its baseline.
     """
 
     def __init__(self, ledger: Ledger, run_id: str) -> None:
         self._ledger = ledger
         self._run_id = run_id
         self._known: dict[tuple[str, str], str | None] = {}
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._lock = threading.Lock()
 
     def fault(self, req: EvalRequest) -> str | None:
         """Why ``req``'s task fails by itself, or None when its baseline passes."""
         key = (req.task_tree, req.device)
+        with self._lock:
+            once = self._locks.setdefault(key, threading.Lock())
+        with once:
+            return self._fault(req, key)
+
+    def _fault(self, req: EvalRequest, key: tuple[str, str]) -> str | None:
         if key not in self._known:
             base = replace(
                 req,

@@ -1,4 +1,9 @@
-"""``aka serve``: an HTTP endpoint an RL trainer sends candidates to (127.0.0.1 only)."""
+"""``aka serve``: an HTTP endpoint an RL trainer sends candidates to (127.0.0.1 only).
+
+Each request is handled on a thread of its own (``ThreadingHTTPServer``), so concurrent
+requests are evaluated concurrently, up to the evaluator's in-flight limit
+(``--in-flight``, :mod:`aka.inflight`); the others wait for a slot.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,9 @@ MAX_BODY = 16 << 20
 
 def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServer:
     """An HTTP server: ``POST /evaluate`` {task, files} -> result JSON; ``GET /health``.
+
+    Requests are served on threads; ``evaluator`` runs up to its in-flight limit of them
+    at once (``GET /health`` says the limit, which trainers' batches send at once).
 
     ``POST /reward`` {task, response, sample, task_digest?} reads a model's response
     (docs/trainers.md) and returns the reward with feedback (what the trainer adapters
@@ -41,7 +49,13 @@ def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServ
         def do_GET(self) -> None:
             if self.path == "/health":
                 self._reply(
-                    200, {"ok": True, "run_id": evaluator.run_id, "device": evaluator.device}
+                    200,
+                    {
+                        "ok": True,
+                        "run_id": evaluator.run_id,
+                        "device": evaluator.device,
+                        "in_flight": evaluator.in_flight,
+                    },
                 )
             else:
                 self._reply(404, {"error": "unknown path; use POST /evaluate or GET /health"})
@@ -129,27 +143,43 @@ def serve(
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = SERVE_PORT,
+    in_flight: Annotated[
+        int | None,
+        typer.Option(
+            "--in-flight",
+            min=1,
+            help="Evaluations at once (default AKA_IN_FLIGHT, else half the CPU cores, "
+            "at most 8); timing stays one candidate at a time per device.",
+        ),
+    ] = None,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Evaluate candidates sent over HTTP; each lands in the ledger as an attempt."""
     from aka.api import Evaluator
+    from aka.inflight import resolve
 
+    limit = resolve(in_flight, where="--in-flight")  # a bad AKA_IN_FLIGHT fails before binding
     led = open_ledger(ledger, create=True)
     # Bind before the evaluator records a run, so a taken port leaves nothing behind.
     probe = bind(lambda: _probe(host, port), host=host, port=port, command="serve")
     port = probe.server_address[1] if port == 0 else port
     probe.server_close()
-    with Evaluator(led, tasks_root=tasks_root, device=device) as evaluator:
-        server = bind(
-            lambda: make_server(evaluator, host, port), host=host, port=port, command="serve"
-        )
-        typer.echo(
-            f"aka serve: http://{host}:{server.server_address[1]}  (POST /evaluate, GET /health); run {evaluator.run_id}"
-        )
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
-            led.close()
+    try:
+        with Evaluator(led, tasks_root=tasks_root, device=device, in_flight=limit) as evaluator:
+            server = bind(
+                lambda: make_server(evaluator, host, port), host=host, port=port, command="serve"
+            )
+            typer.echo(
+                f"aka serve: http://{host}:{server.server_address[1]}  (POST /evaluate, "
+                f"POST /reward, GET /health); run {evaluator.run_id}, "
+                f"{evaluator.in_flight} in flight"
+            )
+            try:
+                server.serve_forever()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                server.server_close()
+            # Leaving the block waits for requests still evaluating, then finishes the run.
+    finally:
+        led.close()

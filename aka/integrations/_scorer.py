@@ -9,7 +9,9 @@ service run, with the trainer's sample (step, index, prompt, message) recorded, 
 Where it runs is configuration (:func:`open_scorer`): in this process (an
 :class:`aka.api.Evaluator` on a ledger) or in an ``aka serve`` process
 (``POST /reward``), so a trainer on another machine of the node needs no task folder
-and no torch.
+and no torch. A trainer's batch (TRL's completions of a step, verl's batch reward
+manager) goes through :meth:`Scorer.score_batch`: up to the evaluator's in-flight limit
+of responses are scored at once (:mod:`aka.inflight`), the rewards come back in order.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,9 +40,11 @@ __all__ = [
     "LocalScorer",
     "Reward",
     "Scorer",
+    "Submission",
     "close_shared",
     "open_scorer",
     "score_response",
+    "score_responses",
     "shared_scorer",
 ]
 
@@ -97,6 +102,16 @@ class Reward:
         }
 
 
+@dataclass(frozen=True)
+class Submission:
+    """One response of a trainer's batch, as :meth:`Scorer.score` takes it."""
+
+    task: str
+    response: str
+    sample: Sample
+    task_digest: str | None = None
+
+
 class Scorer(Protocol):
     """Scores responses for tasks; :class:`LocalScorer` or :class:`HttpScorer`."""
 
@@ -104,6 +119,10 @@ class Scorer(Protocol):
         self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
     ) -> Reward:
         """Score ``response`` as a candidate for ``task`` (sample: an ``aka.api.Sample``)."""
+        ...
+
+    def score_batch(self, batch: Sequence[Submission]) -> list[Reward]:
+        """Score a trainer's batch, several at once; one reward per submission, in order."""
         ...
 
     def close(self) -> None:
@@ -125,7 +144,8 @@ def score_response(
         evaluator: an :class:`aka.api.Evaluator`.
         task: the task key.
         response: the model's message.
-        sample: the :class:`aka.api.Sample` recorded with the attempt.
+        sample: the :class:`aka.api.Sample` recorded with the attempt (its message is
+            the response when it has none).
         task_digest: the task digest the prompt was made from (a dataset's
             ``extra_info.task_digest``); a different task folder now is an error, so a
             reward always belongs to the task the policy was shown.
@@ -136,6 +156,8 @@ def score_response(
     from aka.feedback import rejection_text
     from aka.integrations._response import ResponseError, parse_response
 
+    if not sample.message:  # a sample sent without the text: the response is the message
+        sample = sample.model_copy(update={"message": response})
     spec = evaluator.task(task)
     if task_digest and task_digest != evaluator.task_digest(task):
         raise InputError(
@@ -178,9 +200,32 @@ def score_response(
     )
 
 
+def score_responses(
+    evaluator: Evaluator, batch: Sequence[Submission], *, in_flight: int | None = None
+) -> list[Reward]:
+    """:func:`score_response` for each submission, up to ``in_flight`` at once, in order.
+
+    ``in_flight`` defaults to the evaluator's limit; every submission is read, evaluated
+    (or rejected) and recorded as an attempt of its own, as one at a time. With a limit of
+    1 the batch is scored in turn, its attempts recorded in input order.
+
+    Raises:
+        Exception: the first failure in input order (see :func:`aka.inflight.in_order`),
+            once every other submission was scored and recorded.
+    """
+    from aka.inflight import in_order
+
+    def one(sub: Submission) -> Reward:
+        return score_response(
+            evaluator, sub.task, sub.response, sub.sample, task_digest=sub.task_digest
+        )
+
+    return in_order(one, batch, in_flight or evaluator.in_flight)
+
+
 class LocalScorer:
     """Scores in this process with an :class:`aka.api.Evaluator` (candidates still run in
-    processes of their own)."""
+    processes of their own; a batch runs up to the evaluator's in-flight limit at once)."""
 
     def __init__(self, evaluator: Evaluator):
         self.evaluator = evaluator
@@ -191,17 +236,30 @@ class LocalScorer:
         """See :func:`score_response`."""
         return score_response(self.evaluator, task, response, sample, task_digest=task_digest)
 
+    def score_batch(self, batch: Sequence[Submission]) -> list[Reward]:
+        """See :func:`score_responses`."""
+        return score_responses(self.evaluator, batch)
+
     def close(self) -> None:
         """Close the evaluator (and the ledger if it opened it)."""
         self.evaluator.close()
 
 
 class HttpScorer:
-    """Scores in an ``aka serve`` process: ``POST {url}/reward``."""
+    """Scores in an ``aka serve`` process: ``POST {url}/reward``.
 
-    def __init__(self, url: str, *, timeout: float = 3600.0):
+    Args:
+        url: the server's address.
+        timeout: seconds to wait for one reward.
+        in_flight: requests of a batch sent at once (default: the server's in-flight
+            limit, from ``GET /health``); the server evaluates at most its limit at once
+            whatever is sent.
+    """
+
+    def __init__(self, url: str, *, timeout: float = 3600.0, in_flight: int | None = None):
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.in_flight = in_flight
 
     def score(
         self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
@@ -234,6 +292,36 @@ class HttpScorer:
                 fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
             ) from None
 
+    def score_batch(self, batch: Sequence[Submission]) -> list[Reward]:
+        """Send the batch as concurrent requests; the rewards come back in order.
+
+        Raises:
+            InputError: as :meth:`score`, for the first failing submission in order
+                (after every other request was answered).
+        """
+        from aka.inflight import in_order
+
+        def one(sub: Submission) -> Reward:
+            return self.score(sub.task, sub.response, sub.sample, task_digest=sub.task_digest)
+
+        if len(batch) <= 1:
+            return [one(sub) for sub in batch]
+        return in_order(one, batch, self.in_flight or self._server_in_flight())
+
+    def _server_in_flight(self) -> int:
+        """The server's in-flight limit (1 from a server that does not say)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=60) as resp:
+                limit = json.loads(resp.read()).get("in_flight", 1)
+        except urllib.error.URLError as exc:
+            raise InputError(
+                f"cannot reach aka serve: {exc.reason}",
+                where=self.url,
+                fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
+            ) from None
+        self.in_flight = limit if isinstance(limit, int) and limit >= 1 else 1
+        return self.in_flight
+
     def close(self) -> None:
         """Nothing to release: the server owns the evaluator."""
 
@@ -246,20 +334,22 @@ def open_scorer(
     device: str | None = None,
     policy: str = "agentkernelarena",
     label: str = "trainer",
+    in_flight: int | None = None,
 ) -> Scorer:
     """A scorer from arguments, falling back to the environment.
 
     ``url`` (or ``AKA_SERVE_URL``) picks an ``aka serve`` process; otherwise an
     in-process evaluator on ``ledger`` (or ``AKA_LEDGER``) with ``tasks_root`` (or
     ``AKA_TASKS_ROOT``, default ``tasks``) and ``device`` (or ``AKA_DEVICE``, default
-    ``auto``).
+    ``auto``). ``in_flight`` (or ``AKA_IN_FLIGHT``) is how many of a batch are scored at
+    once (:mod:`aka.inflight`; for a server, how many requests are sent at once).
 
     Raises:
-        InputError: neither a URL nor a ledger is given.
+        InputError: neither a URL nor a ledger is given, or a bad in-flight limit.
     """
     url = url or os.environ.get(ENV_URL)
     if url:
-        return HttpScorer(url)
+        return HttpScorer(url, in_flight=in_flight)
     where = ledger or os.environ.get(ENV_LEDGER)
     if not where:
         raise InputError(
@@ -276,11 +366,12 @@ def open_scorer(
             device=device or os.environ.get(ENV_DEVICE, "auto"),
             policy=policy,
             label=label,
+            in_flight=in_flight,
         )
     )
 
 
-SETTINGS = ("tasks_root", "device", "ledger", "url", "policy")
+SETTINGS = ("tasks_root", "device", "ledger", "url", "policy", "in_flight")
 """What a trainer config may set for aka (verl ``reward_kwargs``, SkyRL ``env_config``)."""
 _shared: dict[tuple[Any, ...], Scorer] = {}
 _shared_lock = threading.Lock()
@@ -308,9 +399,23 @@ def shared_scorer(settings: dict[str, Any], *, label: str, where: str) -> Scorer
                 k: settings[k] for k in ("tasks_root", "device", "ledger", "url") if settings.get(k)
             }
             _shared[key] = open_scorer(
-                **opts, policy=settings.get("policy") or "agentkernelarena", label=label
+                **opts,
+                policy=settings.get("policy") or "agentkernelarena",
+                label=label,
+                in_flight=_limit(settings.get("in_flight"), where),
             )
         return _shared[key]
+
+
+def _limit(value: Any, where: str) -> int | None:
+    """An ``in_flight`` setting from a trainer config (YAML may give it as a string)."""
+    from aka.inflight import resolve
+
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return resolve(value, where=f"{where}.in_flight")
 
 
 def close_shared() -> None:

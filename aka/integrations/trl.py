@@ -10,7 +10,8 @@ TRL calls ``reward(prompts=..., completions=..., **columns)`` with every other d
 column as a list, plus ``trainer_state``; completions are strings, or lists of chat
 messages for conversational data. Each completion is read as a candidate
 (docs/trainers.md), evaluated, and recorded as an attempt with the policy step
-(``trainer_state.global_step``) and its sample index within that step.
+(``trainer_state.global_step``) and its sample index within that step. The completions of
+one call are scored several at once, up to the in-flight limit (``in_flight=``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.api import Sample
-from aka.integrations._scorer import Reward, Scorer, open_scorer
+from aka.integrations._scorer import Reward, Scorer, Submission, open_scorer
 from aka.integrations._text import chat_text, message_text, row_task
 
 __all__ = ["AkaReward"]
@@ -41,6 +42,9 @@ class AkaReward:
         policy: the scoring policy.
         run_name: the trainer's run name, recorded with every sample.
         task_column: the dataset column that names each row's task.
+        in_flight: completions of a call scored at once (default ``AKA_IN_FLIGHT``, else
+            the evaluator's default, :func:`aka.inflight.default_in_flight`; for a server,
+            its limit); 1 scores them in turn.
         scorer: a ready :class:`~aka.integrations._scorer.Scorer` (tests, custom setups).
 
     Attributes:
@@ -59,6 +63,7 @@ class AkaReward:
         policy: str = "agentkernelarena",
         run_name: str | None = None,
         task_column: str = "task",
+        in_flight: int | None = None,
         scorer: Scorer | None = None,
     ):
         self.__name__ = "aka_reward"
@@ -66,7 +71,13 @@ class AkaReward:
         self.task_column = task_column
         self.run_name = run_name
         self.scorer = scorer or open_scorer(
-            url=url, ledger=ledger, tasks_root=tasks_root, device=device, policy=policy, label="trl"
+            url=url,
+            ledger=ledger,
+            tasks_root=tasks_root,
+            device=device,
+            policy=policy,
+            label="trl",
+            in_flight=in_flight,
         )
         self.last: list[Reward] = []
         self._seen: Counter[int | None] = Counter()
@@ -74,7 +85,7 @@ class AkaReward:
     def __call__(
         self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
     ) -> list[float]:
-        """Score each completion; returns one float per completion, in order."""
+        """Score each completion, several at once; returns one float per completion, in order."""
         state = kwargs.get("trainer_state")
         step = getattr(state, "global_step", None)
         tasks = kwargs.get(self.task_column) or [None] * len(completions)
@@ -83,6 +94,7 @@ class AkaReward:
         first = self._seen[step]
         self._seen[step] += len(completions)
         self.last = []
+        batch = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
             if tasks[i]:  # the row's own task column wins, then extra_info, then task=
                 key, digest = tasks[i], digests[i]
@@ -96,7 +108,8 @@ class AkaReward:
                 prompt=chat_text(prompt),
                 message=message_text(completion),
             )
-            self.last.append(self.scorer.score(key, sample.message, sample, task_digest=digest))
+            batch.append(Submission(key, sample.message, sample, digest))
+        self.last = self.scorer.score_batch(batch)
         log_extra = kwargs.get("log_extra")
         if callable(log_extra):
             log_extra("aka_attempt", [r.attempt_key for r in self.last])

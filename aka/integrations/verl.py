@@ -17,7 +17,8 @@ match the tasks folder, so a reward always belongs to the task the policy was sh
 Settings not in ``reward_kwargs`` come from the environment (``AKA_LEDGER``,
 ``AKA_TASKS_ROOT``, ``AKA_DEVICE``, ``AKA_SERVE_URL``). verl does not pass the policy
 step to reward functions; each sample is recorded with a running index and its dataset
-row (``extra_info.index``).
+row (``extra_info.index``). ``compute_score_batch`` scores its responses several at once
+(``reward_kwargs.in_flight``, docs/trainers.md).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aka.api import Sample
-from aka.integrations._scorer import Scorer, close_shared, shared_scorer
+from aka.integrations._scorer import Scorer, Submission, close_shared, shared_scorer
 from aka.integrations._text import row_task
 
 __all__ = ["compute_score", "compute_score_batch", "reset"]
@@ -65,6 +66,19 @@ def compute_score(
             since the dataset was exported, or an unknown ``reward_kwargs`` key.
     """
     scorer = _scorer(kwargs)
+    sub = _submission(data_source, solution_str, ground_truth, extra_info, kwargs)
+    reward = scorer.score(sub.task, sub.response, sub.sample, task_digest=sub.task_digest)
+    return {"score": reward.score, **reward.metrics()}
+
+
+def _submission(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None,
+    kwargs: Mapping[str, Any],
+) -> Submission:
+    """One row's response with its task and sample (a running index, the dataset row)."""
     info = extra_info if isinstance(extra_info, Mapping) else {}
     task, digest = row_task(None, info, ground_truth, where=f"verl row ({data_source})")
     row = info.get("index")
@@ -75,8 +89,7 @@ def compute_score(
         row=int(row) if isinstance(row, numbers.Integral) and int(row) >= 0 else None,
         message=solution_str,
     )
-    reward = scorer.score(task, solution_str, sample, task_digest=digest)
-    return {"score": reward.score, **reward.metrics()}
+    return Submission(task, solution_str, sample, digest)
 
 
 def compute_score_batch(
@@ -86,11 +99,18 @@ def compute_score_batch(
     extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """Score a batch (verl's batch reward manager): lists in, one dict per response out."""
+    """Score a batch (verl's batch reward manager): lists in, one dict per response out.
+
+    The responses are scored several at once, up to the in-flight limit
+    (``reward_kwargs.in_flight``, else ``AKA_IN_FLIGHT``, else the evaluator's default);
+    a row that names no task fails the batch before any response is scored.
+    """
     infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
-    return [
-        compute_score(src, sol, truth, info, **kwargs)
+    scorer = _scorer(kwargs)
+    batch = [
+        _submission(src, sol, truth, info, kwargs)
         for src, sol, truth, info in zip(
             data_sources, solution_strs, ground_truths, infos, strict=True
         )
     ]
+    return [{"score": r.score, **r.metrics()} for r in scorer.score_batch(batch)]

@@ -60,7 +60,8 @@ def rows(tasks_root: Path, ledger_dir: Path, fmt: str, **kw: object) -> list[dic
 
 
 def recorded(ledger_dir: Path) -> tuple[pl.DataFrame, list[dict]]:
-    """The scored attempts, and the sample data of every attempt (scored or not)."""
+    """The scored attempts, and the sample data of every attempt (scored or not), in the
+    trainer's order."""
     led = Ledger.open(ledger_dir, registry=REGISTRY)
     try:
         table = attempt_table(led, turns=False)
@@ -81,6 +82,9 @@ def recorded(ledger_dir: Path) -> tuple[pl.DataFrame, list[dict]]:
         led.close()
     for s in samples:
         s["error"] = finished[(s["run_id"], s["attempt_key"])]
+    # A batch scored in flight records its samples in the order they finish: read them in
+    # the trainer's order (step, index within it, turn of an episode).
+    samples.sort(key=lambda s: tuple(s.get(k, -1) for k in ("step", "index", "turn")))
     return table, samples
 
 
@@ -113,7 +117,8 @@ def test_verl_compute_score_reads_the_solution(
     table, samples = recorded(ledger_dir)
     assert sorted(table["score"].to_list()) == [0.0, right["score"]]
     assert [s["trainer"] for s in samples] == ["verl"] * 3
-    assert [s["index"] for s in samples] == sorted(s["index"] for s in samples)
+    first = samples[0]["index"]  # a running index, one per response, in the order given
+    assert [s["index"] for s in samples] == [first, first + 1, first + 2]
     assert {s["row"] for s in samples} == {0}
     assert "the response is empty" in samples[-1]["error"]
     best = table.sort("score")[-1].to_dicts()[0]
