@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from aka.cli._bench_eval import TASKS_ROOT, _job, triton_tasks
+from aka.cli._bench_eval import TASKS_ROOT, _job, lay_out_baseline, triton_tasks
 from aka.eval import current_workers
 from aka.eval._pipeline import run_processes, timing_results
 
@@ -29,12 +28,7 @@ def trace(task: Path, device: str) -> list[dict[str, Any]]:
     """One evaluation of ``task``'s baseline as its candidate; raw samples per shape."""
     job = _job(task, device)
     with tempfile.TemporaryDirectory(prefix="aka-aa-trace-") as tmp:
-        root = Path(tmp)
-        shutil.copytree(task, root / "task", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("base", "cand"):
-            shutil.copytree(
-                task / "source", root / name, ignore=shutil.ignore_patterns("__pycache__")
-            )
+        root = lay_out_baseline(task, Path(tmp))
         _run, assembled, _checked = run_processes(job, root, workers=current_workers())
     stats = timing_results(job, assembled["timing"])
     rows = []

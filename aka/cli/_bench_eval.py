@@ -49,17 +49,20 @@ def _job(task: Path, device: str) -> Job:
                time=True, timing=dict(TIMING), seed=1)  # fmt: skip
 
 
+def lay_out_baseline(task: Path, root: Path) -> Path:
+    """``root`` as an evaluation of ``task``'s own source against itself (A/A)."""
+    shutil.copytree(task, root / "task", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("base", "cand"):
+        shutil.copytree(task / "source", root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
 def evaluate_baseline(task: Path, device: str, workers: Workers, *, naive: bool = False
                       ) -> dict[str, Any]:  # fmt: skip
     """Evaluate the task's own source as a candidate; wall time, kernel time, verdict."""
     job = _job(task, device)
     with tempfile.TemporaryDirectory(prefix="aka-bench-eval-") as tmp:
-        root = Path(tmp)
-        shutil.copytree(task, root / "task", ignore=shutil.ignore_patterns("__pycache__"))
-        for name in ("base", "cand"):
-            shutil.copytree(
-                task / "source", root / name, ignore=shutil.ignore_patterns("__pycache__")
-            )
+        root = lay_out_baseline(task, Path(tmp))
         start = time.perf_counter()
         verdict = run_job(job, root, workers=workers, split_stages=naive)
         wall = time.perf_counter() - start
