@@ -16,11 +16,8 @@ of responses are scored at once (:mod:`aka.inflight`), the rewards come back in 
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,7 +33,6 @@ __all__ = [
     "ENV_LEDGER",
     "ENV_TASKS",
     "ENV_URL",
-    "HttpScorer",
     "LocalScorer",
     "Reward",
     "Scorer",
@@ -245,87 +241,6 @@ class LocalScorer:
         self.evaluator.close()
 
 
-class HttpScorer:
-    """Scores in an ``aka serve`` process: ``POST {url}/reward``.
-
-    Args:
-        url: the server's address.
-        timeout: seconds to wait for one reward.
-        in_flight: requests of a batch sent at once (default: the server's in-flight
-            limit, from ``GET /health``); the server evaluates at most its limit at once
-            whatever is sent.
-    """
-
-    def __init__(self, url: str, *, timeout: float = 3600.0, in_flight: int | None = None):
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-        self.in_flight = in_flight
-
-    def score(
-        self, task: str, response: str, sample: Sample, *, task_digest: str | None = None
-    ) -> Reward:
-        """Send the response; the server parses, evaluates and records it.
-
-        Raises:
-            InputError: the server refused the request (its message says why) or cannot
-                be reached.
-        """
-        body = {"task": task, "response": response, "sample": sample.model_dump()}
-        if task_digest:
-            body["task_digest"] = task_digest
-        req = urllib.request.Request(
-            f"{self.url}/reward",
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={"Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return Reward.from_dict(json.loads(resp.read()))
-        except urllib.error.HTTPError as exc:
-            detail = json.loads(exc.read() or b"{}").get("error", str(exc))
-            raise InputError(detail, where=f"{self.url}/reward") from None
-        except urllib.error.URLError as exc:
-            raise InputError(
-                f"cannot reach aka serve: {exc.reason}",
-                where=self.url,
-                fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
-            ) from None
-
-    def score_batch(self, batch: Sequence[Submission]) -> list[Reward]:
-        """Send the batch as concurrent requests; the rewards come back in order.
-
-        Raises:
-            InputError: as :meth:`score`, for the first failing submission in order
-                (after every other request was answered).
-        """
-        from aka.inflight import in_order
-
-        def one(sub: Submission) -> Reward:
-            return self.score(sub.task, sub.response, sub.sample, task_digest=sub.task_digest)
-
-        if len(batch) <= 1:
-            return [one(sub) for sub in batch]
-        return in_order(one, batch, self.in_flight or self._server_in_flight())
-
-    def _server_in_flight(self) -> int:
-        """The server's in-flight limit (1 from a server that does not say)."""
-        try:
-            with urllib.request.urlopen(f"{self.url}/health", timeout=60) as resp:
-                limit = json.loads(resp.read()).get("in_flight", 1)
-        except urllib.error.URLError as exc:
-            raise InputError(
-                f"cannot reach aka serve: {exc.reason}",
-                where=self.url,
-                fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
-            ) from None
-        self.in_flight = limit if isinstance(limit, int) and limit >= 1 else 1
-        return self.in_flight
-
-    def close(self) -> None:
-        """Nothing to release: the server owns the evaluator."""
-
-
 def open_scorer(
     *,
     url: str | None = None,
@@ -349,6 +264,8 @@ def open_scorer(
     """
     url = url or os.environ.get(ENV_URL)
     if url:
+        from aka.integrations._http import HttpScorer
+
         return HttpScorer(url, in_flight=in_flight)
     where = ledger or os.environ.get(ENV_LEDGER)
     if not where:
