@@ -27,6 +27,7 @@ from aka_ledger._errors import CorruptError
 from aka_ledger._frames import Damage, LiveScan, scan_live
 from aka_ledger._fs import (
     CAS,
+    CAS_TEMP_STALE_S,
     COMPACTED,
     EVENTS,
     MANIFESTS,
@@ -187,7 +188,7 @@ def _older(path: Path, number: int) -> bool:
     return int(path.name[:8]) < number
 
 
-STALE_TMP_S = 3600.0
+STALE_TMP_S = CAS_TEMP_STALE_S
 
 
 def remove_stale_temps(root: Path, temps: list[Path]) -> int:

@@ -101,6 +101,9 @@ def open_temp(tmp: Path) -> int:
     return fd
 
 
+CAS_TEMP_STALE_S = 3600.0
+"""A content-store put holds no lock: its temp counts as abandoned once this old."""
+
 TEMP_GRACE_S = 5.0
 """An unlocked temp younger than this may be one created a moment ago whose lock is not
 yet taken; it is left alone."""

@@ -9,13 +9,17 @@ passes in.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from aka_ledger._fs import CAS_TEMP_STALE_S
 
 if TYPE_CHECKING:
     from aka_ledger._ledger import Ledger
@@ -78,8 +82,13 @@ def check_cas_layout(add: Add, cas_root: Path) -> None:
         return
     for sub in sorted(cas_root.iterdir()):
         if sub.name == "tmp" and sub.is_dir():
+            # A put holds no lock, so a young temp may be one being written now: reported
+            # (and removed by compaction) once it is as old as no put ever takes.
+            cutoff = time.time() - CAS_TEMP_STALE_S
             for f in sorted(sub.iterdir()):
-                add(f, "leftover temporary file of an interrupted put; safe to delete")
+                with contextlib.suppress(FileNotFoundError):
+                    if f.stat().st_mtime < cutoff:
+                        add(f, "leftover temporary file of an interrupted put; safe to delete")
             continue
         if not sub.is_dir() or len(sub.name) != 2 or not set(sub.name) <= _HEX:
             add(sub, "stray file: not part of a ledger; move it out of the directory")

@@ -138,3 +138,23 @@ def test_compaction_removes_only_stale_temp_files(tmp_path: Path) -> None:
     os.utime(old, (hours_ago, hours_ago))
     Ledger.open(root, registry=REGISTRY).compact()
     assert not old.exists() and fresh.exists()
+
+
+def test_verify_reports_a_content_store_temp_only_once_no_put_could_own_it(tmp_path: Path) -> None:
+    """A put holds no lock: a young temp may be a live put (or a killed one that the next
+    compaction clears once stale), so verify names only those as old as compaction's cutoff."""
+    import time
+
+    root = tmp_path / "ledger"
+    led = Ledger.open(root, registry=REGISTRY, writer_id="w")
+    led.append(Counted(key="a", by=1), run_id="r")
+    led.close()
+    (root / "cas" / "tmp").mkdir(exist_ok=True)
+    young = root / "cas" / "tmp" / ".tmp-cas-young"
+    old = root / "cas" / "tmp" / ".tmp-cas-old"
+    for p in (young, old):
+        p.write_bytes(b"partial")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    found = [str(p.path) for p in Ledger.open(root, registry=REGISTRY).verify()]
+    assert any(".tmp-cas-old" in f for f in found) and not any(".tmp-cas-young" in f for f in found)
