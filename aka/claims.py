@@ -304,14 +304,23 @@ class Claim:
 
 
 def _try_create(key_dir: Path, n: int, payload: dict[str, Any]) -> bool:
-    try:
-        fd = os.open(_lease_path(key_dir, n), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w") as fh:
+    """Create lease ``n`` with its content, or return False if it exists.
+
+    Written to a temporary and linked into place: ``link`` fails when the name exists
+    (the ``O_EXCL`` race, NFS included), and a reader never meets the lease empty, so a
+    refused command always names the holder's pid and host.
+    """
+    tmp = key_dir / f".tmp-{secrets.token_hex(6)}"
+    with open(tmp, "x") as fh:
         json.dump(payload, fh)
         fh.flush()
         os.fsync(fh.fileno())
+    try:
+        os.link(tmp, _lease_path(key_dir, n))
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
     return True
 
 

@@ -222,3 +222,27 @@ def test_a_holder_that_may_live_elsewhere_keeps_its_lease_until_expiry(
     _lease_doc(claim.path, pid=_dead_pid(), **other)
     assert key_state(tmp_path, "r", "k") == "held"
     assert claim_next(tmp_path, "r", ["k"], "B", 30) is None
+
+
+def test_a_lease_is_never_visible_before_its_content(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A racing reader (a second ``aka resume``) met the lease empty and refused with
+    "pid ? on host ?": the lease now appears under its name only once written."""
+    import json
+
+    from aka import claims
+
+    seen: list[bool] = []
+    real_dump = json.dump
+
+    def spying_dump(obj, fh, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(claims._lease_path(tmp_path, 1).exists())
+        return real_dump(obj, fh, *args, **kwargs)
+
+    monkeypatch.setattr(claims.json, "dump", spying_dump)
+    payload = {"worker_id": "w1", "expires_at": 1e12, "host": "h", "pid": 7}
+    assert claims._try_create(tmp_path, 1, payload)
+    assert seen == [False]
+    assert claims._read_lease(tmp_path, 1).pid == 7
+    assert not claims._try_create(tmp_path, 1, {**payload, "worker_id": "w2"})  # taken
+    assert claims._read_lease(tmp_path, 1).worker_id == "w1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["try-0001.lease"]  # no temporaries
