@@ -200,13 +200,22 @@ def import_kernelbench_cmd(
         str, typer.Option("--suite", help="Folder between type and name.")
     ] = "kernelbench",
     force: ForceOpt = False,
+    upstream_sizes: Annotated[
+        bool,
+        typer.Option(
+            "--upstream-sizes",
+            help="Tune at the file's sizes however large (default: shrink problems over "
+            "2^28 elements in all until they fit).",
+        ),
+    ] = False,
 ) -> None:
     """KernelBench problems (class Model, get_inputs, get_init_inputs) become tasks."""
     from aka.importers import import_kernelbench
 
     result = import_kernelbench(
-        path, root, kind=kind, suite=suite, force=force, on_outcome=_printer(root)
-    )
+        path, root, kind=kind, suite=suite, force=force, upstream_sizes=upstream_sizes,
+        on_outcome=_printer(root),
+    )  # fmt: skip
     _report(result, root)
 
 

@@ -42,6 +42,11 @@ NEVER_SCALE = re.compile(r"kernel|ksize|pad|stride|dilat|group|pool|window|scale
 """Names that size a window or pick an axis: scaling them changes the problem."""
 CPU_ELEMENTS = 1 << 16
 """At most this many elements (inputs, parameters, outputs) in a CPU shape."""
+GPU_ELEMENTS = 1 << 28
+"""At most this many elements (inputs, parameters, outputs) in a GPU tuning shape, unless
+the upstream sizes are asked for: upstream KernelBench sizes reach billions of elements
+(a 4096 x 393216 ReLU), which every correctness call, its float64 reference and the
+checker's hand-over would move many times per evaluation."""
 CPU_SECONDS = 5.0
 """A CPU shape whose float64 forward takes longer than this makes the task GPU-only."""
 
@@ -208,8 +213,12 @@ def _movers(
     return dict(sorted(movers.items())), kept
 
 
-def analyze(path: Path) -> dict[str, Any]:
-    """Tuning, held-out and CPU shapes of the problem at ``path``, with what was decided."""
+def analyze(path: Path, gpu_elements: int | None = GPU_ELEMENTS) -> dict[str, Any]:
+    """Tuning, held-out and CPU shapes of the problem at ``path``, with what was decided.
+
+    ``tuning`` is the file's own sizes, or (over ``gpu_elements`` elements in all) those
+    sizes shrunk as CPU shapes are until they fit, the file's kept as ``upstream``.
+    """
     load = _loader()
     names = roots(path.read_text())
     base = describe(load, path, {})
@@ -220,6 +229,17 @@ def analyze(path: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"sizes": sizes, "movers": movers, "kept": kept, "base": base}
     if not movers:
         return result
+    if gpu_elements and base["elements"] > gpu_elements:
+
+        def fits_gpu(shape: Shape) -> bool | None:
+            d = describe(load, path, shape)
+            return None if not _valid(d, base) else d["elements"] <= gpu_elements
+
+        scaled = shrink(movers, fits_gpu)
+        if scaled is not None and scaled != movers:
+            result |= {"upstream": movers, "upstream_elements": base["elements"]}
+            movers = scaled
+    result["tuning"] = movers
     result["heldout"] = next(
         (h for h in heldout_candidates(movers) if _valid(describe(load, path, h), base)), None
     )
@@ -273,7 +293,7 @@ def main() -> None:
     """Child entry: the request on stdin, result lines on stdout; the problem's prints go to stderr."""
     request = read_request()
     path = Path(request["path"])
-    result = analyze(path)
+    result = analyze(path, request.get("gpu_elements", GPU_ELEMENTS))
     report(MARK, result)
     cpu = [s for s in (result.get("cpu"), result.get("cpu_heldout")) if s]
     if cpu:

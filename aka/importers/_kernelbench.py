@@ -31,7 +31,7 @@ from typing import Any
 from aka.childjson import run_module
 from aka.errors import InputError
 from aka.importers._common import ImportResult, Outcome, Status, origin, prepare, slug, write_spec
-from aka.importers._kb_probe import MARK
+from aka.importers._kb_probe import GPU_ELEMENTS, MARK
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 from aka.pyast import dotted_name, import_aliases, resolve
 
@@ -139,15 +139,20 @@ def _body(source: str, tree: ast.Module) -> str:
 
 
 def probe(
-    path: Path, *, timeout_s: float = PROBE_TIMEOUT_S
+    path: Path, *, timeout_s: float = PROBE_TIMEOUT_S, upstream_sizes: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run :mod:`aka.importers._kb_probe` on ``path`` in a child process.
 
     Returns the analysis and the CPU run (each ``{"error": ...}`` when that part failed
     or did not finish); the problem's own code never runs in this process.
+    ``upstream_sizes`` keeps the file's sizes as the tuning shape however large.
     """
+    request = {
+        "path": str(path.resolve()),
+        "gpu_elements": None if upstream_sizes else GPU_ELEMENTS,
+    }
     res = run_module(
-        "aka.importers._kb_probe", {"path": str(path.resolve())}, mark=MARK,
+        "aka.importers._kb_probe", request, mark=MARK,
         timeout_s=timeout_s, memory_bytes=PROBE_MEMORY_MB << 20,
     )  # fmt: skip
     docs = res.docs
@@ -184,7 +189,7 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
             "the file must import and build its inputs with only torch installed; "
             "run it with `python FILE` to see the error",
         )  # fmt: skip
-    movers: dict[str, int] = analysis["movers"]
+    movers: dict[str, int] = analysis.get("tuning", analysis["movers"])
     kept = "; ".join(f"{k}: {why}" for k, why in analysis.get("kept", {}).items())
     if not movers:
         why = f"no module-level size moves a tensor dimension (sizes {analysis['sizes']})"
@@ -197,7 +202,13 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
     shapes: dict[str, list[dict[str, int]]] = {
         "tuning": [movers], "heldout": [analysis["heldout"]],
     }  # fmt: skip
-    detail = f"tuning {movers}; held-out {analysis['heldout']}"
+    scaled = (
+        f" (upstream {analysis['upstream']}, {analysis['upstream_elements']:,} elements, "
+        f"scaled to at most {GPU_ELEMENTS:,}; --upstream-sizes keeps them)"
+        if analysis.get("upstream")
+        else ""
+    )
+    detail = f"tuning {movers}{scaled}; held-out {analysis['heldout']}"
     if not cpu_possible:
         return Plan("imported", detail, shapes=shapes)
     cpu, cpu_held = analysis.get("cpu"), analysis.get("cpu_heldout")
@@ -261,7 +272,9 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
     write_spec(dest, spec)
 
 
-def import_one(file: Path, root: Path, *, kind: str, suite: str, force: bool) -> Outcome:
+def import_one(
+    file: Path, root: Path, *, kind: str, suite: str, force: bool, upstream_sizes: bool = False
+) -> Outcome:
     """Read, probe and write one problem file; the outcome says which and why.
 
     Raises:
@@ -272,7 +285,7 @@ def import_one(file: Path, root: Path, *, kind: str, suite: str, force: bool) ->
     dest = root / kind / suite / name
     if dest.exists() and not force:
         prepare(dest, force=force)  # raises, naming --force
-    analysis, cpu_run = probe(file)
+    analysis, cpu_run = probe(file, upstream_sizes=upstream_sizes)
     decided = plan(analysis, cpu_run, cpu_possible=KINDS[kind] == "triton")
     if decided.status == "refused":
         return Outcome(file, "refused", decided.detail, decided.fix)
@@ -288,9 +301,14 @@ def import_kernelbench(
     kind: str = "torch2triton",
     suite: str = "kernelbench",
     force: bool = False,
+    upstream_sizes: bool = False,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> ImportResult:
     """Import one problem file, or every problem file under a folder.
+
+    A problem whose tensors at the file's sizes hold more than
+    :data:`~aka.importers._kb_probe.GPU_ELEMENTS` elements in all is tuned at sizes
+    shrunk to fit (said on its line); ``upstream_sizes`` keeps the file's.
 
     A single file that is not a problem raises; in a folder, solution files (``ModelNew``
     only) and broken files are refused with the reason. Problems that are read but
@@ -313,7 +331,10 @@ def import_kernelbench(
     result = ImportResult(on_outcome=on_outcome)
     for file in files:
         try:
-            result.add(import_one(file, root, kind=kind, suite=suite, force=force))
+            result.add(
+                import_one(file, root, kind=kind, suite=suite, force=force,
+                           upstream_sizes=upstream_sizes)
+            )  # fmt: skip
         except InputError as exc:
             if path.is_file():
                 raise

@@ -153,3 +153,53 @@ def test_inputs_are_drawn_on_the_evaluation_device(imported: Path) -> None:
     again = ref.make_inputs(yaml.safe_load((task / "task.yaml").read_text())["shapes"]["cpu"][0],
                             torch.float32, "cpu", 1)  # fmt: skip
     assert all(x.device.type == "cpu" for x in again if isinstance(x, torch.Tensor))
+
+
+RELU_UPSTREAM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 4096
+dim = 393216
+
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed
+"""
+
+
+def test_upstream_sizes_beyond_the_gpu_budget_are_shrunk_and_said(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Upstream's 4096 x 393216 ReLU moves 3.2 billion elements per call (input and
+    output): tuned as written, one evaluation on an H200 did not finish in 75 s."""
+    from aka.importers._kb_probe import GPU_ELEMENTS
+
+    problem = tmp_path / "19_ReLU.py"
+    problem.write_text(RELU_UPSTREAM)
+    res = cli("tasks", "import", "kernelbench", str(problem), "--root", str(tmp_path / "a"))
+    assert res.code == 0, res.err
+    assert (
+        "upstream {'batch_size': 4096, 'dim': 393216}" in res.out and "--upstream-sizes" in res.out
+    )
+    spec = load_task(tmp_path / "a" / "torch2triton/kernelbench/19_relu", root=tmp_path / "a").spec
+    tuning = spec.shapes.tuning[0]
+    assert 0 < 2 * tuning["batch_size"] * tuning["dim"] <= GPU_ELEMENTS
+    assert spec.shapes.heldout[0] != tuning
+    kept = cli("tasks", "import", "kernelbench", str(problem), "--root", str(tmp_path / "b"),
+               "--upstream-sizes")  # fmt: skip
+    assert kept.code == 0, kept.err
+    assert "scaled to at most" not in kept.out
+    spec = load_task(tmp_path / "b" / "torch2triton/kernelbench/19_relu", root=tmp_path / "b").spec
+    assert spec.shapes.tuning == [{"batch_size": 4096, "dim": 393216}]
