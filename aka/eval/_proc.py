@@ -12,7 +12,6 @@ spare pool (:mod:`aka.eval._spares`) hands such processes to ``Workers.start``.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import signal
@@ -20,16 +19,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aka.eval import _warm
+from aka.eval._collected import Collected, FrameReader, drain_tail, failure, py_body
 from aka.eval._contain import ESCAPED_EXIT, NO_PIDNS
 from aka.eval._prepare import GATE_MARK, prepare_argv
-from aka.eval._sandbox import HEADER, MAC_BYTES, read_frames
+from aka.eval._sandbox import read_frames
 from aka.eval._wire import (
     CandidateReport,
     CandidateRequest,
@@ -58,8 +55,6 @@ BOOTSTRAP = (
     "import sys, runpy; root, module = sys.argv[1], sys.argv[2]; del sys.argv[1:3]; "
     "sys.path.append(root); runpy.run_module(module, run_name='__main__', alter_sys=True)"
 )
-STDERR_TAIL = 4000
-MAX_FRAME = 256 << 20  # the largest frame an evaluation process sends (records, samples)
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "LD_LIBRARY_PATH",
             "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS", "XDG_CACHE_HOME")  # fmt: skip
 ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "MKL_", "CUBLAS_")
@@ -84,83 +79,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
-
-
-class _Reader(threading.Thread):
-    """Drains a pipe, stamping each complete frame with the parent's clock on arrival.
-
-    ``on_frame`` sees each complete frame's bytes as it arrives (the gate request).
-    """
-
-    def __init__(self, fd: int, on_frame: Callable[[bytes], None],
-                 on_junk: Callable[[], None] | None = None):  # fmt: skip
-        super().__init__(daemon=True)
-        self.fd = fd
-        self.on_frame = on_frame
-        self.on_junk = on_junk or (lambda: None)
-        self.data = bytearray()
-        self.arrivals: list[tuple[int, float]] = []  # (end offset of a frame, time)
-
-    def run(self) -> None:
-        with os.fdopen(self.fd, "rb", buffering=0) as f:
-            pos = 0
-            while chunk := f.read(1 << 16):
-                now = time.perf_counter()
-                self.data += chunk
-                while len(self.data) - pos >= HEADER.size + MAC_BYTES:
-                    (n,) = HEADER.unpack_from(self.data, pos)
-                    if n > MAX_FRAME:  # no writer of ours frames this much: foreign bytes
-                        self.on_junk()
-                        pos = len(self.data)
-                        break
-                    end = pos + HEADER.size + MAC_BYTES + n
-                    if end > len(self.data):
-                        break
-                    self.arrivals.append((end, now))
-                    # The frame is judged later with the rest; whatever it holds must
-                    # not stop the draining.
-                    with contextlib.suppress(Exception):
-                        self.on_frame(bytes(self.data[pos:end]))
-                    pos = end
-
-
-def _drain_tail(stream: Any, out: list[bytes]) -> None:
-    while chunk := stream.read(1 << 16):
-        out.append(chunk)
-        while sum(len(c) for c in out) > 4 * STDERR_TAIL and len(out) > 1:
-            out.pop(0)
-
-
-@dataclass
-class Collected:
-    """What the evaluator gathered from one evaluation process.
-
-    ``report``: the process's own report, decoded (``None`` if it sent none, or one that
-    is not its type); ``marks``: frames sent along the way, each with the parent's clock
-    on arrival; ``core``: the sealed core's frames; ``flags``: the parent's findings (a
-    tampered channel, a process that outlived the evaluation); ``error``: why there is
-    no report (a death, a timeout).
-    """
-
-    report: CandidateReport | CheckerReport | None
-    marks: list[dict[str, Any]] = field(default_factory=list)
-    core: list[dict[str, Any]] = field(default_factory=list)
-    flags: list[dict[str, str]] = field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def network(self) -> str:
-        """How the process's network was isolated, as it reported or marked it."""
-        if isinstance(self.report, CandidateReport):
-            return self.report.network
-        started = [m["network"] for m in self.marks
-                   if m.get("name") in ("started", "loaded") and m.get("network")]  # fmt: skip
-        return str(started[0]) if started else "unknown"
-
-
-def failure(error: str) -> Collected:
-    """A process that produced no report."""
-    return Collected(report=None, error=error)
 
 
 class Proc:
@@ -211,11 +129,11 @@ class Proc:
         os.close(write_fd)
         if prepared is not None:
             self.gate.register(device, self.proc.pid)
-        self.reader = _Reader(read_fd, self._frame, self._junk)
+        self.reader = FrameReader(read_fd, self._frame, self._junk)
         self.reader.start()
         self.tail: list[bytes] = []
         self.err = threading.Thread(
-            target=_drain_tail, args=(self.proc.stderr, self.tail), daemon=True
+            target=drain_tail, args=(self.proc.stderr, self.tail), daemon=True
         )
         self.err.start()
 
@@ -369,7 +287,7 @@ class Proc:
         for offset, frame in frames:
             kind = frame.get("kind")
             if kind == "py":  # sent by Python in the candidate process: untrusted content
-                body = _py_body(frame)
+                body = py_body(frame)
                 if body is None:
                     flags.append({"flag": "result_channel_tamper", "evidence": "bad note"})
                 elif body.get("kind") != "result":
@@ -400,12 +318,3 @@ class Proc:
             code = self.proc.returncode
             error = f"evaluation process died (exit {code}): {' | '.join(text)}"
         return Collected(report=report, marks=marks, core=core, flags=flags, error=error)
-
-
-def _py_body(frame: dict[str, Any]) -> dict[str, Any] | None:
-    """The JSON object a ``py`` frame carries, or None if it is not one."""
-    try:
-        body = json.loads(str(frame.get("body")))
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) else None
