@@ -58,11 +58,7 @@ class HttpScorer:
             detail = json.loads(exc.read() or b"{}").get("error", str(exc))
             raise InputError(detail, where=f"{self.url}/reward") from None
         except urllib.error.URLError as exc:
-            raise InputError(
-                f"cannot reach aka serve: {exc.reason}",
-                where=self.url,
-                fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
-            ) from None
+            raise self._unreachable(exc) from None
 
     def score_batch(self, batch: Sequence[Submission]) -> list[Reward]:
         """Send the batch as concurrent requests; the rewards come back in order.
@@ -86,13 +82,16 @@ class HttpScorer:
             with urllib.request.urlopen(f"{self.url}/health", timeout=60) as resp:
                 limit = json.loads(resp.read()).get("in_flight", 1)
         except urllib.error.URLError as exc:
-            raise InputError(
-                f"cannot reach aka serve: {exc.reason}",
-                where=self.url,
-                fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
-            ) from None
+            raise self._unreachable(exc) from None
         self.in_flight = limit if isinstance(limit, int) and limit >= 1 else 1
         return self.in_flight
+
+    def _unreachable(self, exc: urllib.error.URLError) -> InputError:
+        return InputError(
+            f"cannot reach aka serve: {exc.reason}",
+            where=self.url,
+            fix=f"start `aka serve` there, or unset {ENV_URL} to score in-process",
+        )
 
     def close(self) -> None:
         """Nothing to release: the server owns the evaluator."""
