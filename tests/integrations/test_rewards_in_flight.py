@@ -352,3 +352,27 @@ def test_the_in_flight_limit_and_how_a_batch_fails(monkeypatch: pytest.MonkeyPat
         inflight.in_order(fn, [0, 1, 2, 3], 3)
     assert sorted(calls) == [0, 1, 2, 3]
     assert "2 other items finished" in "".join(failed.value.__notes__)
+
+
+def test_an_unreachable_server_is_an_error_naming_it_and_the_fix() -> None:
+    """A trainer pointed at a server that is not there gets the address and both ways out,
+    for one sample and for a batch (whose limit is asked of the server first)."""
+    import socket
+
+    from aka.errors import InputError
+    from aka.integrations._http import HttpScorer
+    from aka.integrations._scorer import Submission
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    scorer = HttpScorer(url, timeout=5)
+    sample = Sample(trainer="trl")
+    with pytest.raises(InputError) as one:
+        scorer.score("triton2triton/llm/softmax", "x", sample)
+    batch = [Submission("triton2triton/llm/softmax", "x", sample, None)] * 2
+    with pytest.raises(InputError) as many:
+        scorer.score_batch(batch)
+    for err in (one.value, many.value):
+        assert "cannot reach aka serve" in err.message and err.where == url
+        assert "aka serve" in (err.fix or "") and "AKA_SERVE_URL" in (err.fix or "")
