@@ -25,7 +25,10 @@ import argparse
 import json
 import sys
 import tempfile
+import threading
+import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -65,30 +68,63 @@ def _why(checks: list[ev.CheckResult]) -> str:
     return "; ".join(f"{c.name}: {c.detail}" for c in failed)[:1500]
 
 
+def _validate(args: argparse.Namespace, root: Path, ledger_dir: Path, dest: Path, rid: str,
+              cap: float | None) -> tuple[str, str]:  # fmt: skip
+    """One task validated in its own process: ``(pass|fail, why)``."""
+    with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
+        res = validate_in_child(
+            led, ledger_dir, dest, root=root, device=args.device, run_id=rid,
+            quick=args.quick, memory_gb=cap or None, timeout_s=args.task_timeout,
+        )  # fmt: skip
+    return ("pass" if res.ok else "fail"), _why(res.checks)
+
+
 def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[str, Any]]:
-    """Import (unless ``--no-import``), then validate each imported task; one row per file."""
+    """Import (unless ``--no-import``), then validate each imported task; one row per file.
+
+    With ``--jobs N`` N tasks are validated at once, each with a ledger of its own. Their
+    evaluations then share the device without one timing gate, so timing checks see each
+    other's load: every task that fails is validated once more alone, and that result
+    is its row's (``rerun`` holds what it got under load).
+    """
     outcomes = _existing(root) if args.no_import else _import(args, root)
     kind = "cpu" if args.device == "cpu" else "cuda"
     cap = DEFAULT_MEMORY_GB[kind] if args.memory_gb is None else args.memory_gb
     rows: list[dict[str, Any]] = []
+    todo: list[tuple[dict[str, Any], Path]] = []
     rid = new_validation_id()
-    with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
-        end = args.start + args.limit if args.limit else None
-        for o in outcomes[args.start : end]:
-            row = {"problem": o.path.name, "import": o.status, "result": "", "why": ""}
-            rows.append(row)
-            if o.dest is None:
-                row |= {"result": "refused", "why": f"{o.detail} (fix: {o.fix})"}
-                continue
-            if kind not in load_task(o.dest, root=root).spec.devices:
-                row |= {"result": "not run", "why": f"GPU-only: {o.detail}"}
-                continue
-            res = validate_in_child(
-                led, ledger_dir, o.dest, root=root, device=args.device, run_id=rid,
-                quick=args.quick, memory_gb=cap or None, timeout_s=args.task_timeout,
-            )  # fmt: skip
-            row |= {"result": "pass" if res.ok else "fail", "why": _why(res.checks)}
-            print(f"{row['result'].upper():<5} {o.path.name} {row['why'][:300]}", flush=True)
+    end = args.start + args.limit if args.limit else None
+    for o in outcomes[args.start : end]:
+        row: dict[str, Any] = {"problem": o.path.name, "import": o.status, "result": "", "why": ""}
+        rows.append(row)
+        if o.dest is None:
+            row |= {"result": "refused", "why": f"{o.detail} (fix: {o.fix})"}
+        elif kind not in load_task(o.dest, root=root).spec.devices:
+            row |= {"result": "not run", "why": f"GPU-only: {o.detail}"}
+        else:
+            todo.append((row, o.dest))
+
+    def one(item: tuple[dict[str, Any], Path], slot: str) -> dict[str, Any]:
+        row, dest = item
+        start = time.perf_counter()
+        result, why = _validate(args, root, ledger_dir / slot, dest, rid, cap)
+        row |= {"result": result, "why": why, "seconds": round(time.perf_counter() - start, 1)}
+        print(f"{result.upper():<5} {row['problem']} ({row['seconds']} s) {why[:300]}", flush=True)
+        if args.out:  # kept current, so a run cut short still leaves what it finished
+            with lock:
+                args.out.write_text(json.dumps(rows, indent=2))
+        return row
+
+    lock = threading.Lock()
+    jobs = max(1, args.jobs)
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(lambda ia: one(ia[1], f"job{ia[0] % jobs}"), enumerate(todo)))
+    if jobs > 1:
+        for row, dest in todo:
+            if row["result"] == "fail":
+                under_load = {"result": row["result"], "why": row["why"]}
+                one((row, dest), "alone")
+                row["rerun"] = under_load
     return rows
 
 
@@ -121,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         "--start", type=int, default=0, help="Skip the first N rows (resume a split check)."
     )
     ap.add_argument("--memory-gb", type=float, default=None, help="Cap per task's process.")
+    ap.add_argument(
+        "--jobs", type=int, default=1, help="Tasks validated at once (failures re-run alone)."
+    )
     ap.add_argument("--task-timeout", type=float, default=1800.0, help="Seconds per task.")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="aka-import-check-") as tmp:

@@ -37,3 +37,53 @@ def test_one_row_per_file_with_result_and_why(tmp_path: Path) -> None:
     refused = rows["99_literal_sizes_only.py"]
     assert refused["result"] == "refused" and "fix:" in refused["why"]
     assert "| 99_literal_sizes_only.py | refused |" in done.stdout  # the markdown table
+
+
+RELU = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """
+    Simple model that performs a ReLU activation.
+    """
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 393216
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed
+'''
+
+
+def test_jobs_validate_at_once_and_failures_run_again_alone(tmp_path: Path) -> None:
+    """``--jobs 2``: every task still gets its row and time; a failing one (upstream's
+    ReLU: ``torch.rand`` inputs are non-negative, so a copy of the input passes) is
+    validated once more alone, with what it got under load kept beside."""
+    level = tmp_path / "level1"
+    level.mkdir()
+    (level / "19_ReLU.py").write_text(RELU)
+    name = "17_Matmul_with_transposed_B.py"
+    (level / name).write_text((UPSTREAM / "level1" / name).read_text())
+    out = tmp_path / "rows.json"
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCK, "kernelbench", str(level), "--device", "cpu",
+         "--quick", "--jobs", "2", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {r["problem"]: r for r in json.loads(out.read_text())}
+    assert rows[name]["result"] == "pass" and "rerun" not in rows[name]
+    relu = rows["19_ReLU.py"]
+    assert relu["result"] == "fail" and "null_input_copy" in relu["why"]
+    assert relu["rerun"]["result"] == "fail" and "null_input_copy" in relu["rerun"]["why"]
+    assert all(r["seconds"] > 0 for r in rows.values())
+    assert done.stdout.count("FAIL  19_ReLU.py") == 2
