@@ -35,6 +35,11 @@
 #                                    the core's build, three warm passes over three tasks'
 #                                    baselines with the evaluator's default timing budget (2 s
 #                                    per shape, 20 samples at least), then part k
+#   bash tools/device_session.sh e ROOT START LIMIT JOBS
+#                                    the core's build, imported KernelBench tasks under ROOT
+#                                    validated JOBS at once (rows START..START+LIMIT), 26
+#                                    distinct new candidates of all 13 llm tasks with 8 in
+#                                    flight (stage medians), a profile of fused_add_rms_norm
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -50,7 +55,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -185,6 +190,13 @@ q)
   step sealbuild 120 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
   step aadefault 150 python3 -c "import aka.cli._bench_eval as b, json; b.TIMING.update(max_time_s=2.0, min_samples=20); print(json.dumps(b._mode(b.triton_tasks(3), 'cuda', 3, warm=True), indent=1))"
   step "kb_$(basename $2)_$3" 300 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"
+  ;;
+e)
+  sealbuild
+  step "kb_$(basename $2)_$3" 200 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --jobs "$5" --out "$R/$(basename $2)_$3.json"
+  step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct 26 --in-flight 8 --tasks 13 --output $R/distinct.json
+  AKA_EVAL_PROFILE=$R/prof step rmsprofile 50 python3 -c "from aka.cli._bench_eval import evaluate_baseline, TASKS_ROOT; from aka.eval import current_workers; w = current_workers(); [print(evaluate_baseline(TASKS_ROOT / 'llm/fused_add_rms_norm', 'cuda', w)['stage_s']) for _ in range(2)]"
+  step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 40 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 40 --sort tottime > $R/prof_tot.txt"
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"

@@ -83,7 +83,7 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
     kernel = sum(arm["median_s"] * arm["n"] for item in verdict.timing
                  for arm in (item["pair"]["baseline"], item["pair"]["candidate"]))  # fmt: skip
     return {"wall_s": wall, "kernel_s": kernel, "correct": verdict.correct,
-            "flags": verdict.flags, "error": verdict.error}  # fmt: skip
+            "flags": verdict.flags, "error": verdict.error, "stage_s": verdict.stage_s}  # fmt: skip
 
 
 def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
@@ -103,7 +103,16 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
     return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
             "candidates_per_min": round(60 * len(runs) / total, 2),
             "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
-            "runs": runs}  # fmt: skip
+            "stage_median_s": stage_medians(runs), "runs": runs}  # fmt: skip
+
+
+def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Median seconds per stage over the runs that reached it (``gate``: waiting for the
+    device while others time; ``timing`` and ``finish`` hold it)."""
+    names = sorted({k for r in runs for k in r.get("stage_s") or {}})
+    return {k: round(statistics.median(r["stage_s"][k] for r in runs
+                                       if k in (r.get("stage_s") or {})), 3)
+            for k in names}  # fmt: skip
 
 
 def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3
@@ -145,6 +154,8 @@ def render(report: dict[str, Any]) -> str:
         p = report[name]
         lines.append(f"{name:<15} in flight {p['in_flight']}: {p['candidates_per_min']:.2f}/min, "
                      f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s")  # fmt: skip
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in p.get("stage_median_s", {}).items())
+        lines.append(f"{'':<15} stage medians (s): {stages}")
     lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']}; "
                  f"all correct: {report['all_correct']}")  # fmt: skip
     lines.append(f"compile median {report['compile_median_s']:.2f} s; overhead beyond compile "

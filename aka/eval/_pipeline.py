@@ -311,16 +311,20 @@ def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[s
 
     ``start``: until the process runs (fork or interpreter start, imports); ``load``:
     reference, baseline and guards; ``compile``: importing and first-calling the
-    candidate (CUDA start-up falls here); ``correctness``; ``timing`` (every shape, input
-    sets included); ``finish``: timed outputs handed over, exit. A stage the process did
+    candidate (CUDA start-up falls here); ``correctness``; ``gate``: waiting for the timing
+    gate (other evaluations timing on the device) and the first shape's set-up;
+    ``timing`` (every shape, input sets included); ``finish``: timed outputs handed over, exit. A stage the process did
     not reach is left out.
     """
     at: dict[str, float] = {}
     for m in marks:
         if m.get("t") is not None and m.get("name"):
-            at[str(m["name"])] = float(m["t"])  # the last timing_end wins
+            name = str(m["name"])
+            if name != "timing_start" or name not in at:  # the first start, the last end
+                at[name] = float(m["t"])
     order = [("start", "started"), ("load", "loaded"), ("compile", "compiled"),
-             ("correctness", "checked"), ("timing", "timing_end")]  # fmt: skip
+             ("correctness", "checked"), ("gate", "timing_start"),
+             ("timing", "timing_end")]  # fmt: skip
     out: dict[str, float] = {}
     last = start
     for stage, name in order:

@@ -122,7 +122,9 @@ def test_stage_times_follow_the_marks_and_skip_stages_not_reached() -> None:
     ]
     stages = _pipeline.stage_times(marks, start=0.5, end=5.25)
     expected = {"start": 0.5, "load": 0.5, "compile": 1.5, "correctness": 1.0}
-    assert stages == pytest.approx({**expected, "timing": 1.0, "finish": 0.25})
+    # The gate: from the last correctness call to the first shape's start (waiting for
+    # other evaluations' timing); timing: from there to the last shape's end.
+    assert stages == pytest.approx({**expected, "gate": 0.1, "timing": 0.9, "finish": 0.25})
     # A candidate that failed to compile: no correctness or timing stage.
     failed = _pipeline.stage_times(marks[:3], start=0.5, end=3.5)
     assert failed == pytest.approx({"start": 0.5, "load": 0.5, "compile": 1.5, "finish": 0.5})

@@ -111,5 +111,9 @@ def test_bench_distinct_reports_a_stream_and_agreeing_verdicts(cli: Callable[...
     assert flight["in_flight"] == 2 and flight["candidates"] == 2
     # Two tasks' first variants: distinct sources, each evaluated in every pass.
     assert len({(r["task"], json.dumps(r["values"])) for r in flight["runs"]}) == 2
+    # Where each candidate's time went, and the medians over the pass.
+    assert all({"correctness", "gate", "timing", "checker"} <= set(r["stage_s"])
+               for r in flight["runs"])  # fmt: skip
+    assert set(flight["stage_median_s"]) >= {"compile", "gate", "timing", "checker"}
     too_many = cli("bench", "eval", "--device", "cpu", "--distinct", "100000", "--tasks", "1")
     assert too_many.code == 2 and "distinct variants" in too_many.err
