@@ -40,6 +40,8 @@
 #                                    validated JOBS at once (rows START..START+LIMIT), 26
 #                                    distinct new candidates of all 13 llm tasks with 8 in
 #                                    flight (stage medians), a profile of fused_add_rms_norm
+#   bash tools/device_session.sh f ROOT START LIMIT JOBS
+#                                    e with the distinct stream first and the validation last
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -55,17 +57,19 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv > $R/gpu_$PART.txt 2>&1
 git log -1 --format='%h %cI' > $R/commit.txt 2>/dev/null || true
+df -h /dev/shm /tmp >> $R/gpu_$PART.txt 2>&1
 step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
   local t0=$(date +%s)
   timeout -k 3 "$secs" "$@" > "$R/$name.log" 2>&1; local rc=$?
   pkill -9 -f "aka worker" 2>/dev/null; pkill -9 -f "aka.eval" 2>/dev/null
+  pkill -9 -f "aka.validate_isolated" 2>/dev/null
   echo "$name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a $R/steps.txt
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
 }
@@ -197,6 +201,13 @@ e)
   step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct 26 --in-flight 8 --tasks 13 --output $R/distinct.json
   AKA_EVAL_PROFILE=$R/prof step rmsprofile 50 python3 -c "from aka.cli._bench_eval import evaluate_baseline, TASKS_ROOT; from aka.eval import current_workers; w = current_workers(); [print(evaluate_baseline(TASKS_ROOT / 'llm/fused_add_rms_norm', 'cuda', w)['stage_s']) for _ in range(2)]"
   step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 40 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 40 --sort tottime > $R/prof_tot.txt"
+  ;;
+f)
+  sealbuild
+  step distinct 220 python3 -m aka.cli._bench_distinct --device cuda --distinct 26 --in-flight 8 --tasks 13 --output $R/distinct.json
+  AKA_EVAL_PROFILE=$R/prof step rmsprofile 50 python3 -c "from aka.cli._bench_eval import evaluate_baseline, TASKS_ROOT; from aka.eval import current_workers; w = current_workers(); [print(evaluate_baseline(TASKS_ROOT / 'llm/fused_add_rms_norm', 'cuda', w)['stage_s']) for _ in range(2)]"
+  step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 40 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 40 --sort tottime > $R/prof_tot.txt"
+  step "kb_$(basename $2)_$3" 200 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --jobs "$5" --out "$R/$(basename $2)_$3.json"
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"

@@ -66,6 +66,7 @@ class _Checker:
         self.ref = load_file_module(Path(req.task_dir) / req.reference, "aka_reference")
         self.flags: list[dict[str, str]] = []
         self.core = _native.load(req.native) if req.native else None
+        self.pinned = torch.device(req.device).type == "cuda"
         self._files: dict[str, Any] = {}
         self._pending: dict[str, Future[tuple[Any, dict[str, str] | None]]] = {}
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="aka-checker-read")
@@ -103,7 +104,9 @@ class _Checker:
         try:
             with open(path, "rb", buffering=0) as f:
                 size = os.fstat(f.fileno()).st_size
-                raw = torch.empty(size, dtype=torch.uint8)
+                # Page-locked on a GPU: read without faulting fresh pages (the host
+                # allocator reuses its blocks) and copied to the device at full speed.
+                raw = torch.empty(size, dtype=torch.uint8, pin_memory=self.pinned)
                 view, done = memoryview(raw.numpy()), 0
                 while done < size and (n := f.readinto(view[done:])):
                     done += n

@@ -16,7 +16,6 @@
 
 #include <torch/extension.h>
 
-#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -34,12 +33,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <poll.h>
 #include <string>
@@ -174,23 +175,33 @@ uint64_t horner_words(const uint8_t* p, size_t first, size_t last, uint64_t key,
 }
 
 // h = n, then h = h * key + w + 1 for every 32-bit word w, then for every trailing byte.
-// Large inputs are cut into segments hashed on torch's intra-op threads and joined as
+// Large inputs are cut into segments hashed on threads of their own and joined as
 // h = h * key^len(segment) + h(segment): the same value, at memory speed rather than one
-// core's multiplier throughput (outputs of hundreds of MiB cross here twice).
+// core's multiplier throughput (outputs of hundreds of MiB cross here twice). Plain
+// threads, not torch's intra-op pool: evaluation processes run with OMP_NUM_THREADS=1.
+constexpr unsigned kHashThreads = 8;
 uint64_t poly_hash(const uint8_t* p, size_t n, uint64_t key) {
   const uint64_t k2 = mulmod(key, key), k3 = mulmod(k2, key), k4 = mulmod(k3, key);
   const size_t words = n / 4, seg = size_t(1) << 20;  // 4 MiB per segment
   const size_t nseg = (words + seg - 1) / seg;
   std::vector<uint64_t> part(nseg, 0);
-  if (nseg > 1) {
-    at::parallel_for(0, int64_t(nseg), 1, [&](int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; j++)
-        part[size_t(j)] = horner_words(p, size_t(j) * seg, std::min(words, size_t(j + 1) * seg),
-                                       key, k2, k3, k4);
-    });
-  } else if (nseg == 1) {
-    part[0] = horner_words(p, 0, words, key, k2, k3, k4);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j; (j = next.fetch_add(1)) < nseg;)
+      part[j] = horner_words(p, j * seg, std::min(words, (j + 1) * seg), key, k2, k3, k4);
+  };
+  std::vector<std::thread> helpers;
+  const size_t want = std::min<size_t>(
+      nseg, std::max(1u, std::min(kHashThreads, std::thread::hardware_concurrency())));
+  for (size_t t = 1; t < want; t++) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: this thread hashes what is left
+    }
   }
+  work();
+  for (auto& t : helpers) t.join();
   uint64_t h = n % kP;
   const uint64_t kseg = powmod(key, seg);
   for (size_t j = 0; j < nseg; j++) {
