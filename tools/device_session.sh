@@ -42,6 +42,10 @@
 #                                    flight (stage medians), a profile of fused_add_rms_norm
 #   bash tools/device_session.sh f ROOT START LIMIT JOBS
 #                                    e with the distinct stream first and the validation last
+#   bash tools/device_session.sh h ROOT
+#                                    the core's build, 12 distinct new candidates of four tasks
+#                                    with 8 in flight, then the tasks under ROOT validated one
+#                                    at a time (those that failed under load)
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -57,7 +61,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -208,6 +212,11 @@ f)
   AKA_EVAL_PROFILE=$R/prof step rmsprofile 50 python3 -c "from aka.cli._bench_eval import evaluate_baseline, TASKS_ROOT; from aka.eval import current_workers; w = current_workers(); [print(evaluate_baseline(TASKS_ROOT / 'llm/fused_add_rms_norm', 'cuda', w)['stage_s']) for _ in range(2)]"
   step profsum 30 sh -c "python3 -m aka.eval._profiling $R/prof --top 40 > $R/prof_cum.txt; python3 -m aka.eval._profiling $R/prof --top 40 --sort tottime > $R/prof_tot.txt"
   step "kb_$(basename $2)_$3" 200 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --jobs "$5" --out "$R/$(basename $2)_$3.json"
+  ;;
+h)
+  sealbuild
+  step distinct 140 python3 -m aka.cli._bench_distinct --device cuda --distinct 12 --in-flight 8 --tasks 4 --output $R/distinct.json
+  step "kb_$(basename $2)" 270 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --out "$R/$(basename $2).json"
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"

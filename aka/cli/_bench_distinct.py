@@ -115,16 +115,31 @@ def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
             for k in names}  # fmt: skip
 
 
-def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3
-                 ) -> dict[str, Any]:  # fmt: skip
-    """The three passes over one stream of ``distinct`` variants; see the module doc."""
+def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3,
+                 output: Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """The three passes over one stream of ``distinct`` variants; see the module doc.
+
+    ``output``: each finished pass is written there at once, so a run cut short by a
+    time limit still leaves the passes it finished.
+    """
     items = distinct_sources(triton_tasks(tasks), distinct)
     salt = secrets.token_hex(4)
     workers = Workers(Switches.from_env().with_warm(True))
+    done: dict[str, Any] = {"device": device, "distinct": distinct, "in_flight": in_flight}
+
+    def finished(name: str, report: dict[str, Any]) -> dict[str, Any]:
+        done[name] = report
+        if output is not None:
+            output.write_text(json.dumps(done, indent=2))
+        return report
+
     try:
-        serial = one_pass(items, f"{salt} serial", device, 1, workers)
-        flight = one_pass(items, f"{salt} in-flight", device, in_flight, workers)
-        cached = one_pass(items, f"{salt} in-flight", device, 1, workers)  # same digests
+        serial = finished("serial", one_pass(items, f"{salt} serial", device, 1, workers))
+        flight = finished(
+            "in_flight_pass", one_pass(items, f"{salt} in-flight", device, in_flight, workers)
+        )
+        cached = finished("cached",  # the same digests: kernels cached
+                          one_pass(items, f"{salt} in-flight", device, 1, workers))  # fmt: skip
     finally:
         workers.shutdown()
     key = [(r["correct"], sorted(r["flags"])) for r in serial["runs"]]
@@ -172,10 +187,10 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=3)
     parser.add_argument("--output")
     args = parser.parse_args()
-    report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks)
-    text = json.dumps(report, indent=2)
-    if args.output:
-        Path(args.output).write_text(text)
+    out = Path(args.output) if args.output else None
+    report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks, out)
+    if out is not None:
+        out.write_text(json.dumps(report, indent=2))
     print(render(report))
 
 
