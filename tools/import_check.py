@@ -26,9 +26,7 @@ import json
 import sys
 import tempfile
 import threading
-import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,7 @@ from aka import events as ev
 from aka.importers import ImportResult, Outcome, import_agentkernelarena, import_kernelbench
 from aka.tasks import TASK_FILE, load_task
 from aka.validate import new_validation_id
-from aka.validate_isolated import DEFAULT_MEMORY_GB, validate_in_child
+from aka.validate_isolated import DEFAULT_MEMORY_GB, Validated, validate_many
 from aka_ledger import Ledger
 
 
@@ -68,31 +66,18 @@ def _why(checks: list[ev.CheckResult]) -> str:
     return "; ".join(f"{c.name}: {c.detail}" for c in failed)[:1500]
 
 
-def _validate(args: argparse.Namespace, root: Path, ledger_dir: Path, dest: Path, rid: str,
-              cap: float | None) -> tuple[str, str]:  # fmt: skip
-    """One task validated in its own process: ``(pass|fail, why)``."""
-    with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
-        res = validate_in_child(
-            led, ledger_dir, dest, root=root, device=args.device, run_id=rid,
-            quick=args.quick, memory_gb=cap or None, timeout_s=args.task_timeout,
-        )  # fmt: skip
-    return ("pass" if res.ok else "fail"), _why(res.checks)
-
-
 def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[str, Any]]:
     """Import (unless ``--no-import``), then validate each imported task; one row per file.
 
-    With ``--jobs N`` N tasks are validated at once, each with a ledger of its own. Their
-    evaluations then share the device without one timing gate, so timing checks see each
-    other's load: every task that fails is validated once more alone, and that result
-    is its row's (``rerun`` holds what it got under load).
+    With ``--jobs N`` N tasks are validated at once, and each failure once more alone
+    (:func:`aka.validate_isolated.validate_many`): that result is its row's, and ``rerun``
+    holds what it got under load.
     """
     outcomes = _existing(root) if args.no_import else _import(args, root)
     kind = "cpu" if args.device == "cpu" else "cuda"
     cap = DEFAULT_MEMORY_GB[kind] if args.memory_gb is None else args.memory_gb
     rows: list[dict[str, Any]] = []
-    todo: list[tuple[dict[str, Any], Path]] = []
-    rid = new_validation_id()
+    todo: dict[Path, dict[str, Any]] = {}
     end = args.start + args.limit if args.limit else None
     for o in outcomes[args.start : end]:
         row: dict[str, Any] = {"problem": o.path.name, "import": o.status, "result": "", "why": ""}
@@ -102,29 +87,29 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
         elif kind not in load_task(o.dest, root=root).spec.devices:
             row |= {"result": "not run", "why": f"GPU-only: {o.detail}"}
         else:
-            todo.append((row, o.dest))
+            todo[o.dest] = row
+    lock = threading.Lock()
 
-    def one(item: tuple[dict[str, Any], Path], slot: str) -> dict[str, Any]:
-        row, dest = item
-        start = time.perf_counter()
-        result, why = _validate(args, root, ledger_dir / slot, dest, rid, cap)
-        row |= {"result": result, "why": why, "seconds": round(time.perf_counter() - start, 1)}
-        print(f"{result.upper():<5} {row['problem']} ({row['seconds']} s) {why[:300]}", flush=True)
+    def finished(done: Validated) -> None:
+        row = todo[done.folder]
+        result = "pass" if done.result.ok else "fail"
+        seconds = round(done.seconds, 1)
+        row |= {"result": result, "why": _why(done.result.checks), "seconds": seconds}
+        if done.under_load is not None:
+            row["rerun"] = {"result": "fail", "why": _why(done.under_load.checks)}
+        again = " (again alone)" if done.under_load is not None else ""
+        print(f"{result.upper():<5} {row['problem']}{again} ({seconds} s) {row['why'][:300]}",
+              flush=True)  # fmt: skip
         if args.out:  # kept current, so a run cut short still leaves what it finished
             with lock:
                 args.out.write_text(json.dumps(rows, indent=2))
-        return row
 
-    lock = threading.Lock()
-    jobs = max(1, args.jobs)
-    with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(lambda ia: one(ia[1], f"job{ia[0] % jobs}"), enumerate(todo)))
-    if jobs > 1:
-        for row, dest in todo:
-            if row["result"] == "fail":
-                under_load = {"result": row["result"], "why": row["why"]}
-                one((row, dest), "alone")
-                row["rerun"] = under_load
+    with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
+        validate_many(
+            led, ledger_dir, list(todo), jobs=args.jobs, on_result=finished, root=root,
+            device=args.device, run_id=new_validation_id(), quick=args.quick,
+            memory_gb=cap or None, timeout_s=args.task_timeout,
+        )  # fmt: skip
     return rows
 
 

@@ -92,6 +92,12 @@ def validate(
     task_timeout: Annotated[
         float, typer.Option("--task-timeout", help="Seconds one task's validation may take.")
     ] = 1800.0,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs", min=1, help="Tasks validated at once; each failure is validated again alone."
+        ),
+    ] = 1,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Deterministic checks of task folders (no model needed); exit 1 if any task fails.
@@ -99,28 +105,33 @@ def validate(
     Spec schema, files, targets, tunables, forbidden names, reference determinism and
     seed/input dependence, null answers, and through the evaluator on DEVICE: baseline
     passes, A/A timing noise, held-out shapes. Each task runs in its own process under
-    a memory cap, and its result is printed as soon as it finishes. Results are
+    a memory cap, and its result is printed as soon as it finishes. With ``--jobs N``, N
+    tasks are validated at once and each one that fails is validated again alone (the
+    others' load can fail timing checks); its result alone is the one shown. Results are
     TaskValidated events.
     """
     from aka.orchestrator import resolve_device
     from aka.validate import new_validation_id, task_folders
-    from aka.validate_isolated import DEFAULT_MEMORY_GB, validate_in_child
+    from aka.validate_isolated import DEFAULT_MEMORY_GB, Validated, validate_many
 
     arm = _review_arm(review, review_arm)
     dev = resolve_device(device)
     cap = DEFAULT_MEMORY_GB["cpu" if dev == "cpu" else "cuda"] if memory_gb is None else memory_gb
     folders = task_folders(root, selector or [])
     rid = new_validation_id()
-    results = []
+
+    def show(done: Validated) -> None:
+        if fmt is OutputFormat.table:
+            _show_one(done.result)
+            if done.under_load is not None:
+                typer.echo(f"  (validated again alone after failing with {jobs} at once)")
+
     with open_ledger(ledger, create=True) as led:
-        for folder in folders:
-            res = validate_in_child(
-                led, ledger, folder, root=root, device=dev, run_id=rid, quick=quick,
-                review=arm, memory_gb=cap or None, timeout_s=task_timeout,
-            )  # fmt: skip
-            results.append(res)
-            if fmt is OutputFormat.table:
-                _show_one(res)
+        found = validate_many(
+            led, ledger, folders, jobs=jobs, on_result=show, root=root, device=dev,
+            run_id=rid, quick=quick, review=arm, memory_gb=cap or None, timeout_s=task_timeout,
+        )  # fmt: skip
+    results = [done.result for done in found]
     if fmt is OutputFormat.json:
         doc = [
             {"task": r.key, "ok": r.ok, "checks": [c.model_dump() for c in r.checks]}

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import yaml
 
+from aka import events as ev
+from aka_ledger import Ledger
+
 AFFINE = "torch/ops/affine"
 REF = (Path(__file__).resolve().parents[1] / "fixtures/tasks" / AFFINE / "reference.py").read_text()
 
@@ -102,3 +105,71 @@ def test_a_task_for_another_device_says_so(tasks_root: Path, tmp_path: Path, cli
     )  # fmt: skip
     assert res.code == 0, res.out + res.err
     assert "runs on ['cuda'] only" in res.out and "--device cuda" in res.out
+
+
+HOLDER = """
+
+import os as _os
+import time as _time
+
+_reference = reference
+
+
+def reference(x):
+    if not _os.path.exists(MARK + ".done"):  # the first call: busy for a while
+        open(MARK, "w").close()
+        _time.sleep(4)
+        _os.remove(MARK)
+        open(MARK + ".done", "w").close()
+    return _reference(x)
+"""
+
+CROWDED = """
+
+import os as _os
+import time as _time
+
+_reference = reference
+
+
+def reference(x):
+    deadline = _time.time() + 30
+    while not _os.path.exists(MARK + ".done") and _time.time() < deadline:
+        if _os.path.exists(MARK):
+            raise RuntimeError("another task is being validated at the same time")
+        _time.sleep(0.05)
+    return _reference(x)
+"""
+
+
+def test_jobs_validate_a_failure_again_alone(tasks_root: Path, tmp_path: Path, cli) -> None:
+    """``--jobs 2``: a task that fails only while another is validated beside it (as
+    timing checks do under load) is validated again alone, and that result stands."""
+    mark = f"\nMARK = {str(tmp_path / 'busy')!r}\n"
+    _clone(tasks_root, "holder", mark + HOLDER)
+    _clone(tasks_root, "crowded", mark + CROWDED)
+    args = ("tasks", "validate", "torch/ops/holder", "torch/ops/crowded", "--root",
+            str(tasks_root), "--device", "cpu", "--quick", "--ledger", str(tmp_path / "led"))  # fmt: skip
+    res = cli(*args, "--jobs", "2")
+    assert res.code == 0, res.out + res.err
+    assert "PASS  torch/ops/holder" in res.out
+    crowded = res.out[res.out.index("PASS  torch/ops/crowded") :]
+    assert "validated again alone after failing with 2 at once" in crowded
+    # Both are recorded: the failure under load, then the pass alone.
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY) as led:
+        got = [e.payload for e in led.events(types=["TaskValidated"])]
+    crowded_ok = [
+        p.ok for p in got if isinstance(p, ev.TaskValidated) and p.task.endswith("crowded")
+    ]
+    assert crowded_ok == [False, True]
+
+
+def test_jobs_keep_a_real_failure(tasks_root: Path, tmp_path: Path, cli) -> None:
+    _clone(tasks_root, "killed", KILLED)
+    res = cli("tasks", "validate", "--root", str(tasks_root), "--device", "cpu", "--quick",
+              "--jobs", "2", "--ledger", str(tmp_path / "led"))  # fmt: skip
+    assert res.code == 1
+    assert f"PASS  {AFFINE}" in res.out
+    assert "FAIL  torch/ops/killed" in res.out and "killed by signal 9" in res.out
+    assert "validated again alone" in res.out
+    assert "1 of 2 task(s) failed" in res.err
