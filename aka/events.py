@@ -192,6 +192,11 @@ class KernelTimed(EventModel):
     eval_id: str = Field(description="Evaluation this belongs to.")
     shapes: list[ShapeTiming] = Field(description="One entry per timed shape.")
     device: Digest = Field(description="Blob of the device fingerprint (JSON).")
+    device_kind: Digest | None = Field(
+        default=None,
+        description="Blob of the fingerprint without the card's UUID and index (the kind of "
+        "device; arms are compared on it). None in events recorded before it existed.",
+    )
 
 
 class Scored(EventModel):

@@ -57,6 +57,7 @@ VIEWS: dict[str, str] = {
     "measurements": """
         SELECT run_id, attempt_key, payload->>'$.eval_id' AS eval_id,
                payload->>'$.device' AS device_digest,
+               coalesce(payload->>'$.device_kind', payload->>'$.device') AS device_kind,
                CAST(m->>'$.shape' AS VARCHAR) AS shape,
                m->>'$.dtype' AS dtype,
                CAST(m->>'$.baseline_s' AS DOUBLE) AS baseline_s,
@@ -119,7 +120,7 @@ VIEWS: dict[str, str] = {
         timing AS (
             SELECT eval_id, sum(baseline_s) AS baseline_time_s, sum(candidate_s) AS candidate_time_s,
                    exp(avg(ln(speedup_ci_low))) AS speedup_ci_low, exp(avg(ln(speedup_ci_high))) AS speedup_ci_high,
-                   min(samples) AS trials, any_value(device_digest) AS device
+                   min(samples) AS trials, any_value(device_kind) AS device
             FROM measurements GROUP BY eval_id
         )
         SELECT f.run_id, a.arm, a.agent, a.task, a.repeat, f.attempt_key, f.try_no,

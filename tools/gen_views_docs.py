@@ -46,7 +46,9 @@ frames.sql("SELECT task, speedup FROM scores WHERE correct")
 ```
 
 A score's provenance is in its row: `candidate` (tree digest of the evaluated files),
-`task_digest`, `harness_digest` (the evaluator's own code), `device` (fingerprint blob)
+`task_digest`, `harness_digest` (the evaluator's own code), `device` (blob of the device
+kind: the fingerprint without the card's UUID and index; `measurements.device_digest`
+keeps each card's)
 and `config_digest`; `aka audit` re-hashes every file behind them.
 
 | view | one row per | what it holds |

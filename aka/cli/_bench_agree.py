@@ -34,10 +34,7 @@ from typing import Any
 
 from aka.cli._bench_eval import TASKS_ROOT, _job, triton_tasks
 from aka.errors import InputError
-
-_IDENTITY = ("name", "capability", "sm_count", "memory_bytes", "driver", "cuda_runtime",
-             "host_cpu", "torch", "triton")  # fmt: skip
-"""Fingerprint keys that say which *kind* of device it is (the UUID names the card)."""
+from aka.timing import device_kind
 
 
 def parse_candidate(spec: str) -> tuple[Path, Path]:
@@ -137,8 +134,7 @@ def agreement(devices: dict[str, dict[str, Any]]) -> dict[str, Any]:
                      "speedup_spread": _spread(speedups), "baseline_spread": _spread(base),
                      "missing": sorted(set(devices) - set(by_dev))})  # fmt: skip
     spreads: list[float] = [r["speedup_spread"] for r in rows if r["speedup_spread"] is not None]
-    kinds = {json.dumps({k: f["fingerprint"].get(k) for k in _IDENTITY}, sort_keys=True)
-             for f in devices.values()}  # fmt: skip
+    kinds = {json.dumps(device_kind(f["fingerprint"]), sort_keys=True) for f in devices.values()}
     return {
         "devices": {d: f["fingerprint"] for d, f in devices.items()},
         "same_kind": len(kinds) == 1,

@@ -15,7 +15,15 @@ from typing import Any
 from aka.eval._sandbox import HEADER, MAC_BYTES
 from aka.eval._wire import CandidateReport, CheckerReport
 
-__all__ = ["MAX_FRAME", "STDERR_TAIL", "Collected", "FrameReader", "drain_tail", "failure", "py_body"]
+__all__ = [
+    "MAX_FRAME",
+    "STDERR_TAIL",
+    "Collected",
+    "FrameReader",
+    "drain_tail",
+    "failure",
+    "py_body",
+]
 
 STDERR_TAIL = 4000
 MAX_FRAME = 256 << 20  # the largest frame an evaluation process sends (records, samples)

@@ -28,6 +28,7 @@ from aka.eval._pipeline import Verdict
 from aka.eval._request import EvalRequest
 from aka.kinds import kind_of
 from aka.scoring import Measurements, score
+from aka.timing import device_kind
 from aka_ledger import Ledger
 
 __all__ = ["EvalRequest", "evaluate", "harness_paths"]
@@ -164,7 +165,8 @@ def evaluate(
     timings = _timings(ledger, verdict.timing) if verdict.correct else []
     if timings:
         fp = ledger.cas.put(json.dumps(verdict.device, sort_keys=True).encode())
-        emit(ev.KernelTimed(eval_id=eval_id, shapes=timings, device=fp))
+        kind_fp = ledger.cas.put(json.dumps(device_kind(verdict.device), sort_keys=True).encode())
+        emit(ev.KernelTimed(eval_id=eval_id, shapes=timings, device=fp, device_kind=kind_fp))
     scored = _scored(req, eval_id, verdict, bool(timings))
     if vet is not None:
         vet(scored)

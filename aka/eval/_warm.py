@@ -28,6 +28,7 @@ CACHE_ROOT = Path.home() / ".cache" / "aka"
 START_TIMEOUT_S = 300.0
 _CACHE_KEYS = ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
 
+
 def tree_digest(root: Path) -> str:
     """A digest of the files under ``root`` (relative paths and bytes, in sorted order)."""
     h = hashlib.blake2b(digest_size=16)

@@ -14,7 +14,7 @@ See docs/timing.md for the method and the evidence behind each choice.
 from aka.timing._bench_report import aa_bar, aa_deviation
 from aka.timing._bench_report import render_markdown as render_bench_report
 from aka.timing._config import ENGINE_VERSION, TimingConfig
-from aka.timing._device import device_fingerprint, read_clocks
+from aka.timing._device import CARD_KEYS, device_fingerprint, device_kind, read_clocks
 from aka.timing._engine import host_check, measure_pair, method, pair_from_samples
 from aka.timing._result import PairTiming, SampleStats, summarize
 from aka.timing._schedule import StopDecision, interleaved_orders, iter_orders, stop_decision
@@ -28,6 +28,7 @@ from aka.timing._stats import (
 )
 
 __all__ = [
+    "CARD_KEYS",
     "ENGINE_VERSION",
     "PairTiming",
     "SampleStats",
@@ -37,6 +38,7 @@ __all__ = [
     "aa_deviation",
     "bootstrap_median_ci",
     "device_fingerprint",
+    "device_kind",
     "host_check",
     "interleaved_orders",
     "iter_orders",

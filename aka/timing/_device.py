@@ -14,7 +14,7 @@ from typing import Any
 
 from aka.errors import InputError
 
-__all__ = ["device_fingerprint", "parse_device", "read_clocks"]
+__all__ = ["CARD_KEYS", "device_fingerprint", "device_kind", "parse_device", "read_clocks"]
 
 # NVML clock-event reasons that mean the clock was pulled down by power or heat:
 # SW power cap, HW slowdown, SW thermal, HW thermal, HW power brake.
@@ -109,6 +109,20 @@ def read_clocks(device: str) -> dict[str, Any]:
         out["reasons"] = [name for bit, name in _REASON_NAMES.items() if mask & bit]
         out["throttled"] = bool(mask & _THROTTLE_MASK)
     return out
+
+
+CARD_KEYS = ("uuid", "device")
+"""Fingerprint keys naming one card (its UUID, its index on the host), not its kind."""
+
+
+def device_kind(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint without the card's identity: which *kind* of device it is.
+
+    Arms of a run on a host with several identical GPUs land on different cards; they
+    are comparable when the cards are of one kind (same model, driver, runtime, library
+    versions), which is what ``aka compare`` checks. The full fingerprint stays recorded.
+    """
+    return {k: v for k, v in fingerprint.items() if k not in CARD_KEYS}
 
 
 def device_fingerprint(device: str = "cpu") -> dict[str, Any]:
