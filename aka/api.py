@@ -29,7 +29,6 @@ from typing import TypeAlias
 
 from aka import __version__, inflight, recorder
 from aka import events as ev
-from aka.attempt import ITEM_TEXT_CAP
 from aka.config import ArmConfig, RunConfig, TimingSettings
 from aka.core import attempt_key
 from aka.errors import InputError
@@ -41,7 +40,7 @@ from aka.liveness import holding
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
 from aka.recorder import AttemptRecorder
 from aka.runkeys import with_authority
-from aka.sample import EvalResult, Sample
+from aka.sample import EvalResult, Sample, record_sample
 from aka.scoring import Measurements, score
 from aka.taskhealth import TaskHealth
 from aka.tasks import Task, select
@@ -66,13 +65,15 @@ class Evaluator:
     Args:
         ledger: the ledger folder, or an open ledger (left open on close).
         tasks_root: the tasks folder.
-        device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
+        device: ``cpu``, ``cuda``, ``cuda:N``, ``auto``, or several GPUs (``cuda:0,1,2,3``):
+            each evaluation then goes to the GPU with the fewest in flight, and each GPU
+            times one candidate at a time (:class:`aka.inflight.Devices`).
         policy: the scoring policy.
         timing: the timing settings.
         label: the service run's label.
-        in_flight: evaluations at once (default ``AKA_IN_FLIGHT``, else half the CPU
-            cores, at most 8: :func:`aka.inflight.default_in_flight`); 1 evaluates one
-            at a time.
+        in_flight: evaluations at once over all its devices (default ``AKA_IN_FLIGHT``,
+            else half the CPU cores, at most 8: :func:`aka.inflight.default_in_flight`);
+            1 evaluates one at a time.
     """
 
     def __init__(
@@ -88,6 +89,8 @@ class Evaluator:
     ):
         self.in_flight = inflight.resolve(in_flight, where="Evaluator(in_flight=)")
         self._slots = inflight.Slots(self.in_flight)
+        self.device = resolve_device(device)
+        self.devices = inflight.Devices(inflight.parse_devices(self.device, where="device"))
         self._own = not isinstance(ledger, Ledger)
         self.ledger = (
             Ledger.open(Path(ledger), registry=REGISTRY)
@@ -96,7 +99,6 @@ class Evaluator:
         )
         with_authority(self.ledger)
         self.root = Path(tasks_root)
-        self.device = resolve_device(device)
         self.policy = policy
         self.timing = timing or TimingSettings()
         self.label = label
@@ -164,7 +166,7 @@ class Evaluator:
             tasks=[task_key],
             tasks_root=str(self.root),
             arms=[ArmConfig(name=EXTERNAL, agent="noop")],
-            device=self.device,
+            device="cuda" if len(self.devices.devices) > 1 else self.device,
         )
         started = ev.RunStarted(
             label=self.label,
@@ -207,14 +209,14 @@ class Evaluator:
                 where="files",
                 fix=f"send only {task.spec.editable}",
             )
-        with self._slots.held():
+        with self._slots.held(), self.devices.lease() as device:
             with self._lock:
                 key = self._plan(task_key, tree, sample)
             cand_tree, diff = capture_files(self.ledger.cas, task, files)
             rec = AttemptRecorder(self.ledger, self.run_id, key, try_no=1)
 
             def body(rec: AttemptRecorder) -> ev.Scored:
-                self._record_sample(rec, sample)
+                record_sample(rec, self._arm, sample)
                 rec.emit(
                     ev.CandidateCaptured(
                         try_no=1, tree=cand_tree, diff=self.ledger.cas.put(diff),
@@ -226,7 +228,7 @@ class Evaluator:
                     task_tree=tree,
                     candidate=cand_tree,
                     harness=self._harness,
-                    device=self.device,
+                    device=device,
                     policy=self.policy,
                     timing=self.timing,
                     try_no=1,
@@ -271,7 +273,7 @@ class Evaluator:
             key = self._plan(task_key, tree, sample)
         recorder.reject_attempt(
             self.ledger, self.run_id, key, 1, worker="api", error=error,
-            body=lambda rec: self._record_sample(rec, sample),
+            body=lambda rec: record_sample(rec, self._arm, sample),
         )  # fmt: skip
         return EvalResult(
             run_id=self.run_id,
@@ -302,30 +304,6 @@ class Evaluator:
         )
         recorder.plan_attempts(self.ledger, self.run_id, [(key, planned)])
         return key
-
-    def _record_sample(self, rec: AttemptRecorder, sample: Sample | None) -> None:
-        """The trainer's prompt and the model's message, as the attempt's agent events."""
-        if sample is None:
-            return
-        cas = self.ledger.cas
-        rec.emit(
-            ev.AgentStarted(
-                try_no=1,
-                agent=sample.trainer,
-                arm=self._arm,
-                prompt=cas.put(sample.prompt.encode()),
-                timeout_seconds=0.0,
-            )
-        )
-        item = ev.AgentItemRecord(
-            kind="message", text=sample.message[:ITEM_TEXT_CAP], data=sample.data()
-        )
-        rec.emit(ev.AgentOutput(try_no=1, items=[item]))
-        rec.emit(
-            ev.AgentFinished(
-                try_no=1, status="ok", wall_s=0.0, transcript=cas.put(sample.message.encode())
-            )
-        )
 
     def evaluate_batch(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,9 +29,11 @@ from aka.errors import InputError
 __all__ = [
     "DEFAULT_CAP",
     "ENV_IN_FLIGHT",
+    "Devices",
     "Slots",
     "default_in_flight",
     "in_order",
+    "parse_devices",
     "resolve",
     "within",
 ]
@@ -140,6 +143,60 @@ class Slots:
         """Return once no slot is held (an evaluator closing lets its evaluations finish)."""
         with self._cond:
             self._cond.wait_for(lambda: self._busy == 0)
+
+
+def parse_devices(spec: str, *, where: str = "device") -> list[str]:
+    """The devices an evaluator spreads over: ``cuda:0,1,3`` is three GPUs, anything else
+    (``cpu``, ``cuda``, ``cuda:N``) one device.
+
+    Raises:
+        InputError: a list that is not ``cuda:`` followed by distinct GPU indices.
+    """
+    if "," not in spec:
+        return [spec]
+    found = re.fullmatch(r"cuda:(\d+(?:,\d+)+)", spec.replace(" ", ""))
+    indices = found.group(1).split(",") if found else []
+    if not found or len(set(indices)) != len(indices):
+        raise InputError(
+            f"{spec!r} is not a list of GPUs",
+            where=where,
+            fix="write cuda: and distinct GPU indices separated by commas, e.g. cuda:0,1,2,3",
+        )
+    return [f"cuda:{int(i)}" for i in indices]
+
+
+class Devices:
+    """Several GPUs, one evaluator: each evaluation leases the device with the fewest
+    evaluations on it (the lowest index among equals).
+
+    Each device has its own timing gate (:class:`aka.eval._gate.Gate` keeps its books per
+    device), so candidates time on different GPUs at the same time while each GPU times
+    one at a time; compiles and checks of every evaluation overlap on the CPU cores.
+    """
+
+    def __init__(self, devices: Sequence[str]) -> None:
+        if not devices:
+            raise ValueError("Devices needs at least one device")
+        self.devices = list(devices)
+        self._lock = threading.Lock()
+        self._load = dict.fromkeys(self.devices, 0)
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[str]:
+        """The least busy device, held for the ``with`` block."""
+        with self._lock:
+            device = min(self.devices, key=lambda d: self._load[d])
+            self._load[device] += 1
+        try:
+            yield device
+        finally:
+            with self._lock:
+                self._load[device] -= 1
+
+    def load(self) -> dict[str, int]:
+        """Device -> evaluations on it now."""
+        with self._lock:
+            return dict(self._load)
 
 
 def in_order(fn: Callable[[T], R], items: Sequence[T], in_flight: int) -> list[R]:

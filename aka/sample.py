@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["EvalResult", "Sample"]
+from aka import events as ev
+from aka.attempt import ITEM_TEXT_CAP
+
+if TYPE_CHECKING:
+    from aka.recorder import AttemptRecorder
+
+__all__ = ["EvalResult", "Sample", "record_sample"]
 
 
 class Sample(BaseModel):
@@ -64,3 +70,29 @@ class EvalResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         return asdict(self)
+
+
+def record_sample(rec: AttemptRecorder, arm: str, sample: Sample | None) -> None:
+    """The trainer's prompt and the model's message, as the attempt's agent events
+    (``arm``: the blob of the arm the service run records its attempts under)."""
+    if sample is None:
+        return
+    cas = rec.ledger.cas
+    rec.emit(
+        ev.AgentStarted(
+            try_no=1,
+            agent=sample.trainer,
+            arm=arm,
+            prompt=cas.put(sample.prompt.encode()),
+            timeout_seconds=0.0,
+        )
+    )
+    item = ev.AgentItemRecord(
+        kind="message", text=sample.message[:ITEM_TEXT_CAP], data=sample.data()
+    )
+    rec.emit(ev.AgentOutput(try_no=1, items=[item]))
+    rec.emit(
+        ev.AgentFinished(
+            try_no=1, status="ok", wall_s=0.0, transcript=cas.put(sample.message.encode())
+        )
+    )

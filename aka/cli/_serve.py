@@ -140,7 +140,9 @@ def _probe(host: str, port: int) -> ThreadingHTTPServer:
 @app.command()
 def serve(
     tasks_root: Annotated[Path, typer.Option("--root", help="Tasks folder.")] = Path("tasks"),
-    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:N or auto.")] = "auto",
+    device: Annotated[
+        str, typer.Option(help="cpu, cuda, cuda:N, auto, or several GPUs: cuda:0,1,2,3.")
+    ] = "auto",
     host: Annotated[str, typer.Option(help="Bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = SERVE_PORT,
     in_flight: Annotated[

@@ -376,3 +376,38 @@ def test_an_unreachable_server_is_an_error_naming_it_and_the_fix() -> None:
     for err in (one.value, many.value):
         assert "cannot reach aka serve" in err.message and err.where == url
         assert "aka serve" in (err.fix or "") and "AKA_SERVE_URL" in (err.fix or "")
+
+
+def test_several_gpus_each_get_the_least_busy_share(
+    tmp_path: Path, tasks_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``device="cuda:0,1"``: each evaluation goes to the GPU with the fewest in flight,
+    so a batch spreads over both and neither holds two while the other idles. (On this
+    CPU machine each evaluation runs on the CPU once its GPU is chosen.)"""
+    import dataclasses
+
+    import aka.api
+
+    real = aka.api.evaluate
+    chosen: list[tuple[str, dict[str, int]]] = []
+
+    def on_cpu(led: Ledger, run_id: str, key: str | None, req: Any, **kw: Any) -> Any:
+        chosen.append((req.device, evaluator.devices.load()))
+        return real(led, run_id, key, dataclasses.replace(req, device="cpu"), **kw)
+
+    monkeypatch.setattr(aka.api, "evaluate", on_cpu)
+    with Evaluator(tmp_path / "led", tasks_root=tasks_root, device="cuda:0,1", timing=TIMING,
+                   policy=POLICY, in_flight=2) as evaluator:  # fmt: skip
+        results = evaluator.evaluate_batch([(TASK, {"kernel.py": CORRECT})] * 4)
+    assert [r.correct for r in results] == [True] * 4
+    assert {d for d, _ in chosen} == {"cuda:0", "cuda:1"}
+    assert all(max(load.values()) - min(load.values()) <= 1 for _, load in chosen)
+
+
+@pytest.mark.parametrize("spec", ["cuda:0,0", "cuda:0,x", "cpu,cuda", "cuda:0,,1"])
+def test_a_bad_gpu_list_says_how_to_write_one(spec: str, tmp_path: Path, tasks_root: Path) -> None:
+    from aka.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        Evaluator(tmp_path / "led", tasks_root=tasks_root, device=spec)
+    assert spec in str(err.value) and "cuda:0,1,2,3" in err.value.render()
