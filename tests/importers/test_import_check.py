@@ -39,29 +39,7 @@ def test_one_row_per_file_with_result_and_why(tmp_path: Path) -> None:
     assert "| 99_literal_sizes_only.py | refused |" in done.stdout  # the markdown table
 
 
-RELU = '''import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    """
-    Simple model that performs a ReLU activation.
-    """
-    def __init__(self):
-        super(Model, self).__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-batch_size = 4096
-dim = 393216
-
-def get_inputs():
-    x = torch.rand(batch_size, dim)
-    return [x]
-
-def get_init_inputs():
-    return []  # No special initialization inputs needed
-'''
+RELU = (Path(__file__).resolve().parent / "fixtures/relu_upstream/19_ReLU.py").read_text()
 
 
 def test_jobs_validate_at_once_and_failures_run_again_alone(tmp_path: Path) -> None:

@@ -155,30 +155,8 @@ def test_inputs_are_drawn_on_the_evaluation_device(imported: Path) -> None:
     assert all(x.device.type == "cpu" for x in again if isinstance(x, torch.Tensor))
 
 
-RELU_UPSTREAM = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super(Model, self).__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-batch_size = 4096
-dim = 393216
-
-
-def get_inputs():
-    x = torch.rand(batch_size, dim)
-    return [x]
-
-
-def get_init_inputs():
-    return []  # No special initialization inputs needed
-"""
+# Upstream level 1's ReLU as its file is written (sizes of 3.2 billion elements per call).
+RELU_UPSTREAM = (Path(__file__).resolve().parent / "fixtures/relu_upstream/19_ReLU.py").read_text()
 
 
 def test_upstream_sizes_beyond_the_gpu_budget_are_shrunk_and_said(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
