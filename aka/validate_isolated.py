@@ -122,8 +122,8 @@ def validate_many(
     """Every folder through :func:`validate_in_child`, ``jobs`` at once; in folder order.
 
     Tasks validated at once share the device without one timing gate, so each one's
-    timing checks see the others' load (on one H200, six of forty KernelBench baselines
-    flagged ``side_stream`` with eight at once and passed alone). With ``jobs`` > 1 every
+    timing checks see the others' load (on one H200, seven of forty KernelBench baselines
+    failed timing checks with eight to ten at once and passed alone). With ``jobs`` > 1 every
     task that fails is therefore validated once more alone, and that is its result; the
     first is kept as ``under_load``. ``on_result`` sees each result once it is final: a
     pass as soon as it finishes, a failure once validated alone. ``kwargs`` go to
