@@ -191,6 +191,11 @@ class _Checker:
             res["error"] = out
             return res
         out = out.to(ref.device)
+        if rec.get("sampled"):
+            ref, why = self.sampled(rec["sampled"], ref, tag)
+            if why:
+                res["error"] = why
+                return res
         if out.shape != ref.shape:
             res["error"] = f"{tag}: output shape {tuple(out.shape)} != expected {tuple(ref.shape)}"
             return res
@@ -206,6 +211,20 @@ class _Checker:
                 f"atol={tol['atol']} rtol={tol['rtol']}"
             )
         return res
+
+    def sampled(self, spec: dict[str, Any], ref: Any, tag: str) -> tuple[Any, str | None]:
+        """The reference's elements a sampled audit took of the candidate's output (see
+        ``save_audit`` in ``_seal/seal.cpp``), or why they cannot be compared."""
+        torch = self.torch
+        if list(spec.get("shape") or []) != list(ref.shape):
+            return (
+                ref,
+                f"{tag}: output shape {tuple(spec.get('shape') or [])} != expected {tuple(ref.shape)}",
+            )
+        n = ref.numel()
+        idx = torch.arange(int(spec["count"]), dtype=torch.int64, device=ref.device)
+        idx = torch.remainder(idx * int(spec["stride"]) + int(spec["start"]), n)
+        return ref.reshape(-1).index_select(0, idx), None
 
     def close_pool(self) -> None:
         """Stop the reader thread (nothing is pending once every record is judged)."""

@@ -23,6 +23,10 @@ AUDIT_MAX = 8  # ...at most this many per timed shape (each costs the checker a 
 # ...and no more random ones than fit in this many output bytes per shape: an audit copies
 # its output off the device, to a file and through the checker (256 MiB outputs: two).
 AUDIT_BYTES = 512 << 20
+# ...which large outputs no longer reach: past this many elements an audit is a keyed
+# sample of this many (checked against the same elements of the reference), so an
+# output of any size gets its AUDIT_MAX audits.
+AUDIT_SAMPLE = 1 << 20
 # Fresh inputs for every timed call unless one generation costs more than this; then a
 # keyed pick from eight fresh sets per call (so slow generation does not starve sampling).
 FRESH_MAX_S = 0.0005
@@ -75,7 +79,7 @@ class Plan:
                 f"{t['max_time_s']} {t['min_samples']} {t.get('max_samples', 5000)} "
                 f"{t.get('warmup', 5)} {graph} {AUDIT_PERMILLE} {t.get('pre_spin_s', 20e-6)} "
                 f"{t.get('graph_below_s', 100e-6)} {t.get('flush_factor', 2.0)} {AUDIT_MAX} "
-                f"{t.get('fresh_max_s', FRESH_MAX_S)} {AUDIT_BYTES}"
+                f"{t.get('fresh_max_s', FRESH_MAX_S)} {AUDIT_BYTES} {AUDIT_SAMPLE}"
             )
         return "\n".join(lines) + "\n"
 
@@ -195,6 +199,7 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
                                 "seed": audit.get("seed"),
                                 **{k2: audit.get(k2) for k2 in
                                    ("file", "digest", "nbytes", "out_dtype", "out_shape")},
+                                **({"sampled": audit["sampled"]} if "sampled" in audit else {}),
                                 **({"error": audit["error"]} if audit.get("error") else {})})  # fmt: skip
                 if audit.get("mutated"):
                     flags.append({"flag": "input_mutation",

@@ -117,6 +117,7 @@ ADVERSARIAL = [
     Entry("s02_gc_records", SCALE, 14, ("introspection",)),
     Entry("s02_json_patch", SCALE, 14, ("introspection",)),
     Entry("s03_call_count", SCALE, 10, ("timed_output_wrong",), time=True),
+    Entry("s03_large_output_partial", SCALE, 10, ("timed_output_wrong",), time=True),
     Entry("s03_call_gaps", SCALE, 10, time=True),
     Entry("s03_torch_modes", SCALE, 10, time=True),
     Entry("s03_caller_code", SCALE, 10, ("introspection",), time=True),

@@ -103,3 +103,43 @@ def test_large_outputs_get_fewer_random_audits_but_the_last_call_is_always_check
     assert len(timed_free) > n_shapes  # random audits on top of the last call per shape
     assert len(timed_capped) == n_shapes  # only each shape's last call
     assert all(res["ok"] for res in checked.results), checked.results
+
+
+def _sampled(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """Outputs of more than 16 elements are audited by samples of 16, with a byte budget
+    that would have allowed no whole-output audit at all; 60 rounds per shape."""
+    monkeypatch.setattr(_plan, "AUDIT_SAMPLE", 16)
+    monkeypatch.setattr(_plan, "AUDIT_BYTES", 1 << 10)
+    return {"target_rel_ci": 1e-6, "max_time_s": 0.3, "min_samples": 60, "max_samples": 60}
+
+
+def test_large_outputs_are_audited_by_keyed_samples_as_often_as_small_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timing = _sampled(monkeypatch)
+    job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text(), timing=timing)
+    _run, assembled, checked = run_processes(job, root)
+    timed = [r for r in assembled["records"] if r["kind"] == "timed"]
+    assert len(timed) > len(job.shapes)  # random audits on top of each shape's last call
+    for rec in timed:
+        sampled = rec["sampled"]
+        assert rec["out_shape"] == [16] and sampled["count"] == 16
+        assert sampled["shape"] == [job.shapes[0]["N"]] and sampled["stride"] > 0
+    # Where the samples fall is keyed per call, so a kernel cannot aim its errors around them.
+    assert len({(r["sampled"]["start"], r["sampled"]["stride"]) for r in timed}) == len(timed)
+    assert all(res["ok"] for res in checked.results), checked.results
+
+
+def test_a_kernel_wrong_on_part_of_large_timed_outputs_is_caught_by_the_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timing = _sampled(monkeypatch)
+    code = (CORPUS / "s03_large_output_partial.py").read_text()
+    job, root = scale_job(tmp_path / "a", code, timing=timing)
+    _run, assembled, checked = run_processes(job, root)
+    timed = [i for i, r in enumerate(assembled["records"]) if r["kind"] == "timed"]
+    caught = [i for i in timed if not checked.results[i]["ok"]]
+    # Not only the last call (the one audit a whole-output budget left): random ones too.
+    assert len(caught) >= 2, [checked.results[i] for i in timed]
+    v = run_job(*scale_job(tmp_path / "b", code, timing=timing))
+    assert not v.correct and "timed_output_wrong" in v.flags, (v.flags, v.error)

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -324,7 +325,7 @@ struct Pair {  // one timing pair (baseline vs candidate) the evaluator asked fo
   int64_t seed = 0;
   double rel_ci = 0.005, max_time = 1.0, spin_s = 20e-6, graph_below = 100e-6, flush_factor = 2;
   int min_samples = 5, max_samples = 5000, warmup = 3, graph = 2, audit_permille = 50, audit_max = 8;
-  int64_t flush_bytes = 0, audit_bytes = 0;
+  int64_t flush_bytes = 0, audit_bytes = 0, audit_sample = 0;
   double fresh_max_s = 0.0005;
 };
 
@@ -486,6 +487,7 @@ class Seal {
         if (f.size() > 14) p.audit_max = int(num(f, 14));
         if (f.size() > 15) p.fresh_max_s = real(f, 15);
         if (f.size() > 16) p.audit_bytes = num(f, 16);
+        if (f.size() > 17) p.audit_sample = num(f, 17);
         pairs_.push_back(p);
       } else {
         throw std::runtime_error("seal: unknown plan line " + tag);
@@ -853,7 +855,7 @@ class Seal {
       std::string rec = "{\"round\":" + std::to_string(r) + ",\"seed\":" + std::to_string(seed);
       std::string why = not_plain(arm.out);
       if (!why.empty()) rec += ",\"error\":" + jstr(why);
-      else rec += "," + save(THPVariable_Unpack(arm.out.ptr()));
+      else rec += "," + save_audit(THPVariable_Unpack(arm.out.ptr()), p, k, r);
       if (mutated(args, fresh)) rec += ",\"mutated\":true";
       audits_ += (audits_.empty() ? "" : ",") + rec + "}";
     }
@@ -864,15 +866,45 @@ class Seal {
     return w;
   }
 
+  // An audited timed output, saved whole, or past ``audit_sample`` elements as a keyed
+  // sample of that many: elements start + i * stride (mod n), the stride coprime to n so
+  // they are distinct and spread over the whole output. Neither is known before the call
+  // returns; the checker takes the same elements of the reference. A sampled audit costs
+  // the same at any size, so large outputs get as many audits as small ones.
+  std::string save_audit(const at::Tensor& out, const Pair& p, int k, long r) {
+    int64_t n = out.numel();
+    if (p.audit_sample <= 0 || n <= p.audit_sample) return save(out);
+    uint64_t key = prf("sample:" + std::to_string(k) + ":" + std::to_string(r));
+    int64_t start = int64_t(key % uint64_t(n));
+    int64_t stride = int64_t((key >> 20) % uint64_t(n - 1)) + 1;
+    while (std::gcd(stride, n) != 1) stride = stride % (n - 1) + 1;
+    std::string sizes = "[";
+    for (int64_t i = 0; i < out.dim(); i++) sizes += (i ? "," : "") + std::to_string(out.size(i));
+    sizes += "]";
+    at::Tensor picked;
+    {
+      NoPython np;
+      at::Tensor idx = at::arange(p.audit_sample, at::TensorOptions().dtype(at::kLong).device(out.device()));
+      // start + i * stride (mod n) without overflow: i * stride < 2^63 needs n below
+      // 2^63 / audit_sample, far above any output that fits a device.
+      idx = at::remainder(idx * stride + start, n);
+      picked = out.detach().reshape({-1}).index_select(0, idx);
+    }
+    return save(picked) + ",\"sampled\":{\"start\":" + std::to_string(start) + ",\"stride\":" +
+           std::to_string(stride) + ",\"count\":" + std::to_string(p.audit_sample) +
+           ",\"shape\":" + sizes + "}";
+  }
+
   int n_audits_ = 0;
 
   // Which timed candidate calls are checked: a keyed draw per round, so neither the
   // candidate nor anything else in the process can predict them; at most audit_max.
   bool audited(int k, long r, const Pair& p) {
     if (n_audits_ >= p.audit_max) return false;
-    // Large outputs: as many as fit in audit_bytes (each is copied out and judged).
-    if (p.audit_bytes > 0 && out_bytes_[1] > 0 && (n_audits_ + 1) * out_bytes_[1] > p.audit_bytes)
-      return false;
+    // Large outputs: as many as fit in audit_bytes (each is copied out and judged); a
+    // sampled audit copies at most audit_sample elements of at most 8 bytes.
+    int64_t each = p.audit_sample > 0 ? std::min(out_bytes_[1], 8 * p.audit_sample) : out_bytes_[1];
+    if (p.audit_bytes > 0 && each > 0 && (n_audits_ + 1) * each > p.audit_bytes) return false;
     bool pick = prf("audit:" + std::to_string(k) + ":" + std::to_string(r)) % 1000 <
                 uint64_t(p.audit_permille);
     n_audits_ += pick;
