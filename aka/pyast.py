@@ -1,13 +1,31 @@
-"""Names in Python source: import aliases and dotted references, resolved.
+"""Python source as trees: parsing from several threads, import aliases, dotted names.
 
 The static hack checks (:mod:`aka.eval._static`) and the KernelBench importer both ask
 what a dotted name in a file really refers to (``F.softmax`` is
 ``torch.nn.functional.softmax`` after ``import torch.nn.functional as F``).
+
+:func:`parse` is :func:`ast.parse` behind one lock. CPython 3.11 keeps the AST
+constructor's recursion depth in per-interpreter state, so when a thread building a tree
+is switched out (a garbage collection running finalizers mid-construction) and another
+thread builds one, the first can fail with ``SystemError: AST constructor recursion depth
+mismatch`` (CPython issue gh-106905). The evaluator runs several evaluations at once on
+threads, each scanning its candidate's sources, so without the lock one candidate of a
+batch could fail for another's timing. Parsing is fast next to an evaluation; the lock
+is re-entrant for a finalizer that parses.
 """
 
 from __future__ import annotations
 
 import ast
+import threading
+
+_PARSE = threading.RLock()
+
+
+def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """:func:`ast.parse` of ``source``, one thread at a time (see the module doc)."""
+    with _PARSE:
+        return ast.parse(source, filename=filename)
 
 
 def import_aliases(tree: ast.AST) -> dict[str, str]:

@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from aka import pyast
 from aka.pyast import dotted_name, import_aliases, resolve
 
 
@@ -121,7 +122,7 @@ def forbidden_uses(path: str, source: str, forbidden: Iterable[str]) -> list[Fin
     if not banned:
         return []
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return []  # the compile stage reports syntax errors
     aliases = import_aliases(tree)
@@ -308,7 +309,7 @@ def hack_findings(path: str, source: str, editable: Sequence[str] = ()) -> list[
             ``kernel.cu``) is not a finding.
     """
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError:
         return []
     visitor = _Visitor(path, import_aliases(tree), editable)

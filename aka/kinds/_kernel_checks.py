@@ -20,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from aka import pyast
 from aka.backends import BACKENDS
 from aka.eval import forbidden_uses, load_file_module
 from aka.kinds._protocol import Status, TaskValidation
@@ -213,7 +214,7 @@ def _tunables(task: Task) -> tuple[str, Status, str]:
     if not task.spec.tunables:
         return "tunables", "skip", "no tunables"
     consts: dict[str, object] = {}
-    for node in ast.parse(entry.read_text()).body:
+    for node in pyast.parse(entry.read_text()).body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
             consts.update((t.id, node.value.value) for t in node.targets if isinstance(t, ast.Name))
     bad = []

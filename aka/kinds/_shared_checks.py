@@ -14,6 +14,7 @@ import math
 import re
 
 from aka import events as ev
+from aka import pyast
 from aka.kinds._protocol import CheckContext, Status, TaskValidation
 from aka.kinds._registry import baseline_tree
 from aka.tasks import Task
@@ -64,7 +65,7 @@ def baseline_checks(ctx: CheckContext, *, what: str) -> ev.Scored:
 def py_symbols(source: str) -> set[str]:
     """Top-level and nested function, class and assigned names of a Python source."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(pyast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
