@@ -241,11 +241,18 @@ def reject_attempt(
 
 
 def _finish_quietly(rec: AttemptRecorder, why: str) -> bool:
-    """Record the try as stopped by the machine, if the machine still lets us."""
+    """Record the try as stopped by the machine, if the machine still lets us: on a full
+    disk, the ledger's reserve is given up for this record."""
+    stop = ev.AttemptFinished(try_no=rec.try_no, status="infra", error=why[:ERROR_CAP])
     try:
-        rec.emit(ev.AttemptFinished(try_no=rec.try_no, status="infra", error=why[:ERROR_CAP]))
+        rec.emit(stop)
     except Exception:  # the disk that failed the try may fail this too
-        return False
+        try:
+            if not rec.ledger.release_reserve():
+                return False
+            rec.emit(stop)
+        except Exception:
+            return False
     return True
 
 

@@ -46,6 +46,10 @@ SEGMENT_RE = re.compile(r"(\d{12})-(\d{12})\.parquet")
 COMPACTED_RE = re.compile(r"(\d{8})-([0-9a-f]{12})-(\d{4})\.parquet")
 MANIFEST_RE = re.compile(r"(\d{8})\.json")
 TMP_PREFIX = ".tmp-"
+RESERVE_NAME = "reserve.bin"
+"""In each writer's directory: space held back for the writer's last records on a full
+disk (:meth:`aka_ledger.Ledger.release_reserve`)."""
+RESERVE_BYTES = 1 << 20
 
 
 def default_writer_id() -> str:

@@ -56,6 +56,7 @@ class _Store(Protocol):
     def sync(self) -> None: ...
     def seal(self) -> None: ...
     def close(self) -> None: ...
+    def release_reserve(self) -> bool: ...
 
 
 class _MemoryStore:
@@ -83,6 +84,9 @@ class _MemoryStore:
 
     def close(self) -> None:
         pass
+
+    def release_reserve(self) -> bool:
+        return False
 
 
 class _FileStore:
@@ -134,6 +138,9 @@ class _FileStore:
         if self._writer:
             self._writer.close()
             self._writer = None
+
+    def release_reserve(self) -> bool:
+        return self._writer.release_reserve() if self._writer else False
 
 
 class Ledger:
@@ -265,6 +272,19 @@ class Ledger:
         """Seal the live log into a Parquet segment now."""
         with self._lock:
             self._store.seal()
+
+    def release_reserve(self) -> bool:
+        """Give up the space this writer holds back, so a few more records fit on a full
+        disk; returns whether there was any.
+
+        A directory ledger's writer keeps 1 MiB allocated beside its live log (made when
+        a live log starts and there is room). When an append fails because the disk is
+        full, the caller can release it and append the record that says so, e.g. that
+        its work stopped there, instead of leaving no trace of the stop. The memory
+        backend has no reserve.
+        """
+        with self._lock:
+            return self._store.release_reserve()
 
     def close(self) -> None:
         """Seal and release this writer's files; the object is unusable afterwards."""

@@ -29,6 +29,7 @@ from aka_ledger._fs import (
     LIVE_RE,
     MANIFEST_RE,
     MANIFESTS,
+    RESERVE_NAME,
     SEGMENT_RE,
     TMP_PREFIX,
     WRITER_RE,
@@ -135,6 +136,8 @@ def _classify(out: Listing, dirname: str, f: Path) -> None:
             out.segments.setdefault(dirname, []).append((int(m[1]), int(m[2]), f))
         elif m := LIVE_RE.fullmatch(name):
             out.live.setdefault(dirname, []).append((int(m[1]), f))
+        elif name == RESERVE_NAME:
+            pass  # the writer's reserve: no events in it
         else:
             out.strays.append(f)
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from aka_ledger._fs import (
     CAS,
     EVENTS,
     LIVE_RE,
+    RESERVE_BYTES,
+    RESERVE_NAME,
     TMP_PREFIX,
     Unit,
     chain_hash,
@@ -173,10 +176,37 @@ class FileWriter:
                     path=self.dir,
                     fix="make the ledger directory writable",
                 ) from None
+            self._reserve()
             path = self.dir / live_name(self.next_seq)
             self.live = LiveLog(path, self.next_seq, new=True, tag=self.writer_id)
             fsync_dir(self.dir)
         return self.live
+
+    def _reserve(self) -> None:
+        """Hold :data:`RESERVE_BYTES` back for the last records on a full disk (made when
+        a live log starts and there is room; :meth:`release_reserve` gives it up)."""
+        path = self.dir / RESERVE_NAME
+        if path.exists():
+            return
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:  # no room for it now: try again with the next live log
+            path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+    def release_reserve(self) -> bool:
+        """Free the reserve, so that a few more records fit; whether there was one."""
+        path = self.dir / RESERVE_NAME
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def write(self, batch: pa.RecordBatch, *, durable: bool) -> None:
         """Append a batch whose seqs start at ``next_seq``; seal if the log is big."""
