@@ -6,12 +6,10 @@ again once space is freed (before, that try was spent and resume had nothing to 
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,19 +23,9 @@ _CHATTY = "import sys\nw = sys.stdout.write\nfor i in range(300_000):\n    w('%0
 
 
 @pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
+def small_fs(tmpfs: Callable[[str], Path]) -> Path:
     """A 20 MB tmpfs (needs root and mount; skipped elsewhere)."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", str(mnt)])
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+    return tmpfs("20m")
 
 
 def _aka(*args: str) -> subprocess.CompletedProcess[str]:

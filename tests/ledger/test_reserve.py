@@ -8,10 +8,7 @@ it up for those last records.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,22 +32,8 @@ def test_a_writer_holds_its_reserve_and_gives_it_up_once(tmp_path: Path) -> None
     assert Ledger.memory(registry=REGISTRY).release_reserve() is False
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs (needs root and mount; skipped elsewhere)."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)]).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def test_on_a_full_disk_the_reserve_takes_the_last_record(small_fs: Path) -> None:
+def test_on_a_full_disk_the_reserve_takes_the_last_record(tmpfs: Callable[[str], Path]) -> None:
+    small_fs = tmpfs("4m")
     with Ledger.open(small_fs / "led", registry=REGISTRY) as led:
         led.append(Opened(name="first"), run_id="r")
         filler = small_fs / "filler"
