@@ -20,7 +20,7 @@ import string
 from collections.abc import Mapping, Sequence
 
 from aka.backends import BACKENDS
-from aka.tasks import Task
+from aka.tasks import Task, Tolerance
 
 __all__ = ["PROMPT_FIELDS", "build_prompt", "device_sheet", "render_prompt", "template_fields"]
 
@@ -104,7 +104,7 @@ def _task_section(task: Task, device: str) -> str:
     lines += [
         "",
         f"Data types: {', '.join(s.dtypes)}; tolerances against the reference: "
-        + "; ".join(f"{d} atol={t.atol:g} rtol={t.rtol:g}" for d, t in s.tolerances.items())
+        + "; ".join(f"{d} {_tolerance(t)}" for d, t in s.tolerances.items())
         + ".",
         "Shapes you may tune for: "
         + "; ".join(", ".join(f"{k}={v}" for k, v in sh.items()) for sh in shapes)
@@ -115,6 +115,12 @@ def _task_section(task: Task, device: str) -> str:
             f"The score also uses {len(held)} held-out shapes you are not shown: do not special-case the shapes above."
         )
     return "\n".join(lines)
+
+
+def _tolerance(t: Tolerance) -> str:
+    """``atol=.. rtol=..``, and the part that follows the output's scale when there is one."""
+    scaled = f" + {t.rms_atol:g} x the reference output's RMS" if t.rms_atol else ""
+    return f"atol={t.atol:g}{scaled} rtol={t.rtol:g}"
 
 
 def _rules_section(task: Task) -> str:

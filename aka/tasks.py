@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from aka.backends import BACKENDS, entry_suffixes
 from aka.errors import InputError
 from aka.kind_specs import SOURCE_LOCK, CommandSpec, ImageSpec, RepositorySpec
+from aka.tolerance import effective_atol
 from aka.yamlfile import read_yaml_mapping
 
 TASK_FILE = "task.yaml"
@@ -46,6 +47,18 @@ class Tolerance(_Strict):
 
     atol: float = Field(ge=0, description="Absolute tolerance.")
     rtol: float = Field(ge=0, description="Relative tolerance.")
+    rms_atol: float = Field(
+        default=0.0,
+        ge=0,
+        description="Added to atol as a fraction of the reference output's root mean square, "
+        "case by case. An absolute atol is blind to outputs whose scale shrinks with the sizes "
+        "(a softmax over 24576 columns is about 4e-5 everywhere, so zeros pass atol 1e-4); this "
+        "one follows the output.",
+    )
+
+    def atol_at(self, rms: float) -> float:
+        """The absolute tolerance of a case whose reference output has this RMS."""
+        return effective_atol(self.model_dump(), rms)
 
 
 class Shapes(_Strict):

@@ -57,7 +57,8 @@ from typing import Any
 
 import torch
 
-from aka.tasks import Task, Tolerance, discover, select
+from aka.kinds._kernel_checks import downgrade_passes, null_answers, passes
+from aka.tasks import Task, discover, select
 
 REPO = Path(__file__).resolve().parent.parent
 NVCC_FLAGS = ["-c", "-std=c++17", "-arch=sm_90"]
@@ -90,44 +91,6 @@ def load_module(path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def passes(out: Any, ref: torch.Tensor, tol: Tolerance) -> bool:
-    """Whether ``out`` is a tensor of ``ref``'s shape within ``tol`` (allclose, no NaN)."""
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(ref.shape):
-        return False
-    ref_d = ref.detach().double()
-    out_d = out.detach().to(device=ref_d.device, dtype=torch.float64)
-    return bool(torch.allclose(out_d, ref_d, atol=tol.atol, rtol=tol.rtol))
-
-
-def null_answers(inputs: tuple[Any, ...], ref: torch.Tensor, seed: int) -> dict[str, torch.Tensor]:
-    """Outputs a cheating or broken kernel could return; each must fail the tolerance."""
-    ref_d = ref.detach().double()
-    g = torch.Generator().manual_seed(10_000 + seed)
-    scale = float(ref_d.abs().max()) + 1.0
-    garbage = torch.rand(ref_d.shape, generator=g, dtype=torch.float64) * scale
-    nulls = {
-        "zeros": torch.zeros_like(ref_d),
-        "garbage": garbage.to(ref_d.device),
-        "empty": torch.empty(0, dtype=torch.float64, device=ref_d.device),
-    }
-    for i, x in enumerate(inputs):
-        if isinstance(x, torch.Tensor) and x.numel() == ref_d.numel():
-            nulls[f"copy of input {i}"] = x.detach().double().reshape(ref_d.shape)
-    return nulls
-
-
-def downgrade_passes(ref: torch.Tensor, tol: Tolerance) -> bool:
-    """Whether the reference rounded to bfloat16 passes ``tol``.
-
-    Only meaningful for real-valued outputs: integer-valued outputs (indices, codes) are
-    exact in bfloat16 up to 256 and answer False.
-    """
-    ref_d = ref.detach().double()
-    if not ref_d.is_floating_point() or bool((ref_d == ref_d.round()).all()):
-        return False
-    return passes(ref_d.to(torch.bfloat16), ref_d, tol)
 
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -169,6 +169,10 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         os.write(2, (error + "\n").encode())  # the parent quotes the stderr tail
         raise SystemExit(3) from exc
     if device.startswith("cuda"):  # the driver starts before the filesystem narrows
+        # float32 means float32: cuDNN's default runs float32 convolutions in TF32
+        # (about 1e-3 relative), which fails the float32 tolerances of an honest baseline.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
         torch.empty(1, device=device)
         torch.cuda.synchronize(device)
     contained = _contain.hide(

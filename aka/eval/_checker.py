@@ -25,6 +25,7 @@ from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
 from aka.eval._wire import CheckerReport, CheckerRequest, WireError, decode, encode_report
+from aka.tolerance import effective_atol
 
 # c10's names for scalar types (the core records ``c10::toString``).
 _SCALAR_TYPES: dict[str, Any] = {}
@@ -143,19 +144,26 @@ class _Checker:
             self._refs = {key: (args, out)}
         return self._refs[key]
 
-    def close(self, out: Any, ref: Any, tol: dict[str, float]) -> bool:
-        return bool(
-            self.torch.allclose(out.double(), ref.double(), atol=tol["atol"], rtol=tol["rtol"])
-        )
+    def atol(self, ref: Any, tol: dict[str, float]) -> float:
+        """The case's absolute tolerance (:func:`aka.tolerance.effective_atol`), from the
+        whole reference output, before any sampling."""
+        if not tol.get("rms_atol") or not ref.numel():
+            return effective_atol(tol, 0.0)
+        return effective_atol(tol, float(ref.double().square().mean().sqrt()))
 
-    def degenerate(self, args: tuple[Any, ...], ref: Any, tol: dict[str, float], tag: str) -> None:
+    def close(self, out: Any, ref: Any, atol: float, rtol: float) -> bool:
+        return bool(self.torch.allclose(out.double(), ref.double(), atol=atol, rtol=rtol))
+
+    def degenerate(
+        self, args: tuple[Any, ...], ref: Any, atol: float, rtol: float, tag: str
+    ) -> None:
         torch = self.torch
         nulls = {"zeros": torch.zeros_like(ref)}
         first = next((a for a in args if isinstance(a, torch.Tensor)), None)
         if first is not None and first.shape == ref.shape:
             nulls["a copy of the first input"] = first
         for name, null in nulls.items():
-            if self.close(null, ref, tol):
+            if self.close(null, ref, atol, rtol):
                 item = {
                     "flag": "degenerate_task",
                     "evidence": f"{tag}: a null answer ({name}) passes; the task cannot tell",
@@ -183,9 +191,10 @@ class _Checker:
             return res
         tol = self.req.tolerances[dtype]
         args, ref = self.expected(shape, dtype, seed)
+        atol, rtol = self.atol(ref, tol), float(tol["rtol"])
         tag = _tag(rec)
         if rec["kind"] == "case":
-            self.degenerate(args, ref, tol, tag)
+            self.degenerate(args, ref, atol, rtol, tag)
         out = self.output(rec)
         if isinstance(out, str):
             res["error"] = out
@@ -204,11 +213,16 @@ class _Checker:
         if not bool(torch.isfinite(out.double()).all()):
             res["error"] = f"{tag}: output has NaN or Inf"
             return res
-        res["ok"] = self.close(out, ref, tol)
+        res["ok"] = self.close(out, ref, atol, rtol)
         if not res["ok"]:
+            scaled = (
+                f" (atol {tol['atol']:g} + rms_atol {tol['rms_atol']:g} x output RMS)"
+                if tol.get("rms_atol")
+                else ""
+            )
             res["error"] = (
                 f"{tag}: max abs error {res['max_abs_err']:.3g} beyond "
-                f"atol={tol['atol']} rtol={tol['rtol']}"
+                f"atol={atol:.3g}{scaled} rtol={rtol:g}"
             )
         return res
 

@@ -122,7 +122,7 @@ def test_good_task_passes(tmp_path: Path) -> None:
         ),
         (
             {"reference": GOOD_REFERENCE.replace("x.double() * 3 + 2", "x.double()")},
-            "null answer 'copy of input 0' passes",
+            "null answer 'input_copy_0' passes",
         ),
         (
             {"reference": GOOD_REFERENCE.replace("manual_seed(seed)", "manual_seed(0)")},
