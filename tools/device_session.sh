@@ -46,6 +46,11 @@
 #                                    the core's build, 12 distinct new candidates of four tasks
 #                                    with 8 in flight, then the tasks under ROOT validated one
 #                                    at a time (those that failed under load)
+#   bash tools/device_session.sh j ROOT OUT JOBS SECONDS [redteam]
+#                                    the core's build, (the red-team corpus through warm workers,
+#                                    large outputs included,) then the imported KernelBench tasks
+#                                    under ROOT validated JOBS at once for at most SECONDS,
+#                                    continuing the rows OUT already holds (--resume)
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -61,7 +66,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -217,6 +222,12 @@ h)
   sealbuild
   step distinct 140 python3 -m aka.cli._bench_distinct --device cuda --distinct 12 --in-flight 8 --tasks 4 --output $R/distinct.json
   step "kb_$(basename $2)" 270 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --out "$R/$(basename $2).json"
+  ;;
+j)
+  sealbuild
+  if [ "${6:-}" = redteam ]; then AKA_EVAL_WARM=1 step redteam 200 python3 tools/redteam_gpu.py --out $R/redteam.json; fi
+  step "kb_$(basename $2)" "$5" python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs "$4" --resume --out "$3"
+  cp "$3" $R/ 2>/dev/null
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"

@@ -79,10 +79,13 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
     rows: list[dict[str, Any]] = []
     todo: dict[Path, dict[str, Any]] = {}
     end = args.start + args.limit if args.limit else None
+    kept = _finished(args.out) if args.resume else {}
     for o in outcomes[args.start : end]:
         row: dict[str, Any] = {"problem": o.path.name, "import": o.status, "result": "", "why": ""}
         rows.append(row)
-        if o.dest is None:
+        if o.path.name in kept:
+            row |= kept[o.path.name]
+        elif o.dest is None:
             row |= {"result": "refused", "why": f"{o.detail} (fix: {o.fix})"}
         elif kind not in load_task(o.dest, root=root).spec.devices:
             row |= {"result": "not run", "why": f"GPU-only: {o.detail}"}
@@ -111,6 +114,18 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
             memory_gb=cap or None, timeout_s=args.task_timeout,
         )  # fmt: skip
     return rows
+
+
+def _finished(out: Path | None) -> dict[str, dict[str, Any]]:
+    """The rows of an earlier ``--out`` that have their final result (``--resume``)."""
+    if out is None or not out.is_file():
+        return {}
+    try:
+        rows = json.loads(out.read_text())
+    except ValueError as exc:
+        raise SystemExit(f"--resume: {out} is not the JSON rows of an earlier run ({exc}); "
+                         "move it away to start afresh") from exc  # fmt: skip
+    return {r["problem"]: r for r in rows if r.get("result") in ("pass", "fail")}
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -145,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--jobs", type=int, default=1, help="Tasks validated at once (failures re-run alone)."
     )
+    ap.add_argument(
+        "--resume", action="store_true",
+        help="Keep the rows --out already holds with a result; validate only the others.",
+    )  # fmt: skip
     ap.add_argument("--task-timeout", type=float, default=1800.0, help="Seconds per task.")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="aka-import-check-") as tmp:

@@ -76,13 +76,25 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("s03_watched_modes", SCALE, 10, (), CPU_CORPUS),
     ("s09_output_tamper", SCALE, 14, ("output_tamper",), CPU_CORPUS),
 ]
+LARGE = [{"N": 3 << 22}]
+"""A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):
+its timed outputs are audited by keyed samples, not whole copies."""
+LARGE_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
+    ("honest_vectorized", SCALE, None, (), CPU_CORPUS),
+    ("honest_cuda_utils", SCALE, None, (), CPU_CORPUS),
+    ("s03_large_output_partial", SCALE, 10, ("timed_output_wrong",), CPU_CORPUS),
+]
 
 
-def job(task: str, device: str, *, heldout: bool = False) -> Job:
-    """The evaluation job for a fixture task (what ``aka.kinds._kernel.job_for`` builds from YAML)."""
+def job(
+    task: str, device: str, *, heldout: bool = False, shapes: list[dict[str, int]] | None = None
+) -> Job:
+    """The evaluation job for a fixture task (what ``aka.kinds._kernel.job_for`` builds from
+    YAML); ``shapes`` replaces the task's on a GPU."""
     spec = SPECS[task]
     entry_file, symbol = spec["entry"].split(":")
-    shapes = spec["cpu"] if device == "cpu" else spec["heldout"] if heldout else spec["shapes"]
+    gpu = shapes or (spec["heldout"] if heldout else spec["shapes"])
+    shapes = spec["cpu"] if device == "cpu" else gpu
     return Job(
         reference="reference.py", editable=["kernel.py"], forbidden=[], entry_file=entry_file,
         entry_symbol=symbol, pass_shape=False, backend=spec["backend"],
@@ -93,7 +105,9 @@ def job(task: str, device: str, *, heldout: bool = False) -> Job:
     )  # fmt: skip
 
 
-def evaluate(name: str, task: str, folder: Path, device: str) -> dict[str, Any]:
+def evaluate(
+    name: str, task: str, folder: Path, device: str, shapes: list[dict[str, int]] | None = None
+) -> dict[str, Any]:
     """One candidate through the pipeline in a fresh directory; a row of the table."""
     with tempfile.TemporaryDirectory(prefix="aka-redteam-") as tmp:
         root = Path(tmp)
@@ -102,7 +116,7 @@ def evaluate(name: str, task: str, folder: Path, device: str) -> dict[str, Any]:
         shutil.copytree(TASKS / task / "source", root / "cand")
         shutil.copy(folder / f"{name}.py", root / "cand" / "kernel.py")
         t0 = time.perf_counter()
-        v = run_job(job(task, device), root)
+        v = run_job(job(task, device, shapes=shapes), root)
         wall = time.perf_counter() - t0
     speedups, noise = aggregate_speedups(v.timing) if v.correct else ([], 0)
     geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
@@ -127,10 +141,13 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None, help="evaluate only these names")
     args = ap.parse_args()
     rows = []
-    for name, task, pattern, flags, folder in ENTRIES:
-        if args.only and name not in args.only:
+    runs = [(e, None) for e in ENTRIES] + [(e, LARGE) for e in LARGE_ENTRIES]
+    for (name, task, pattern, flags, folder), shapes in runs:
+        if (args.only and name not in args.only) or (shapes and args.device == "cpu"):
             continue
-        row = evaluate(name, task, folder, args.device)
+        row = evaluate(name, task, folder, args.device, shapes)
+        if shapes:
+            row["name"] = f"{name}@N={shapes[0]['N']}"
         row.update(pattern=pattern, honest=pattern is None, expected=list(flags))
         if pattern is None:
             row["ok"] = row["correct"] and not row["flags"]
@@ -140,7 +157,7 @@ def main() -> int:
         verdict = ("clean" if row["ok"] else "FLAGGED") if pattern is None else (
             "caught" if row["ok"] else "NOT CAUGHT")  # fmt: skip
         sp = f"{row['speedup']:.3g}" if row["speedup"] else "-"
-        print(f"{name:24s} p{pattern or '-':<3} {verdict:10s} speedup={sp:8s} "
+        print(f"{row['name']:32s} p{pattern or '-':<3} {verdict:10s} speedup={sp:8s} "
               f"flags={','.join(row['flags']) or '-'}  ({row['wall_s']:.1f} s)", flush=True)  # fmt: skip
     adv = [r for r in rows if not r["honest"]]
     hon = [r for r in rows if r["honest"]]

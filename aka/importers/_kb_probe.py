@@ -47,6 +47,11 @@ GPU_ELEMENTS = 1 << 28
 the upstream sizes are asked for: upstream KernelBench sizes reach billions of elements
 (a 4096 x 393216 ReLU), which every correctness call, its float64 reference and the
 checker's hand-over would move many times per evaluation."""
+TOLERANCE = {"atol": 0.0, "rtol": 1e-4, "rms_atol": 1e-4}
+"""The float32 tolerance of an imported problem (:mod:`aka.tolerance`). Its absolute part
+follows the output's scale: KernelBench outputs range from ~1e-5 (a softmax over 24576
+columns, a norm over millions of elements) to ~1e3 (a matmul), and one absolute atol
+either lets zeros pass the first or fails honest float32 on the second."""
 CPU_SECONDS = 5.0
 """A CPU shape whose float64 forward takes longer than this makes the task GPU-only."""
 
@@ -263,12 +268,65 @@ def analyze(path: Path, gpu_elements: int | None = GPU_ELEMENTS) -> dict[str, An
     return result
 
 
+def _copy_passes(x: Any, out: Any) -> bool:
+    """Whether returning input ``x`` as it is passes :data:`TOLERANCE` against ``out``."""
+    import torch
+
+    from aka.tolerance import effective_atol
+
+    if not isinstance(out, torch.Tensor) or x.numel() != out.numel() or not out.numel():
+        return False
+    r = out.detach().double()
+    atol = effective_atol(TOLERANCE, float(r.square().mean().sqrt()))
+    return bool(torch.allclose(x.double().reshape(r.shape), r, atol=atol, rtol=TOLERANCE["rtol"]))
+
+
+RANGES = ((-1.0, 1.0), (-4.0, 4.0))
+"""Ranges tried, in order, for an input whose [0, 1) values make a copy of it correct:
+[-1, 1) tells ReLU, ELU and their kin from a copy; a clamp to [-1, 1] (HardTanh) needs
+values beyond it."""
+
+
+def widened_inputs(model: Any, inputs: list[Any], out: Any) -> dict[int, tuple[float, float]]:
+    """Inputs to draw from a wider range than upstream's [0, 1): index -> (low, high).
+
+    ``torch.rand`` inputs are non-negative, so for ReLU, HardTanh, ELU and their kin the
+    output *is* the input and copying it is a correct answer. Such an input (values in
+    [0, 1], and copying it passes) is mapped to the first of :data:`RANGES` on which the
+    output is finite and copying the input fails: the problem then tells a kernel from a
+    copy. A problem that stays a copy on every range (a BatchNorm with fresh statistics)
+    is left as it is, for validation to report.
+    """
+    import torch
+
+    picks: dict[int, tuple[float, float]] = {}
+    for i, x in enumerate(inputs):
+        if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+            continue
+        if float(x.min()) < 0 or float(x.max()) > 1 or not _copy_passes(x, out):
+            continue
+        for low, high in RANGES:
+            moved = [*inputs[:i], low + (high - low) * x, *inputs[i + 1 :]]
+            with torch.no_grad():
+                again = model(*moved)
+            if (
+                isinstance(again, torch.Tensor)
+                and bool(torch.isfinite(again).all())
+                and not _copy_passes(moved[i], again)
+            ):
+                picks[i] = (low, high)
+                break
+    return picks
+
+
 def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
-    """Each shape's float64 forward on the CPU, as the reference runs it: seconds or the error."""
+    """Each shape's float64 forward on the CPU, as the reference runs it: seconds or the
+    error, and which inputs to widen (:func:`widened_inputs`, from the first shape)."""
     import torch
 
     load = _loader()
-    seconds = []
+    seconds: list[float] = []
+    widened: dict[int, tuple[float, float]] = {}
     for shape in shapes:
         try:
             module = load(shape, path)
@@ -280,13 +338,15 @@ def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
             model = module.Model(*module.get_init_inputs()).double().eval()
             t0 = time.perf_counter()
             with torch.no_grad():
-                model(*inputs)
+                out = model(*inputs)
             seconds.append(time.perf_counter() - t0)
+            if len(seconds) == 1:
+                widened = widened_inputs(model, inputs, out)
         except Exception as exc:
             return {"error": f"at {shape}: {type(exc).__name__}: {exc}"[:300]}
         if seconds[-1] > CPU_SECONDS:
             return {"error": f"at {shape}: one float64 forward took {seconds[-1]:.1f} s"}
-    return {"seconds": seconds}
+    return {"seconds": seconds, "widened": [[i, lo, hi] for i, (lo, hi) in widened.items()]}
 
 
 def main() -> None:

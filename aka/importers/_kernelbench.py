@@ -31,7 +31,7 @@ from typing import Any
 from aka.childjson import run_module
 from aka.errors import InputError
 from aka.importers._common import ImportResult, Outcome, Status, origin, prepare, slug, write_spec
-from aka.importers._kb_probe import GPU_ELEMENTS, MARK
+from aka.importers._kb_probe import GPU_ELEMENTS, MARK, TOLERANCE
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 from aka.pyast import dotted_name, import_aliases, resolve
 
@@ -173,6 +173,9 @@ class Plan:
     fix: str = ""
     shapes: dict[str, list[dict[str, int]]] | None = None
     devices: tuple[str, ...] = ("cuda",)
+    widened: tuple[tuple[int, float, float], ...] = ()
+    """(input, low, high): inputs drawn from [low, high) instead of upstream's [0, 1)
+    (:func:`aka.importers._kb_probe.widened_inputs`)."""
 
 
 FIX_SIZES = (
@@ -209,8 +212,11 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
         else ""
     )
     detail = f"tuning {movers}{scaled}; held-out {analysis['heldout']}"
+    widened = tuple((int(i), float(lo), float(hi)) for i, lo, hi in cpu_run.get("widened", ()))
+    if widened:
+        detail += f"; {widened_note(widened)}"
     if not cpu_possible:
-        return Plan("imported", detail, shapes=shapes)
+        return Plan("imported", detail, shapes=shapes, widened=widened)
     cpu, cpu_held = analysis.get("cpu"), analysis.get("cpu_heldout")
     if not cpu or not cpu_held:
         why = "no CPU shape small enough builds the problem" if not cpu else (
@@ -221,7 +227,19 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
         why = f"the reference fails on the CPU shapes {cpu}, {cpu_held}: {cpu_run['error']}"
         return Plan("imported GPU-only", why, "", shapes=shapes)
     shapes |= {"cpu": [cpu], "cpu_heldout": [cpu_held]}
-    return Plan("imported", f"{detail}; cpu {cpu}", shapes=shapes, devices=("cuda", "cpu"))
+    return Plan(
+        "imported", f"{detail}; cpu {cpu}", shapes=shapes, devices=("cuda", "cpu"),
+        widened=widened,
+    )  # fmt: skip
+
+
+def widened_note(widened: tuple[tuple[int, float, float], ...]) -> str:
+    """What widening did, in the words of the import line and the task's instructions."""
+    which = ", ".join(f"input {i} from [{lo:g}, {hi:g})" for i, lo, hi in widened)
+    return (
+        f"get_inputs()'s {which} (x -> low + (high - low) * x): upstream's torch.rand values "
+        "lie in [0, 1), where returning the input is a correct answer"
+    )
 
 
 def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan) -> None:
@@ -232,7 +250,9 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
     (dest / "problem.py").write_text(problem.source)
     (dest / "source" / "problem.py").write_text(problem.source)
     (dest / "source" / "kb_loader.py").write_text(KERNELBENCH_LOADER)
-    (dest / "reference.py").write_text(KERNELBENCH_REFERENCE)
+    ranges = {i: (lo, hi) for i, lo, hi in plan.widened}
+    reference = KERNELBENCH_REFERENCE.replace("INPUT_RANGES = {}", f"INPUT_RANGES = {ranges!r}", 1)
+    (dest / "reference.py").write_text(reference)
     imports = "\n".join(problem.imports)
     if "import torch\n" not in f"{imports}\n":
         imports = f"import torch\n{imports}"
@@ -255,6 +275,7 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
             f"written in PyTorch. Make it faster by replacing its computation with {what}, "
             "keeping its parameters and its outputs (within tolerance) for any sizes. The torch "
             "functions listed as forbidden, and the original Model, may not be called."
+            + (f" Unlike upstream, it draws {widened_note(plan.widened)}." if plan.widened else "")
         ),
         "backend": backend,
         "editable": ["model_new.py"],
@@ -262,7 +283,7 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
         "targets": ["ModelNew"],
         "pass_shape": True,
         "dtypes": ["float32"],
-        "tolerances": {"float32": {"atol": 1.0e-4, "rtol": 1.0e-4}},
+        "tolerances": {"float32": dict(TOLERANCE)},
         "shapes": plan.shapes,
         "seeds": 3,
         "devices": list(plan.devices),

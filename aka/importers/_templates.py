@@ -83,8 +83,9 @@ KERNELBENCH_REFERENCE = (
     '''"""Reference for an imported KernelBench problem: its Model, run in float64.
 
 Sizes come from the shape through load_problem (values derived from them recomputed);
-inputs come from the problem's get_inputs() under the trial's seed; weights from a
-fixed seed.
+inputs come from the problem's get_inputs() under the trial's seed, those in
+INPUT_RANGES mapped from [0, 1) to [low, high) (see the task's instructions); weights
+from a fixed seed.
 """
 
 '''
@@ -93,6 +94,7 @@ fixed seed.
 import torch
 
 WEIGHT_SEED = 0
+INPUT_RANGES = {}
 _MODELS = {}
 
 
@@ -108,7 +110,9 @@ def make_inputs(shape, dtype, device, seed):
     problem = load_problem(shape)
     with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(seed)
-        inputs = problem.get_inputs()
+        inputs = list(problem.get_inputs())
+    for i, (low, high) in INPUT_RANGES.items():
+        inputs[i] = low + (high - low) * inputs[i]
     return tuple(_cast(x, dtype, device) for x in inputs)
 
 

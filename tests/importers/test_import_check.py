@@ -39,16 +39,19 @@ def test_one_row_per_file_with_result_and_why(tmp_path: Path) -> None:
     assert "| 99_literal_sizes_only.py | refused |" in done.stdout  # the markdown table
 
 
-RELU = (Path(__file__).resolve().parent / "fixtures/relu_upstream/19_ReLU.py").read_text()
+# Upstream level 1's BatchNorm as its file is written: a copy of the input passes.
+BATCHNORM = (
+    Path(__file__).resolve().parent / "fixtures/kernelbench_rand_inputs/33_BatchNorm.py"
+).read_text()
 
 
 def test_jobs_validate_at_once_and_failures_run_again_alone(tmp_path: Path) -> None:
     """``--jobs 2``: every task still gets its row and time; a failing one (upstream's
-    ReLU: ``torch.rand`` inputs are non-negative, so a copy of the input passes) is
+    BatchNorm: with fresh running statistics it returns its input, so a copy passes) is
     validated once more alone, with what it got under load kept beside."""
     level = tmp_path / "level1"
     level.mkdir()
-    (level / "19_ReLU.py").write_text(RELU)
+    (level / "33_BatchNorm.py").write_text(BATCHNORM)
     name = "17_Matmul_with_transposed_B.py"
     (level / name).write_text((UPSTREAM / "level1" / name).read_text())
     out = tmp_path / "rows.json"
@@ -60,8 +63,45 @@ def test_jobs_validate_at_once_and_failures_run_again_alone(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["problem"]: r for r in json.loads(out.read_text())}
     assert rows[name]["result"] == "pass" and "rerun" not in rows[name]
-    relu = rows["19_ReLU.py"]
-    assert relu["result"] == "fail" and "null_input_copy" in relu["why"]
-    assert relu["rerun"]["result"] == "fail" and "null_input_copy" in relu["rerun"]["why"]
+    norm = rows["33_BatchNorm.py"]
+    assert norm["result"] == "fail" and "null_input_copy" in norm["why"]
+    assert norm["rerun"]["result"] == "fail" and "null_input_copy" in norm["rerun"]["why"]
     assert all(r["seconds"] > 0 for r in rows.values())
-    assert "FAIL  19_ReLU.py (again alone)" in done.stdout
+    assert "FAIL  33_BatchNorm.py (again alone)" in done.stdout
+
+
+def test_resume_keeps_finished_rows_and_validates_the_rest(tmp_path: Path) -> None:
+    """A check cut short (a device call's time limit) continues where it stopped: rows
+    that have a result are kept as they are; the others are validated."""
+    level = tmp_path / "level1"
+    level.mkdir()
+    names = ["17_Matmul_with_transposed_B.py", "80_conv_dilated_padded_strided.py"]
+    for name in names:
+        (level / name).write_text((UPSTREAM / "level1" / name).read_text())
+    out = tmp_path / "rows.json"
+    earlier = {
+        "problem": names[0],
+        "import": "imported",
+        "result": "pass",
+        "why": "",
+        "seconds": 7.5,
+    }
+    cut = {"problem": names[1], "import": "imported", "result": "", "why": ""}
+    out.write_text(json.dumps([earlier, cut]))
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCK, "kernelbench", str(level), "--device", "cpu", "--quick",
+         "--resume", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {r["problem"]: r for r in json.loads(out.read_text())}
+    assert rows[names[0]] == earlier
+    assert rows[names[1]]["result"] == "pass" and rows[names[1]]["seconds"] > 0
+    assert f"PASS  {names[0]}" not in done.stdout and f"PASS  {names[1]}" in done.stdout
+    out.write_text("{not json")
+    bad = subprocess.run(
+        [sys.executable, "-c", BLOCK, "kernelbench", str(level), "--device", "cpu", "--quick",
+         "--resume", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0 and f"--resume: {out} is not the JSON rows" in bad.stderr

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from aka import events as ev
-from aka.eval import EvalRequest, evaluate
+from aka.eval import EvalRequest, evaluate, load_file_module
 from aka.heldout import baseline_task
 from aka.importers import read_problem
 from aka.kinds import baseline_tree
@@ -155,8 +157,9 @@ def test_inputs_are_drawn_on_the_evaluation_device(imported: Path) -> None:
     assert all(x.device.type == "cpu" for x in again if isinstance(x, torch.Tensor))
 
 
+RAND_INPUTS = Path(__file__).resolve().parent / "fixtures" / "kernelbench_rand_inputs"
 # Upstream level 1's ReLU as its file is written (sizes of 3.2 billion elements per call).
-RELU_UPSTREAM = (Path(__file__).resolve().parent / "fixtures/relu_upstream/19_ReLU.py").read_text()
+RELU_UPSTREAM = (RAND_INPUTS / "19_ReLU.py").read_text()
 
 
 def test_upstream_sizes_beyond_the_gpu_budget_are_shrunk_and_said(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -181,3 +184,43 @@ def test_upstream_sizes_beyond_the_gpu_budget_are_shrunk_and_said(tmp_path: Path
     assert "scaled to at most" not in kept.out
     spec = load_task(tmp_path / "b" / "torch2triton/kernelbench/19_relu", root=tmp_path / "b").spec
     assert spec.shapes.tuning == [{"batch_size": 4096, "dim": 393216}]
+
+
+def test_inputs_that_make_a_copy_correct_are_widened_and_said(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Upstream draws these inputs with ``torch.rand``: on [0, 1) ReLU and HardTanh
+    return their input, so a copy is a correct answer. The import draws ReLU's from
+    [-1, 1) and HardTanh's (a clamp to [-1, 1]) from [-4, 4), says so in its line and in
+    the instructions, and the tasks then tell a kernel from a copy. A BatchNorm with fresh
+    statistics is a copy whatever its input: it is left as written, for validation to
+    report."""
+    level = tmp_path / "level1"
+    shutil.copytree(RAND_INPUTS, level)
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "kernelbench", str(level), "--root", str(root))
+    assert res.code == 0, res.err
+    lines = {line.split(" -> ")[0].rsplit("/", 1)[-1]: line for line in res.out.splitlines()}
+    assert "input 0 from [-1, 1)" in lines["19_ReLU.py"]
+    assert "input 0 from [-4, 4)" in lines["32_HardTanh.py"]
+    assert "torch.rand" not in lines["33_BatchNorm.py"]
+    base = root / "torch2triton/kernelbench"
+    ranges = {"19_relu": (-1, 1), "32_hardtanh": (-4, 4)}
+    for name, (low, high) in ranges.items():
+        task = load_task(base / name, root=root)
+        assert f"Unlike upstream, it draws get_inputs()'s input 0 from [{low}, {high})" in (
+            task.spec.instructions
+        )
+        ref = load_file_module(task.path / "reference.py", f"_widened_{name}_ref")
+        (x,) = ref.make_inputs(task.spec.shapes.cpu[0], torch.float32, "cpu", 0)
+        assert low <= float(x.min()) < low / 2 and high / 2 < float(x.max()) <= high
+    norm = load_task(base / "33_batchnorm", root=root)
+    assert "Unlike upstream" not in norm.spec.instructions
+    assert "INPUT_RANGES = {}" in (norm.path / "reference.py").read_text()
+
+    ledger = Ledger.open(tmp_path / "ledger", registry=ev.REGISTRY)
+    checks = {}
+    for name in (*ranges, "33_batchnorm"):
+        out = validate_task(ledger, base / name, root=root, device="cpu", run_id="v", quick=True)
+        checks[name] = {c.name: c.status for c in out.checks}
+    assert checks["19_relu"]["null_input_copy"] == "pass"
+    assert checks["32_hardtanh"]["null_input_copy"] == "pass"
+    assert checks["33_batchnorm"]["null_input_copy"] == "fail"
