@@ -50,7 +50,8 @@
 #                                    the core's build, (the red-team corpus through warm workers,
 #                                    large outputs included,) then the imported KernelBench tasks
 #                                    under ROOT validated JOBS at once for at most SECONDS,
-#                                    continuing the rows OUT already holds (--resume)
+#                                    continuing the rows OUT (a carried file) already holds
+#                                    (--resume); the rows come back under OUT's file name
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -225,9 +226,9 @@ h)
   ;;
 j)
   sealbuild
-  if [ "${6:-}" = redteam ]; then AKA_EVAL_WARM=1 step redteam 200 python3 tools/redteam_gpu.py --out $R/redteam.json; fi
-  step "kb_$(basename $2)" "$5" python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs "$4" --resume --out "$3"
-  cp "$3" $R/ 2>/dev/null
+  if [ "${6:-}" = redteam ]; then AKA_EVAL_WARM=1 step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json; fi
+  ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null  # the rows so far, kept in results.tgz
+  step "kb_$(basename $2)" "$5" python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs "$4" --resume --out "$ROWS"
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"

@@ -98,6 +98,9 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
         result = "pass" if done.result.ok else "fail"
         seconds = round(done.seconds, 1)
         row |= {"result": result, "why": _why(done.result.checks), "seconds": seconds}
+        aa = next((c.detail for c in done.result.checks if c.name == "timing_noise"), "")
+        if aa.startswith("A/A"):  # the baseline timed against itself: noop's speedup
+            row["aa"] = aa
         if done.under_load is not None:
             row["rerun"] = {"result": "fail", "why": _why(done.under_load.checks)}
         again = " (again alone)" if done.under_load is not None else ""
