@@ -117,6 +117,7 @@ def validate_many(
     *,
     jobs: int = 1,
     on_result: Callable[[Validated], None] | None = None,
+    on_retry: Callable[[Validated], None] | None = None,
     **kwargs: Any,
 ) -> list[Validated]:
     """Every folder through :func:`validate_in_child`, ``jobs`` at once; in folder order.
@@ -126,7 +127,8 @@ def validate_many(
     failed timing checks with eight to ten at once and passed alone). With ``jobs`` > 1 every
     task that fails is therefore validated once more alone, and that is its result; the
     first is kept as ``under_load``. ``on_result`` sees each result once it is final: a
-    pass as soon as it finishes, a failure once validated alone. ``kwargs`` go to
+    pass as soon as it finishes, a failure once validated alone; ``on_retry`` sees a failure
+    under load as soon as it happens (what to show until the retry). ``kwargs`` go to
     :func:`validate_in_child` (``root``, ``device``, ``run_id``, ...).
     """
     jobs = max(1, jobs)
@@ -140,6 +142,8 @@ def validate_many(
         done = one(folder)
         if on_result is not None and (jobs == 1 or done.result.ok):
             on_result(done)
+        elif on_retry is not None:
+            on_retry(done)
         return done
 
     if jobs == 1:

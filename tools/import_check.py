@@ -61,6 +61,11 @@ def _existing(root: Path) -> list[Outcome]:
     ]
 
 
+UNDER_LOAD = "fail under load"
+"""A row's result while its failure with other tasks at once waits for its retry alone
+(not final: ``--resume`` validates it again)."""
+
+
 def _why(checks: list[ev.CheckResult]) -> str:
     failed = [c for c in checks if c.status == "fail" and not c.review]
     return "; ".join(f"{c.name}: {c.detail}" for c in failed)[:1500]
@@ -110,9 +115,21 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
             with lock:
                 args.out.write_text(json.dumps(rows, indent=2))
 
+    def retry(done: Validated) -> None:
+        """A failure under load, shown (and written) until its retry alone replaces it."""
+        row = todo[done.folder]
+        row |= {"result": UNDER_LOAD, "why": _why(done.result.checks),
+                "seconds": round(done.seconds, 1)}  # fmt: skip
+        print(f"FAIL  {row['problem']} under load, to be validated alone "
+              f"({row['seconds']} s) {row['why'][:300]}", flush=True)  # fmt: skip
+        if args.out:
+            with lock:
+                args.out.write_text(json.dumps(rows, indent=2))
+
     with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
         validate_many(
-            led, ledger_dir, list(todo), jobs=args.jobs, on_result=finished, root=root,
+            led, ledger_dir, list(todo), jobs=args.jobs, on_result=finished, on_retry=retry,
+            root=root,
             device=args.device, run_id=new_validation_id(), quick=args.quick,
             memory_gb=cap or None, timeout_s=args.task_timeout,
         )  # fmt: skip

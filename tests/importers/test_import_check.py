@@ -68,6 +68,7 @@ def test_jobs_validate_at_once_and_failures_run_again_alone(tmp_path: Path) -> N
     assert norm["rerun"]["result"] == "fail" and "null_input_copy" in norm["rerun"]["why"]
     assert all(r["seconds"] > 0 for r in rows.values())
     assert "FAIL  33_BatchNorm.py (again alone)" in done.stdout
+    assert "FAIL  33_BatchNorm.py under load, to be validated alone" in done.stdout
 
 
 def test_resume_keeps_finished_rows_and_validates_the_rest(tmp_path: Path) -> None:
