@@ -90,6 +90,29 @@ def downgrade_passes(ref: Any, tol: Tolerance) -> bool:
     return passes(ref_d.to(torch.bfloat16), ref_d, tol)
 
 
+REPEAT_RTOL = 1e-9
+"""How far two calls of a float64 reference may differ and still be the same answer."""
+
+
+def repeats(a: Any, b: Any) -> bool:
+    """Whether two reference outputs are the same answer: equal, or for floating outputs
+    within :data:`REPEAT_RTOL` of the output's RMS everywhere. On a GPU, float64 kernels
+    that accumulate with atomics (cuDNN's transposed convolutions) differ in the last bits
+    from call to call; unseeded randomness, which this guards against, differs by the
+    output's own scale."""
+    import torch
+
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
+        return bool(type(a) is type(b) and (a is b or a == b))
+    if torch.equal(a, b):
+        return True
+    if not (a.is_floating_point() and b.is_floating_point()) or not a.numel():
+        return False
+    x, y = a.detach().double(), b.detach().to(device=a.device, dtype=torch.float64)
+    rms = float(x.square().mean().sqrt())
+    return bool(((x - y).abs() <= REPEAT_RTOL * rms).all())
+
+
 def _clone(xs: tuple[Any, ...]) -> tuple[Any, ...]:
     import torch
 
@@ -126,14 +149,14 @@ def reference_checks(task: Task, device: str, out: TaskValidation) -> None:
             seeds = [ref_mod.make_inputs(shape, dtype, device, s) for s in range(2)]
             kw = shape if spec.pass_shape else {}
             ref0 = call(*_clone(seeds[0]), **kw)
-            if not torch.equal(ref0, call(*_clone(seeds[0]), **kw)):
+            if not repeats(ref0, call(*_clone(seeds[0]), **kw)):
                 problems.setdefault("reference_deterministic", []).append(where)
-            if torch.equal(ref0, call(*_clone(seeds[1]), **kw)):
+            if repeats(ref0, call(*_clone(seeds[1]), **kw)):
                 problems.setdefault("output_depends_on_seed", []).append(where)
             for i, x in enumerate(seeds[0]):
                 if isinstance(x, torch.Tensor) and not torch.equal(x, seeds[1][i]):
                     swapped = _clone((*seeds[0][:i], seeds[1][i], *seeds[0][i + 1 :]))
-                    if torch.equal(ref0, call(*swapped, **kw)):
+                    if repeats(ref0, call(*swapped, **kw)):
                         ignored_inputs.add(i)
             for label, null in null_answers(seeds[0], ref0, 0).items():
                 name = "null_input_copy" if label.startswith("input_copy") else f"null_{label}"
