@@ -227,8 +227,10 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
         why = f"the reference fails on the CPU shapes {cpu}, {cpu_held}: {cpu_run['error']}"
         return Plan("imported GPU-only", why, "", shapes=shapes)
     shapes |= {"cpu": [cpu], "cpu_heldout": [cpu_held]}
+    passed = analysis.get("cpu_degenerate")
+    over = f" (not {passed}, where the output does not depend on the inputs)" if passed else ""
     return Plan(
-        "imported", f"{detail}; cpu {cpu}", shapes=shapes, devices=("cuda", "cpu"),
+        "imported", f"{detail}; cpu {cpu}{over}", shapes=shapes, devices=("cuda", "cpu"),
         widened=widened,
     )  # fmt: skip
 

@@ -224,3 +224,26 @@ def test_inputs_that_make_a_copy_correct_are_widened_and_said(tmp_path: Path, cl
     assert checks["19_relu"]["null_input_copy"] == "pass"
     assert checks["32_hardtanh"]["null_input_copy"] == "pass"
     assert checks["33_batchnorm"]["null_input_copy"] == "fail"
+
+
+RATIO = Path(__file__).resolve().parent / "fixtures" / "kernelbench_ratio"
+
+
+def test_cpu_shapes_that_make_the_output_ignore_the_inputs_are_passed_over(
+    tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """Shrinking out_features to 512 under a fixed 512 groups leaves groups of one
+    feature: GroupNorm then gives zeros and the output is the bias whatever the input.
+    The CPU shape keeps two features per group at least, and the import line says which
+    shape it passed over."""
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "kernelbench", str(RATIO), "--root", str(root))
+    assert res.code == 0, res.err
+    assert "where the output does not depend on the inputs" in res.out
+    task = load_task(root / "torch2triton/kernelbench/75_gemm_groupnorm_min_biasadd", root=root)
+    cpu = task.spec.shapes.cpu[0]
+    assert cpu["out_features"] >= 2 * 512
+    ledger = Ledger.open(tmp_path / "ledger", registry=ev.REGISTRY)
+    out = validate_task(ledger, task.path, root=root, device="cpu", run_id="v", quick=True)
+    checks = {c.name: c.status for c in out.checks}
+    assert checks["output_depends_on_seed"] == "pass", out.checks
