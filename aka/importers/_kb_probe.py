@@ -273,10 +273,11 @@ def analyze(path: Path, gpu_elements: int | None = GPU_ELEMENTS) -> dict[str, An
     # Shrinking one size while a fixed one stays (512 groups over 512 features) can
     # leave an output that no longer depends on the inputs; such shapes are passed over,
     # unless every shape is like that, and then validation reports the problem.
-    cpu = shrink(movers, fits_alive) or shrink(movers, fits)
-    result["cpu"] = cpu
-    if degenerate and cpu not in degenerate:
+    cpu = shrink(movers, fits_alive)
+    if cpu is not None and degenerate:
         result["cpu_degenerate"] = degenerate[0]
+    cpu = cpu or shrink(movers, fits)
+    result["cpu"] = cpu
     if cpu is not None:
         result["cpu_heldout"] = next(
             (

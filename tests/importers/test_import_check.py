@@ -41,7 +41,7 @@ def test_one_row_per_file_with_result_and_why(tmp_path: Path) -> None:
 
 # Upstream level 1's BatchNorm as its file is written: a copy of the input passes.
 BATCHNORM = (
-    Path(__file__).resolve().parent / "fixtures/kernelbench_rand_inputs/33_BatchNorm.py"
+    Path(__file__).resolve().parent / "fixtures/kernelbench_rand_upstream/33_BatchNorm.py"
 ).read_text()
 
 

@@ -157,7 +157,7 @@ def test_inputs_are_drawn_on_the_evaluation_device(imported: Path) -> None:
     assert all(x.device.type == "cpu" for x in again if isinstance(x, torch.Tensor))
 
 
-RAND_INPUTS = Path(__file__).resolve().parent / "fixtures" / "kernelbench_rand_inputs"
+RAND_INPUTS = Path(__file__).resolve().parent / "fixtures" / "kernelbench_rand_upstream"
 # Upstream level 1's ReLU as its file is written (sizes of 3.2 billion elements per call).
 RELU_UPSTREAM = (RAND_INPUTS / "19_ReLU.py").read_text()
 
@@ -226,7 +226,7 @@ def test_inputs_that_make_a_copy_correct_are_widened_and_said(tmp_path: Path, cl
     assert checks["33_batchnorm"]["null_input_copy"] == "fail"
 
 
-RATIO = Path(__file__).resolve().parent / "fixtures" / "kernelbench_ratio"
+RATIO = Path(__file__).resolve().parent / "fixtures" / "kernelbench_ratio_upstream"
 
 
 def test_cpu_shapes_that_make_the_output_ignore_the_inputs_are_passed_over(
@@ -247,3 +247,11 @@ def test_cpu_shapes_that_make_the_output_ignore_the_inputs_are_passed_over(
     out = validate_task(ledger, task.path, root=root, device="cpu", run_id="v", quick=True)
     checks = {c.name: c.status for c in out.checks}
     assert checks["output_depends_on_seed"] == "pass", out.checks
+    # A maximum kept as a dimension of one, minus its own mean: zeros at every size. No
+    # shape is passed over (none is better), and validation says what is wrong.
+    line = next(line for line in res.out.splitlines() if "80_Gemm_Max_Subtract_GELU" in line)
+    assert "where the output does not depend" not in line
+    zeros = load_task(root / "torch2triton/kernelbench/80_gemm_max_subtract_gelu", root=root)
+    out = validate_task(ledger, zeros.path, root=root, device="cpu", run_id="v", quick=True)
+    checks = {c.name: c.status for c in out.checks}
+    assert checks["output_depends_on_seed"] == "fail" and not out.ok
