@@ -95,7 +95,10 @@ def validate(
     jobs: Annotated[
         int,
         typer.Option(
-            "--jobs", min=1, help="Tasks validated at once; each failure is validated again alone."
+            "--jobs",
+            min=1,
+            help="Tasks validated at once; each failure is validated again alone. On one GPU "
+            "they share its memory: five KernelBench-sized tasks fit an H200, eight ran out.",
         ),
     ] = 1,
     fmt: FormatOpt = OutputFormat.table,
