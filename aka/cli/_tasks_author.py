@@ -98,7 +98,8 @@ def validate(
             "--jobs",
             min=1,
             help="Tasks validated at once; each failure is validated again alone. On one GPU "
-            "they share its memory: five KernelBench-sized tasks fit an H200, eight ran out.",
+            "they share its memory (five KernelBench-sized tasks at once ran an H200 out now "
+            "and then).",
         ),
     ] = 1,
     fmt: FormatOpt = OutputFormat.table,
