@@ -130,9 +130,15 @@ def validate(
             if done.under_load is not None:
                 typer.echo(f"  (validated again alone after failing with {jobs} at once)")
 
+    def retry(done: Validated) -> None:
+        if fmt is OutputFormat.table:
+            failed = ", ".join(c.name for c in done.result.checks if c.status == "fail")
+            typer.echo(f"....  {done.result.key}: failed with {jobs} at once ({failed}); "
+                       "validating it again alone once the others are done")  # fmt: skip
+
     with open_ledger(ledger, create=True) as led:
         found = validate_many(
-            led, ledger, folders, jobs=jobs, on_result=show, root=root, device=dev,
+            led, ledger, folders, jobs=jobs, on_result=show, on_retry=retry, root=root, device=dev,
             run_id=rid, quick=quick, review=arm, memory_gb=cap or None, timeout_s=task_timeout,
         )  # fmt: skip
     results = [done.result for done in found]

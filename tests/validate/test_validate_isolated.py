@@ -155,6 +155,9 @@ def test_jobs_validate_a_failure_again_alone(tasks_root: Path, tmp_path: Path, c
     assert "PASS  torch/ops/holder" in res.out
     crowded = res.out[res.out.index("PASS  torch/ops/crowded") :]
     assert "validated again alone after failing with 2 at once" in crowded
+    # Shown as soon as it failed under load, with the checks that failed.
+    early = res.out.index("....  torch/ops/crowded: failed with 2 at once (reference_stage)")
+    assert early < res.out.index("PASS  torch/ops/crowded")
     # Both are recorded: the failure under load, then the pass alone.
     with Ledger.open(tmp_path / "led", registry=ev.REGISTRY) as led:
         got = [e.payload for e in led.events(types=["TaskValidated"])]
