@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import threading
@@ -194,8 +195,22 @@ def main(argv: list[str] | None = None) -> int:
     counts = Counter(r["result"] for r in rows)
     imports = Counter(r["import"] for r in rows)
     print(f"\n{len(rows)} rows; import: {dict(imports)}; result on {args.device}: {dict(counts)}")
+    aa = aa_summary(rows)
+    if aa:
+        print(aa)
     print(markdown(rows))
     return 0
+
+
+def aa_summary(rows: list[dict[str, Any]]) -> str:
+    """The baselines timed against themselves (a noop arm's speedup) over the rows that
+    have one: count, range, median, and how many lie within 1 +/- 0.02."""
+    values = sorted(float(r["aa"].split()[2]) for r in rows if r.get("aa"))
+    if not values:
+        return ""
+    near = sum(abs(v - 1) <= 0.02 for v in values)
+    return (f"A/A (noop) over {len(values)} tasks: {values[0]:.3f}-{values[-1]:.3f}, median "
+            f"{statistics.median(values):.3f}; within 1 +/- 0.02: {near}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ class _Checker:
         self._pending: dict[str, Future[tuple[Any, dict[str, str] | None]]] = {}
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="aka-checker-read")
         self._refs: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._rms: tuple[Any, float] = (None, 0.0)  # the last reference output and its RMS
         self._judged: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def output(self, rec: dict[str, Any]) -> Any:
@@ -149,7 +150,11 @@ class _Checker:
         whole reference output, before any sampling."""
         if not tol.get("rms_atol") or not ref.numel():
             return effective_atol(tol, 0.0)
-        return effective_atol(tol, float(ref.double().square().mean().sqrt()))
+        if self._rms[0] is not ref:  # a case's twin calls and audits share its reference
+            real = ref if ref.is_floating_point() else ref.double()  # indices, codes
+            norm = self.torch.linalg.vector_norm(real, dtype=self.torch.float64)
+            self._rms = (ref, float(norm) / ref.numel() ** 0.5)
+        return effective_atol(tol, self._rms[1])
 
     def close(self, out: Any, ref: Any, atol: float, rtol: float) -> bool:
         return bool(self.torch.allclose(out.double(), ref.double(), atol=atol, rtol=rtol))

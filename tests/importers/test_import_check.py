@@ -6,6 +6,7 @@ installed, so it must not import duckdb or polars.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -106,3 +107,20 @@ def test_resume_keeps_finished_rows_and_validates_the_rest(tmp_path: Path) -> No
         cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert bad.returncode != 0 and f"--resume: {out} is not the JSON rows" in bad.stderr
+
+
+def test_the_summary_gives_the_noop_speedups_over_the_tasks_timed() -> None:
+    """What the acceptance of an imported suite asks: noop at 1.00 +/- 0.02."""
+    spec = importlib.util.spec_from_file_location(
+        "import_check", REPO / "tools" / "import_check.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    aa = "A/A speedup {} (band 1±0.05); CI covers 1 on 1/1 shape(s)"
+    rows = [{"problem": str(v), "aa": aa.format(v)} for v in ("0.968", "1.000", "1.012")]
+    rows.append({"problem": "refused", "result": "refused"})
+    assert tool.aa_summary(rows) == (
+        "A/A (noop) over 3 tasks: 0.968-1.012, median 1.000; within 1 +/- 0.02: 2"
+    )
+    assert tool.aa_summary(rows[3:]) == ""

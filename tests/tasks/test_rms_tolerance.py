@@ -62,8 +62,13 @@ def test_scaled_tolerance_catches_what_an_absolute_one_lets_through() -> None:
 
 
 def _evaluate(root: Path, source: str, tolerance: str) -> Scored:
+    return _evaluate_in(root, TINY, source, tolerance)
+
+
+def _evaluate_in(root: Path, fixture: Path, source: str, tolerance: str) -> Scored:
+    """``source`` as the kernel of a copy of the task at ``fixture`` with ``tolerance``."""
     task_dir = root / "task"
-    shutil.copytree(TINY, task_dir)
+    shutil.copytree(fixture, task_dir)
     spec = task_dir / "task.yaml"
     spec.write_text(spec.read_text().replace("{atol: 1.0e-5, rtol: 1.0e-5}", tolerance))
     ledger = Ledger.open(root / "ledger", registry=REGISTRY)
@@ -116,3 +121,18 @@ def test_a_bfloat16_downgrade_of_a_scalar_is_judged_by_the_tolerance_not_by_luck
     ref = torch.tensor(value, dtype=torch.float64)
     tol = Tolerance(atol=0.0, rtol=rtol)
     assert downgrade_passes(ref, tol) is (rtol > 2.0**-8)
+
+
+def test_integer_outputs_take_the_scaled_tolerance_too(tmp_path: Path) -> None:
+    """Indices and codes are compared like real outputs; their RMS is taken in float64."""
+    task_dir = tmp_path / "task"
+    shutil.copytree(TINY, task_dir)
+    (task_dir / "reference.py").write_text(
+        (TINY / "reference.py")
+        .read_text()
+        .replace("return x.double() * 1e-7", "return x.argsort()")
+    )
+    exact = "def tiny(x):\n    return x.argsort()\n"
+    off = "def tiny(x):\n    return x.argsort().flip(0)\n"
+    assert _evaluate_in(tmp_path / "a", task_dir, exact, SCALED).correct
+    assert not _evaluate_in(tmp_path / "b", task_dir, off, SCALED).correct
