@@ -99,6 +99,12 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
             todo[o.dest] = row
     lock = threading.Lock()
 
+    def save() -> None:
+        """Keep ``--out`` current, so a run cut short still leaves what it finished."""
+        if args.out:
+            with lock:
+                args.out.write_text(json.dumps(rows, indent=2))
+
     def finished(done: Validated) -> None:
         row = todo[done.folder]
         result = "pass" if done.result.ok else "fail"
@@ -112,9 +118,7 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
         again = " (again alone)" if done.under_load is not None else ""
         print(f"{result.upper():<5} {row['problem']}{again} ({seconds} s) {row['why'][:300]}",
               flush=True)  # fmt: skip
-        if args.out:  # kept current, so a run cut short still leaves what it finished
-            with lock:
-                args.out.write_text(json.dumps(rows, indent=2))
+        save()
 
     def retry(done: Validated) -> None:
         """A failure under load, shown (and written) until its retry alone replaces it."""
@@ -123,15 +127,12 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
                 "seconds": round(done.seconds, 1)}  # fmt: skip
         print(f"FAIL  {row['problem']} under load, to be validated alone "
               f"({row['seconds']} s) {row['why'][:300]}", flush=True)  # fmt: skip
-        if args.out:
-            with lock:
-                args.out.write_text(json.dumps(rows, indent=2))
+        save()
 
     with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
         validate_many(
             led, ledger_dir, list(todo), jobs=args.jobs, on_result=finished, on_retry=retry,
-            root=root,
-            device=args.device, run_id=new_validation_id(), quick=args.quick,
+            root=root, device=args.device, run_id=new_validation_id(), quick=args.quick,
             memory_gb=cap or None, timeout_s=args.task_timeout,
         )  # fmt: skip
     return rows

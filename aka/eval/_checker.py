@@ -25,7 +25,7 @@ from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
 from aka.eval._wire import CheckerReport, CheckerRequest, WireError, decode, encode_report
-from aka.tolerance import effective_atol
+from aka.tolerance import effective_atol, rms
 
 # c10's names for scalar types (the core records ``c10::toString``).
 _SCALAR_TYPES: dict[str, Any] = {}
@@ -151,9 +151,7 @@ class _Checker:
         if not tol.get("rms_atol") or not ref.numel():
             return effective_atol(tol, 0.0)
         if self._rms[0] is not ref:  # a case's twin calls and audits share its reference
-            real = ref if ref.is_floating_point() else ref.double()  # indices, codes
-            norm = self.torch.linalg.vector_norm(real, dtype=self.torch.float64)
-            self._rms = (ref, float(norm) / ref.numel() ** 0.5)
+            self._rms = (ref, rms(ref))
         return effective_atol(tol, self._rms[1])
 
     def close(self, out: Any, ref: Any, atol: float, rtol: float) -> bool:

@@ -34,6 +34,7 @@ from typing import Any
 
 from aka.childjson import read_request, report
 from aka.importers._templates import KERNELBENCH_LOADER
+from aka.tolerance import effective_atol, repeats, rms
 
 MARK = "@@aka-kb-probe@@ "
 MIN_SIZE = 8
@@ -293,8 +294,8 @@ def analyze(path: Path, gpu_elements: int | None = GPU_ELEMENTS) -> dict[str, An
 
 def depends_on_inputs(load: Any, path: Path, shape: Shape) -> bool:
     """Whether the problem's float64 output at ``shape`` (a CPU shape) changes with the
-    seed its inputs are drawn from, beyond 1e-9 of its RMS; a shape that fails to run
-    answers True (it is rejected elsewhere)."""
+    seed its inputs are drawn from (:func:`aka.tolerance.repeats`); a shape that fails to
+    run answers True (it is rejected elsewhere)."""
     import torch
 
     outs = []
@@ -310,25 +311,17 @@ def depends_on_inputs(load: Any, path: Path, shape: Shape) -> bool:
                 outs.append(model(*args))
     except Exception:
         return True
-    a, b = outs
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
-        return True
-    if not a.is_floating_point() or not a.numel():
-        return not torch.equal(a, b)
-    rms = float(a.double().square().mean().sqrt())
-    return bool(((a.double() - b.double()).abs() > 1e-9 * rms).any())
+    return not repeats(*outs)
 
 
 def _copy_passes(x: Any, out: Any) -> bool:
     """Whether returning input ``x`` as it is passes :data:`TOLERANCE` against ``out``."""
     import torch
 
-    from aka.tolerance import effective_atol
-
     if not isinstance(out, torch.Tensor) or x.numel() != out.numel() or not out.numel():
         return False
     r = out.detach().double()
-    atol = effective_atol(TOLERANCE, float(r.square().mean().sqrt()))
+    atol = effective_atol(TOLERANCE, rms(r))
     return bool(torch.allclose(x.double().reshape(r.shape), r, atol=atol, rtol=TOLERANCE["rtol"]))
 
 

@@ -26,6 +26,7 @@ from aka.eval import forbidden_uses, load_file_module
 from aka.kinds._protocol import Status, TaskValidation
 from aka.kinds._shared_checks import py_symbols, targets_check
 from aka.tasks import Task, Tolerance
+from aka.tolerance import repeats, rms
 
 # -- reference-side checks (shared with tools/task_check.py) --------------------------------
 
@@ -50,8 +51,8 @@ def passes(out: Any, ref: Any, tol: Tolerance) -> bool:
     o = out.detach().to(device=r.device, dtype=torch.float64)
     if not bool(torch.isfinite(o).all()):
         return False
-    rms = float(r.square().mean().sqrt()) if tol.rms_atol and r.numel() else 0.0
-    return bool(torch.allclose(o, r, atol=tol.atol_at(rms), rtol=tol.rtol))
+    scale = rms(r) if tol.rms_atol else 0.0
+    return bool(torch.allclose(o, r, atol=tol.atol_at(scale), rtol=tol.rtol))
 
 
 def null_answers(inputs: tuple[Any, ...], ref: Any, seed: int) -> dict[str, Any]:
@@ -96,29 +97,6 @@ def downgrade_passes(ref: Any, tol: Tolerance) -> bool:
     if not ref_d.is_floating_point() or bool((ref_d == ref_d.round()).all()):
         return False
     return passes(ref_d * (1 + BF16_ERROR), ref_d, tol)
-
-
-REPEAT_RTOL = 1e-9
-"""How far two calls of a float64 reference may differ and still be the same answer."""
-
-
-def repeats(a: Any, b: Any) -> bool:
-    """Whether two reference outputs are the same answer: equal, or for floating outputs
-    within :data:`REPEAT_RTOL` of the output's RMS everywhere. On a GPU, float64 kernels
-    that accumulate with atomics (cuDNN's transposed convolutions) differ in the last bits
-    from call to call; unseeded randomness, which this guards against, differs by the
-    output's own scale."""
-    import torch
-
-    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
-        return bool(type(a) is type(b) and (a is b or a == b))
-    if torch.equal(a, b):
-        return True
-    if not (a.is_floating_point() and b.is_floating_point()) or not a.numel():
-        return False
-    x, y = a.detach().double(), b.detach().to(device=a.device, dtype=torch.float64)
-    rms = float(x.square().mean().sqrt())
-    return bool(((x - y).abs() <= REPEAT_RTOL * rms).all())
 
 
 def _clone(xs: tuple[Any, ...]) -> tuple[Any, ...]:
