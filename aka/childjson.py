@@ -13,6 +13,7 @@ stderr to explain a child that reported nothing.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -47,6 +48,7 @@ def run_module(
     mark: str,
     timeout_s: float,
     memory_bytes: int | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ChildResult:
     """Run ``python -m module`` with ``request`` on stdin; never raises for the child's fate.
 
@@ -56,13 +58,14 @@ def run_module(
         mark: the prefix of the child's result lines.
         timeout_s: the child is stopped after this long.
         memory_bytes: the child's data segment cap (``RLIMIT_DATA``); None: no cap.
+        env: variables set for the child on top of this process's environment.
     """
     doc = {**request, "memory_bytes": memory_bytes}
     try:
         done = subprocess.run(
             [sys.executable, "-m", module],
             input=json.dumps(doc), capture_output=True, text=True, timeout=timeout_s,
-            check=False,
+            check=False, env={**os.environ, **env} if env else None,
         )  # fmt: skip
         stdout, stderr, code = done.stdout, done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:

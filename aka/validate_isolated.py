@@ -8,19 +8,32 @@ result was printed. Here each task runs :func:`aka.validate.validate_task` in a 
 ``resource.setrlimit(RLIMIT_DATA)``; the child records its own ``TaskValidated`` event
 and reports the result on stdout. When the child dies or times out, the parent records
 a failed ``process`` check naming what happened and the fix, so every task gets a result.
+
+Several tasks validated at once on a GPU (``--jobs``) share it as evaluators in separate
+processes: they share one timing gate (:mod:`aka.eval._hostgate`), so each task's A/A
+timing runs while every other task's processes are stopped, and a new task starts only
+while a quarter of the GPU's memory is free (or when no other task runs).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aka import events as ev
 from aka.childjson import read_request, report, run_module
+from aka.eval._hostgate import recover
+from aka.eval._switches import HOST_GATE_ENV
 from aka.kinds import TaskValidation
 from aka.validate import record_validation
 
@@ -76,18 +89,20 @@ def validate_in_child(
     review: ArmConfig | None = None,
     memory_gb: float | None = None,
     timeout_s: float = 1800.0,
+    env: Mapping[str, str] | None = None,
 ) -> TaskValidation:
     """Validate one task folder in a child process; always returns a result.
 
     The child appends its ``TaskValidated`` event to the ledger at ``ledger_dir``; when
     it reports nothing, one is appended here (through ``ledger``) with a failed
-    ``process`` check.
+    ``process`` check. ``env``: variables for the child (the host gate's folder).
     """
     request = _request(ledger_dir, folder, root, device, run_id, quick, review)
     memory = int(memory_gb * (1 << 30)) if memory_gb else None
     res = run_module(
-        "aka.validate_isolated", request, mark=MARK, timeout_s=timeout_s, memory_bytes=memory
-    )
+        "aka.validate_isolated", request, mark=MARK, timeout_s=timeout_s, memory_bytes=memory,
+        env=env,
+    )  # fmt: skip
     if res.docs:
         return _from_json(res.docs[0])
     key = folder.resolve().relative_to(root.resolve()).as_posix() if root else folder.name
@@ -110,6 +125,66 @@ class Validated:
     under_load: TaskValidation | None = None
 
 
+ADMIT_FREE = 0.25
+"""A task starts on a GPU only while this fraction of its memory is free (or when no
+other task runs): five to ten KernelBench validations at once ran an H200 out of memory."""
+ADMIT_GAP_S = 3.0
+"""Seconds between two starts, so that the last one's allocations show before the next."""
+
+
+def gpu_free_fraction(device: str) -> float | None:
+    """The fraction of ``device``'s memory free now, from ``nvidia-smi`` (None: unknown).
+
+    Asked of the driver's tool so that this process never starts CUDA itself; the
+    index follows ``CUDA_VISIBLE_DEVICES`` as the evaluation processes see it.
+    """
+    exe = shutil.which("nvidia-smi")
+    if exe is None or not device.startswith("cuda"):
+        return None
+    index = device.partition(":")[2] or "0"
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if visible and index.isdigit() and int(index) < len(visible):
+        index = visible[int(index)].strip()
+    query = [exe, "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"]
+    try:
+        done = subprocess.run([*query, "-i", index], capture_output=True, text=True,
+                              timeout=10, check=True)  # fmt: skip
+        used, total = (float(v) for v in done.stdout.strip().splitlines()[0].split(","))
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    return 1.0 - used / total if total > 0 else None
+
+
+class _Admission:
+    """Who may start now: on a GPU, one task at a time while enough memory is free."""
+
+    def __init__(self, device: str, free: Callable[[str], float | None]) -> None:
+        self.device, self.free = device, free
+        self._turn = threading.Lock()  # one start at a time
+        self._count = threading.Lock()
+        self._running = 0
+
+    def _others(self) -> int:
+        with self._count:
+            return self._running
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Wait for this task's turn to start; it counts as running inside the block."""
+        with self._turn:
+            while self._others() and (f := self.free(self.device)) is not None and f < ADMIT_FREE:
+                time.sleep(1.0)
+            if self._others() and self.device.startswith("cuda"):
+                time.sleep(ADMIT_GAP_S)
+            with self._count:
+                self._running += 1
+        try:
+            yield
+        finally:
+            with self._count:
+                self._running -= 1
+
+
 def validate_many(
     ledger: Ledger,
     ledger_dir: Path,
@@ -118,46 +193,58 @@ def validate_many(
     jobs: int = 1,
     on_result: Callable[[Validated], None] | None = None,
     on_retry: Callable[[Validated], None] | None = None,
+    free: Callable[[str], float | None] = gpu_free_fraction,
     **kwargs: Any,
 ) -> list[Validated]:
     """Every folder through :func:`validate_in_child`, ``jobs`` at once; in folder order.
 
-    Tasks validated at once share the device without one timing gate, so each one's
-    timing checks see the others' load (on one H200, seven of forty KernelBench baselines
-    failed timing checks with eight to ten at once and passed alone). With ``jobs`` > 1 every
-    task that fails is therefore validated once more alone, and that is its result; the
-    first is kept as ``under_load``. ``on_result`` sees each result once it is final: a
-    pass as soon as it finishes, a failure once validated alone; ``on_retry`` sees a failure
-    under load as soon as it happens (what to show until the retry). ``kwargs`` go to
-    :func:`validate_in_child` (``root``, ``device``, ``run_id``, ...).
+    Tasks validated at once share one timing gate (the module docstring), but each one's
+    compiles, correctness runs and reference checks still see the others' load, and the
+    GPU's memory is shared. With ``jobs`` > 1 every task that fails is therefore validated
+    once more alone, and that is its result; the first is kept as ``under_load``.
+    ``on_result`` sees each result once it is final: a pass as soon as it finishes, a
+    failure once validated alone; ``on_retry`` sees a failure under load as soon as it
+    happens (what to show until the retry). ``free``: the free-memory probe a new task
+    waits on. ``kwargs`` go to :func:`validate_in_child` (``root``, ``device``, ...).
     """
     jobs = max(1, jobs)
+    device = str(kwargs.get("device", "cpu"))
+    admission = _Admission(device, free)
+    with tempfile.TemporaryDirectory(prefix="aka-host-gate-") as gate_dir:
+        shared = {HOST_GATE_ENV: gate_dir}
 
-    def one(folder: Path, under_load: TaskValidation | None = None) -> Validated:
-        start = time.perf_counter()
-        res = validate_in_child(ledger, ledger_dir, folder, **kwargs)
-        return Validated(folder, res, time.perf_counter() - start, under_load)
+        def one(folder: Path, under_load: TaskValidation | None = None) -> Validated:
+            start = time.perf_counter()
+            alone = jobs == 1 or under_load is not None
+            try:
+                res = validate_in_child(
+                    ledger, ledger_dir, folder, env=None if alone else shared, **kwargs
+                )
+            finally:
+                recover(Path(gate_dir))  # a child that died holding the gate stopped others
+            return Validated(folder, res, time.perf_counter() - start, under_load)
 
-    def first(folder: Path) -> Validated:
-        done = one(folder)
-        if on_result is not None and (jobs == 1 or done.result.ok):
-            on_result(done)
-        elif on_retry is not None:
-            on_retry(done)
-        return done
-
-    if jobs == 1:
-        return [first(f) for f in folders]
-    with ThreadPoolExecutor(jobs, thread_name_prefix="aka-validate") as pool:
-        results = list(pool.map(first, folders))
-    out = []
-    for done in results:
-        if not done.result.ok:
-            done = one(done.folder, under_load=done.result)
-            if on_result is not None:
+        def first(folder: Path) -> Validated:
+            with admission.slot():
+                done = one(folder)
+            if on_result is not None and (jobs == 1 or done.result.ok):
                 on_result(done)
-        out.append(done)
-    return out
+            elif on_retry is not None:
+                on_retry(done)
+            return done
+
+        if jobs == 1:
+            return [first(f) for f in folders]
+        with ThreadPoolExecutor(jobs, thread_name_prefix="aka-validate") as pool:
+            results = list(pool.map(first, folders))
+        out = []
+        for done in results:
+            if not done.result.ok:
+                done = one(done.folder, under_load=done.result)
+                if on_result is not None:
+                    on_result(done)
+            out.append(done)
+        return out
 
 
 def _to_json(res: TaskValidation) -> dict[str, Any]:

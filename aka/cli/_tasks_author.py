@@ -97,9 +97,9 @@ def validate(
         typer.Option(
             "--jobs",
             min=1,
-            help="Tasks validated at once; each failure is validated again alone. On one GPU "
-            "they share its memory (five KernelBench-sized tasks at once ran an H200 out now "
-            "and then).",
+            help="Tasks validated at once: they time one at a time (one timing gate), a task "
+            "starts on a GPU only while a quarter of its memory is free, and each failure is "
+            "validated again alone.",
         ),
     ] = 1,
     fmt: FormatOpt = OutputFormat.table,
@@ -110,9 +110,9 @@ def validate(
     seed/input dependence, null answers, and through the evaluator on DEVICE: baseline
     passes, A/A timing noise, held-out shapes. Each task runs in its own process under
     a memory cap, and its result is printed as soon as it finishes. With ``--jobs N``, N
-    tasks are validated at once and each one that fails is validated again alone (the
-    others' load can fail timing checks); its result alone is the one shown. Results are
-    TaskValidated events.
+    tasks are validated at once, sharing one timing gate, and each one that fails is
+    validated again alone (the others' compiles and memory can still fail it); its result
+    alone is the one shown. Results are TaskValidated events.
     """
     from aka.orchestrator import resolve_device
     from aka.validate import new_validation_id, task_folders

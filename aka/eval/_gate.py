@@ -22,6 +22,11 @@ nothing of a candidate before its request arrives, and is continued before it ge
 A :class:`Gate` belongs to the evaluator's :class:`aka.eval._workers.Workers`;
 ``Gate(stop=False)`` (the ``gate`` switch off) answers every request at once and stops
 nothing (to measure what the gate is worth; never needed otherwise).
+
+Evaluators in several processes on one GPU (``aka tasks validate --jobs``) share a
+folder (:mod:`aka.eval._hostgate`, ``AKA_EVAL_HOST_GATE``): a gate given one takes the
+device's lock there before it grants, which stops every other member's processes, and
+frees it once its candidate is gone.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+
+from aka.eval._hostgate import HostGate
 
 __all__ = ["Gate"]
 
@@ -58,8 +65,9 @@ class Gate:
     timing stays exclusive per device.
     """
 
-    def __init__(self, *, stop: bool = True) -> None:
+    def __init__(self, *, stop: bool = True, host: HostGate | None = None) -> None:
         self.stop = stop
+        self.host = host if stop else None
         self._lock = threading.Lock()
         self._waiting: dict[str, set[int]] = {}  # device -> prepared pids without a request
         self._active: dict[str, set[int]] = {}  # device -> evaluating pids
@@ -76,6 +84,7 @@ class Gate:
     def register(self, device: str, pid: int) -> None:
         """A prepared process started on ``device``; stopped at once if the device is timed."""
         with self._lock:
+            self._join(device)
             self._waiting.setdefault(device, set()).add(pid)
             if device in self._timer:
                 self._stop(pid)
@@ -89,6 +98,7 @@ class Gate:
     def activate(self, device: str, pid: int) -> None:
         """A process got its request on ``device``; it runs unless the device is timed."""
         with self._lock:
+            self._join(device)
             self._waiting.get(device, set()).discard(pid)
             self._active.setdefault(device, set()).add(pid)
             if device in self._timer and self._timer[device] != pid:
@@ -108,7 +118,14 @@ class Gate:
                 return
             self._start(device, pid, grant)
 
+    def _join(self, device: str) -> None:
+        if self.host is not None:
+            self.host.join(device)
+
     def _start(self, device: str, pid: int, grant: Callable[[], None]) -> None:
+        if self.host is not None:
+            # Blocks while another member times; this process is stopped meanwhile anyway.
+            self.host.acquire(device)
         self._timer[device] = pid
         for other in self._others(device, pid):
             self._stop(other)
@@ -124,11 +141,19 @@ class Gate:
             if self._timer.get(device) != pid:
                 return
             del self._timer[device]
+            if self.host is not None:
+                self.host.release(device)  # other members take their turn first, if waiting
             if queue:
                 self._start(device, *queue.pop(0))
                 return
             for other in self._others(device, pid):
                 _signal(other, signal.SIGCONT)
+
+    def shutdown(self) -> None:
+        """Leave the host gate's folder (its locks freed, its member files removed)."""
+        with self._lock:
+            if self.host is not None:
+                self.host.leave()
 
     def closed(self, device: str) -> bool:
         """Whether a candidate process on ``device`` is timing now."""

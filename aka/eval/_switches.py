@@ -15,6 +15,8 @@ them).
 ``AKA_EVAL_CONTAIN``       ``0``: no private mount namespace for the candidate
 ``AKA_EVAL_PIDNS``         ``0``: no PID namespace for CPU evaluations (the reaper stays)
 ``AKA_EVAL_PROFILE``       a folder: every evaluation process is profiled into it
+``AKA_EVAL_HOST_GATE``     a folder: evaluators in other processes that are given the
+                           same folder time one at a time (:mod:`aka.eval._hostgate`)
 =========================  =======================================================
 """
 
@@ -25,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["ENV", "Switches"]
+__all__ = ["ENV", "HOST_GATE_ENV", "Switches"]
 
 ENV = {
     "warm": "AKA_EVAL_WARM",
@@ -35,6 +37,7 @@ ENV = {
     "pid_namespace": "AKA_EVAL_PIDNS",
 }
 PROFILE_ENV = "AKA_EVAL_PROFILE"
+HOST_GATE_ENV = "AKA_EVAL_HOST_GATE"
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Switches:
     contain: bool = True
     pid_namespace: bool = True
     profile_dir: Path | None = None
+    host_gate: Path | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Switches:
@@ -64,7 +68,7 @@ class Switches:
                 raise ValueError(f"{var}={raw!r}: use 0 or 1 (unset means on)")
             return raw == "1"
 
-        profile = env.get(PROFILE_ENV)
+        profile, host = env.get(PROFILE_ENV), env.get(HOST_GATE_ENV)
         return cls(
             warm=on("warm"),
             gate=on("gate"),
@@ -72,6 +76,7 @@ class Switches:
             contain=on("contain"),
             pid_namespace=on("pid_namespace"),
             profile_dir=Path(profile).resolve() if profile else None,
+            host_gate=Path(host).resolve() if host else None,
         )
 
     def with_warm(self, warm: bool | None) -> Switches:

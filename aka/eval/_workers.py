@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aka.eval._gate import Gate
+from aka.eval._hostgate import HostGate
 from aka.eval._spares import Spares
 from aka.eval._switches import Switches
 from aka.eval._warm import Zygotes
@@ -36,7 +37,8 @@ class Workers:
 
     def __init__(self, switches: Switches | None = None) -> None:
         self.switches = switches or Switches()
-        self.gate = Gate(stop=self.switches.gate)
+        host = self.switches.host_gate
+        self.gate = Gate(stop=self.switches.gate, host=HostGate(host) if host else None)
         self.zygotes = Zygotes()
         self.spares = Spares(self.prepared)
 
@@ -74,6 +76,7 @@ class Workers:
         """Stop every spare and zygote (a later evaluation starts them again)."""
         self.spares.clear()
         self.zygotes.close()
+        self.gate.shutdown()
 
 
 _lock = threading.Lock()

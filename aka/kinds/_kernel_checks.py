@@ -12,6 +12,7 @@ reference-side checks follow ``tools/task_check.py``; :func:`null_answers`,
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import importlib
 import importlib.util
@@ -106,7 +107,23 @@ def _clone(xs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def reference_checks(task: Task, device: str, out: TaskValidation) -> None:
-    """Determinism, seed and input dependence, null answers: in this process, on ``device``."""
+    """Determinism, seed and input dependence, null answers: in this process, on ``device``.
+
+    On a GPU the memory these calls cached is given back afterwards: the evaluator's
+    processes run next, and a validation process that kept 24 GiB cached while they did
+    ran the H200 out of memory with a few tasks validated at once.
+    """
+    import torch
+
+    try:
+        _reference_checks(task, device, out)
+    finally:
+        if device != "cpu" and torch.cuda.is_initialized():
+            gc.collect()
+            torch.cuda.empty_cache()
+
+
+def _reference_checks(task: Task, device: str, out: TaskValidation) -> None:
     import torch
 
     spec = task.spec

@@ -176,3 +176,67 @@ def test_jobs_keep_a_real_failure(tasks_root: Path, tmp_path: Path, cli) -> None
     assert "FAIL  torch/ops/killed" in res.out and "killed by signal 9" in res.out
     assert "validated again alone" in res.out
     assert "1 of 2 task(s) failed" in res.err
+
+
+GATE_WITNESS = """
+
+import os as _os
+
+_reference = reference
+
+
+def reference(x):
+    with open(WITNESS, "a") as _f:
+        _f.write(_os.environ.get("AKA_EVAL_HOST_GATE", "-") + "\\n")
+    return _reference(x)
+"""
+
+
+def test_tasks_validated_at_once_share_one_timing_gate(
+    tasks_root: Path, tmp_path: Path, cli
+) -> None:
+    """With ``--jobs`` the task processes get one host-gate folder; alone (the retry, or
+    ``--jobs 1``) none, since there is nobody to share the device with."""
+    witness = tmp_path / "gates"
+    for name in ("left", "right"):
+        _clone(tasks_root, name, f"\nWITNESS = {str(witness)!r}\n" + GATE_WITNESS)
+    args = ("tasks", "validate", "torch/ops/left", "torch/ops/right", "--root", str(tasks_root),
+            "--device", "cpu", "--quick", "--ledger", str(tmp_path / "led"))  # fmt: skip
+    assert cli(*args, "--jobs", "2").code == 0
+    seen = set(witness.read_text().split())
+    assert len(seen) == 1 and seen != {"-"}
+    assert not Path(seen.pop()).exists()  # the folder goes with the validation
+    witness.unlink()
+    assert cli(*args, "--jobs", "1").code == 0
+    assert set(witness.read_text().split()) == {"-"}
+
+
+def test_a_task_starts_only_while_enough_gpu_memory_is_free(monkeypatch) -> None:
+    """Tasks start one at a time; while another runs, a new one waits for free memory
+    (but never when it would be alone)."""
+    import threading
+    import time
+
+    from aka import validate_isolated as vi
+
+    monkeypatch.setattr(vi, "ADMIT_GAP_S", 0.0)
+    free = {"now": 0.05}
+    admission = vi._Admission("cuda:0", lambda _d: free["now"])
+    started: list[str] = []
+    with admission.slot():  # alone: starts although almost nothing is free
+        started.append("first")
+
+        def second() -> None:
+            with admission.slot():
+                started.append("second")
+
+        t = threading.Thread(target=second)
+        t.start()
+        time.sleep(1.5)
+        assert started == ["first"]  # the first still runs, and memory is short
+        free["now"] = 0.5
+        t.join(timeout=5)
+    assert started == ["first", "second"]
+    unknown = vi._Admission("cuda:0", lambda _d: None)  # no nvidia-smi: nothing waits
+    with unknown.slot(), unknown.slot():
+        pass
