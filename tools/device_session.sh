@@ -52,6 +52,9 @@
 #                                    under ROOT validated JOBS at once for at most SECONDS,
 #                                    continuing the rows OUT (a carried file) already holds
 #                                    (--resume); the rows come back under OUT's file name
+#   bash tools/device_session.sh l JOBS ROOT OUT SECONDS [ROOT OUT SECONDS]...
+#                                    the core's build, then part j's validation for each
+#                                    ROOT in turn (JOBS at once, at most SECONDS each)
 #   bash tools/device_session.sh k ROOT START LIMIT
 #                                    validate imported KernelBench tasks under ROOT on the
 #                                    GPU, rows START..START+LIMIT (tools/import_check.py)
@@ -67,7 +70,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -229,6 +232,15 @@ j)
   if [ "${6:-}" = redteam ]; then AKA_EVAL_WARM=1 step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json; fi
   ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null  # the rows so far, kept in results.tgz
   step "kb_$(basename $2)" "$5" python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs "$4" --resume --out "$ROWS"
+  ;;
+l)
+  sealbuild
+  JOBS=$2; shift 2
+  while [ $# -ge 3 ]; do
+    ROWS=$R/$(basename "$2"); cp "$2" "$ROWS" 2>/dev/null
+    step "kb_$(basename $1)" "$3" python3 tools/import_check.py kernelbench x --root "$1" --no-import --device cuda --jobs "$JOBS" --resume --out "$ROWS"
+    shift 3
+  done
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"
