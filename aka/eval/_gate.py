@@ -35,7 +35,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from aka.eval._hostgate import HostGate
 
@@ -129,8 +129,27 @@ class Gate:
         self._timer[device] = pid
         for other in self._others(device, pid):
             self._stop(other)
-        _signal(pid, signal.SIGCONT)
+        if pid != os.getpid():
+            _signal(pid, signal.SIGCONT)
         grant()
+
+    @contextlib.contextmanager
+    def hold(self, device: str) -> Iterator[None]:
+        """Time in this process: every tracked process of ``device`` (and every other
+        member's, with a host gate) is stopped inside the block, which waits its turn.
+
+        For timing that this process runs itself rather than a candidate process: a
+        command-driven task's performance commands are this process's children, which
+        no gate tracks, so they run while everything else on the device is stopped.
+        """
+        me = os.getpid()
+        granted = threading.Event()
+        self.close(device, me, granted.set)
+        granted.wait()
+        try:
+            yield
+        finally:
+            self.open(device, me)
 
     def open(self, device: str, pid: int) -> None:
         """Process ``pid`` is gone: it no longer evaluates, times or waits for its turn."""

@@ -186,3 +186,64 @@ def test_switches_read_the_folder_from_the_environment(raw: str, tmp_path: Path)
     env = {HOST_GATE_ENV: raw} if raw else {}
     got = Switches.from_env(env).host_gate
     assert got == (Path(raw).resolve() if raw else None)
+
+
+def test_hold_times_in_this_process_with_the_device_to_itself() -> None:
+    """``Gate.hold``: what this process times itself (a command task's performance runs)
+    waits for a timing candidate to finish and stops the device's other processes."""
+    import threading
+
+    gate = Gate()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    timer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    order: list[str] = []
+    seen: list[bool] = []
+    try:
+        gate.register(DEVICE, sleeper.pid)
+        gate.activate(DEVICE, timer.pid)
+        gate.close(DEVICE, timer.pid, lambda: order.append("candidate"))
+
+        def held() -> None:
+            with gate.hold(DEVICE):
+                order.append("held")
+                seen.append(_settles(sleeper.pid, stopped=True))
+
+        t = threading.Thread(target=held)
+        t.start()
+        time.sleep(0.3)
+        assert order == ["candidate"]  # the candidate times first; the hold waits
+        gate.open(DEVICE, timer.pid)
+        t.join(timeout=5)
+        assert order == ["candidate", "held"] and seen == [True]
+        assert _settles(sleeper.pid, stopped=False)
+    finally:
+        _end(sleeper, timer)
+
+
+def test_a_command_task_times_with_the_device_to_itself(tmp_path: Path) -> None:
+    """The performance command runs while the evaluator's other processes are stopped."""
+    from aka.eval import current_workers
+    from aka.kind_specs import CommandSpec
+    from aka.kinds._command import run_commands
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    perf = (
+        f"python -c \"import json, pathlib; s = open('/proc/{sleeper.pid}/stat').read()"
+        ".rsplit(')', 1)[1].split()[0]; pathlib.Path('state').write_text(s); "
+        "pathlib.Path('build').mkdir(exist_ok=True); pathlib.Path('build/performance_report.json')"
+        ".write_text(json.dumps([{'test_case_id': 'a', 'execution_time_ms': 1.0}]))\""
+    )
+    spec = CommandSpec(compile="true", correctness="true", performance=perf)
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    base.mkdir()
+    cand.mkdir()
+    gate = current_workers().gate
+    gate.register("cpu", sleeper.pid)
+    try:
+        out = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
+        assert out["error"] is None and out["timing"], out
+        assert (base / "state").read_text() == "T" and (cand / "state").read_text() == "T"
+        assert _settles(sleeper.pid, stopped=False)
+    finally:
+        gate.release("cpu", sleeper.pid)
+        _end(sleeper)
