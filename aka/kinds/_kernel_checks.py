@@ -100,6 +100,21 @@ def downgrade_passes(ref: Any, tol: Tolerance) -> bool:
     return passes(ref_d * (1 + BF16_ERROR), ref_d, tol)
 
 
+def _same_inputs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two seeds' inputs are equal (tensors bitwise, the rest by ``==``)."""
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
+                return False
+        elif isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor) or x != y:
+            return False
+    return True
+
+
 def _clone(xs: tuple[Any, ...]) -> tuple[Any, ...]:
     import torch
 
@@ -145,6 +160,7 @@ def _reference_checks(task: Task, device: str, out: TaskValidation) -> None:
     call: Callable[..., Any] = ref_mod.reference
     problems: dict[str, list[str]] = {}
     ignored_inputs: set[int] = set()
+    constant: list[str] = []  # cases whose inputs differ by seed and whose output does not
     for shape in shapes:
         for dname in spec.dtypes:
             dtype, tol = getattr(torch, dname), spec.tolerances[dname]
@@ -156,6 +172,8 @@ def _reference_checks(task: Task, device: str, out: TaskValidation) -> None:
                 problems.setdefault("reference_deterministic", []).append(where)
             if repeats(ref0, call(*_clone(seeds[1]), **kw)):
                 problems.setdefault("output_depends_on_seed", []).append(where)
+                if not _same_inputs(seeds[0], seeds[1]):
+                    constant.append(where)
             for i, x in enumerate(seeds[0]):
                 if isinstance(x, torch.Tensor) and not torch.equal(x, seeds[1][i]):
                     swapped = _clone((*seeds[0][:i], seeds[1][i], *seeds[0][i + 1 :]))
@@ -175,6 +193,15 @@ def _reference_checks(task: Task, device: str, out: TaskValidation) -> None:
         bad = problems.get(name)
         if name == "null_input_copy" and bad is None:
             out.add(name, "skip", "no input has as many elements as the output")
+        elif name == "output_depends_on_seed" and bad and constant:
+            out.add(
+                name,
+                "fail",
+                f"fails on {len(bad)} case(s), e.g. {constant[0]}: the inputs differ between "
+                "seeds but the output does not, so the reference ignores its inputs there",
+                fix="change the problem (or its shapes) so that its output depends on its "
+                "inputs; a constant answer would pass this task",
+            )
         elif bad:
             out.add(name, "fail", f"fails on {len(bad)} case(s), e.g. {bad[0]}")
         else:

@@ -255,3 +255,6 @@ def test_cpu_shapes_that_make_the_output_ignore_the_inputs_are_passed_over(
     out = validate_task(ledger, zeros.path, root=root, device="cpu", run_id="v", quick=True)
     checks = {c.name: c.status for c in out.checks}
     assert checks["output_depends_on_seed"] == "fail" and not out.ok
+    detail = next(c.detail for c in out.checks if c.name == "output_depends_on_seed")
+    assert "the inputs differ between seeds but the output does not" in detail
+    assert "fix: change the problem" in detail  # not "draw every input from its seed"

@@ -88,6 +88,19 @@ def test_broken_reference_fails_its_check(name: str, tasks_root: Path, ledger_di
     assert statuses["schema"] == "pass"
 
 
+def test_a_seed_that_changes_nothing_names_the_inputs_as_the_fix(
+    tasks_root: Path, ledger_dir: Path
+) -> None:
+    """Inputs equal across seeds: the fix is make_inputs, not the problem."""
+    folder = _clone(tasks_root, "ignores_seed")
+    (folder / "reference.py").write_text(BROKEN["ignores_seed"][1])
+    led = Ledger.open(ledger_dir, registry=ev.REGISTRY)
+    res = validate_task(led, folder, root=tasks_root, device="cpu", run_id="v", quick=True)
+    detail = next(c.detail for c in res.checks if c.name == "output_depends_on_seed")
+    assert "draw every input from its seed argument" in detail
+    assert "ignores its inputs" not in detail
+
+
 def test_sound_fixture_passes_quick_checks(tasks_root: Path, ledger_dir: Path) -> None:
     statuses = _statuses(ledger_dir, tasks_root / AFFINE, tasks_root)
     assert "fail" not in statuses.values(), statuses
