@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +36,7 @@ from aka.errors import InputError
 from aka.eval import EvalRequest, evaluate
 from aka.events import REGISTRY
 from aka.feedback import render_feedback
-from aka.kinds import staged
+from aka.kinds import kind_name, sealed, staged
 from aka.liveness import holding
 from aka.orchestrator import environment, harness_digest, new_run_id, resolve_device
 from aka.recorder import AttemptRecorder
@@ -48,9 +49,11 @@ from aka.treatments import ResolvedArm
 from aka.workspace import capture_files, is_editable
 from aka_ledger import Ledger
 
-__all__ = ["EXTERNAL", "EvalResult", "Evaluator", "Files", "Sample", "check"]
+__all__ = ["EXTERNAL", "UNSEALED_ENV", "EvalResult", "Evaluator", "Files", "Sample", "check"]
 
 EXTERNAL = "external"
+UNSEALED_ENV = "AKA_UNSEALED"
+"""``1``: evaluators score tasks whose verdicts a candidate can forge (trusted candidates)."""
 Files: TypeAlias = dict[str, str | bytes]
 """A candidate as sent: editable path -> new source."""
 
@@ -74,6 +77,10 @@ class Evaluator:
         in_flight: evaluations at once over all its devices (default ``AKA_IN_FLIGHT``,
             else half the CPU cores, at most 8: :func:`aka.inflight.default_in_flight`);
             1 evaluates one at a time.
+        unsealed: score tasks whose verdicts a candidate can forge too (a command task's
+            own scripts run the candidate's code where they decide: :func:`aka.kinds.sealed`).
+            Default ``AKA_UNSEALED=1``, else no: such a task is refused, since a policy
+            trained on it learns to forge rather than to write kernels.
     """
 
     def __init__(
@@ -86,7 +93,9 @@ class Evaluator:
         timing: TimingSettings | None = None,
         label: str = "service",
         in_flight: int | None = None,
+        unsealed: bool | None = None,
     ):
+        self.unsealed = os.environ.get(UNSEALED_ENV) == "1" if unsealed is None else unsealed
         self.in_flight = inflight.resolve(in_flight, where="Evaluator(in_flight=)")
         self._slots = inflight.Slots(self.in_flight)
         self.device = resolve_device(device)
@@ -154,6 +163,17 @@ class Evaluator:
         with self._lock:
             if key not in self._tasks:
                 (task,) = select(self.root, [key], where="task")[:1]
+                if not self.unsealed and not sealed(task):
+                    raise InputError(
+                        f"task {key} is judged by its own commands ({kind_name(task.spec)} "
+                        "kind), which run the candidate's code in the process that checks "
+                        "and times it: a candidate can forge its verdict, so its rewards "
+                        "cannot be trusted",
+                        where="task",
+                        fix="score a kernel task (reference.py), or pass "
+                        f"Evaluator(unsealed=True) / {UNSEALED_ENV}=1 / `aka serve "
+                        "--unsealed` for candidates you trust",
+                    )
                 self._tasks[key] = self._staged.enter_context(staged(self.ledger.cas, task))
             return self._tasks[key]
 
@@ -368,7 +388,10 @@ def check(
         raise InputError(
             f"{kernel} is not a file", where="KERNEL_FILE", fix="pass a kernel source file"
         )
-    with Evaluator(ledger, tasks_root=tasks_root, device=device, label="check") as service:
+    # One person's own file, not a policy's sample: tasks that judge themselves are scored.
+    with Evaluator(
+        ledger, tasks_root=tasks_root, device=device, label="check", unsealed=True
+    ) as service:
         task, _ = service._task(task_key)
         names = list(task.spec.editable)
         target = editable or (names[0] if len(names) == 1 else None)

@@ -154,6 +154,14 @@ def serve(
             "at most 8); timing stays one candidate at a time per device.",
         ),
     ] = None,
+    unsealed: Annotated[
+        bool,
+        typer.Option(
+            "--unsealed",
+            help="Score command-driven tasks too, whose own scripts a candidate can fool "
+            "(only for candidates you trust; default AKA_UNSEALED=1, else refused).",
+        ),
+    ] = False,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Evaluate candidates sent over HTTP; each lands in the ledger as an attempt."""
@@ -167,7 +175,10 @@ def serve(
     port = probe.server_address[1] if port == 0 else port
     probe.server_close()
     try:
-        with Evaluator(led, tasks_root=tasks_root, device=device, in_flight=limit) as evaluator:
+        with Evaluator(
+            led, tasks_root=tasks_root, device=device, in_flight=limit,
+            unsealed=True if unsealed else None,
+        ) as evaluator:  # fmt: skip
             server = bind(
                 lambda: make_server(evaluator, host, port), host=host, port=port, command="serve"
             )

@@ -164,6 +164,7 @@ class KernelKind:
     """The kernel kind (``kind: kernel``, the default): see the module docstring."""
 
     name = "kernel"
+    sealed = True  # the candidate runs alone; the checker and the sealed core decide
 
     def stage(self, task: Task, dest: Path) -> None:
         """The folder as it is: reference, spec and starting sources."""

@@ -86,6 +86,18 @@ def kind_of(task: Task) -> TaskKind:
     return found
 
 
+def sealed(task: Task) -> bool:
+    """Whether ``task``'s verdicts are decided where the candidate's code cannot reach.
+
+    A kind says so with ``sealed = True`` (the kernel kind: the candidate runs in a
+    process of its own, and the checker and the sealed timing core decide). A kind that
+    does not say so counts as unsealed: its judge runs the candidate's code in the
+    process that decides (a command task's own scripts), so a candidate can forge its
+    verdict, and trainers do not take rewards from it (:class:`aka.api.Evaluator`).
+    """
+    return getattr(kind_of(task), "sealed", False) is True
+
+
 def stage_tree(cas: ContentStore, task: Task) -> str:
     """The tree digest a run records for ``task``: its kind's staged layout, stored."""
     with tempfile.TemporaryDirectory(prefix="aka-stage-") as tmp:

@@ -116,7 +116,7 @@ def test_validate_run_and_api_agree(
     ran = _run_verdict(led, tmp_path, root)
     assert ran.compiled and ran.correct is expected, ran.error
 
-    with Evaluator(led, tasks_root=root, device="cpu", timing=FAST) as api:
+    with Evaluator(led, tasks_root=root, device="cpu", timing=FAST, unsealed=True) as api:
         served = api.evaluate(KEY, {})
         assert served.compiled and served.correct is expected, served.error
         assert api.task_digest(KEY) == checked.task_tree  # the very tree validation judged
