@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from aka import events as ev
 from aka.childjson import read_request, report, run_module
-from aka.eval._hostgate import recover
-from aka.eval._switches import HOST_GATE_ENV
+from aka.eval import HOST_GATE_ENV, recover_host_gate
 from aka.kinds import TaskValidation
 from aka.validate import record_validation
 
@@ -221,7 +220,9 @@ def validate_many(
                     ledger, ledger_dir, folder, env=None if alone else shared, **kwargs
                 )
             finally:
-                recover(Path(gate_dir))  # a child that died holding the gate stopped others
+                recover_host_gate(
+                    Path(gate_dir)
+                )  # a child that died holding the gate stopped others
             return Validated(folder, res, time.perf_counter() - start, under_load)
 
         def first(folder: Path) -> Validated:

@@ -50,6 +50,6 @@ def prompts(
         )
     finally:
         led.close()
-    for key in skipped:
-        typer.echo(f"skipped {key}: no editable sources runnable on {device}", err=True)
+    for key, why in skipped.items():
+        typer.echo(f"skipped {key}: {why}", err=True)
     typer.echo(f"wrote prompts to {path}")

@@ -5,7 +5,8 @@ Public surface: :func:`evaluate` (record an evaluation of a candidate tree in th
 :func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`;
 for the benchmarks, trainers and the task checks, :func:`run_job` (the pipeline on one
 :class:`Job`, giving a :class:`Verdict`), :func:`child_env`, :func:`load_file_module`,
-the process layer: :class:`Workers` built from :class:`Switches`,
+the process layer: :class:`Workers` built from :class:`Switches`, the host gate's
+folder variable :data:`HOST_GATE_ENV` and :func:`recover_host_gate`,
 :func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`; and
 :func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
 
@@ -23,16 +24,18 @@ if TYPE_CHECKING:
     from aka.eval._candidate import load_file_module
     from aka.eval._contain import hide
     from aka.eval._evaluate import evaluate, harness_paths
+    from aka.eval._hostgate import recover as recover_host_gate
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
     from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
-    from aka.eval._switches import Switches
+    from aka.eval._switches import HOST_GATE_ENV, Switches
     from aka.eval._workers import Workers
     from aka.eval._workers import configure as configure_workers
     from aka.eval._workers import current as current_workers
     from aka.eval._workers import for_run as workers_for_run
 
 __all__ = [
+    "HOST_GATE_ENV",
     "EvalRequest",
     "Finding",
     "Job",
@@ -48,6 +51,7 @@ __all__ = [
     "harness_paths",
     "hide",
     "load_file_module",
+    "recover_host_gate",
     "run_job",
     "workers_for_run",
 ]
@@ -65,6 +69,8 @@ _WHERE = {
     "run_job": "_pipeline",
     "load_file_module": "_candidate",
     "Switches": "_switches",
+    "HOST_GATE_ENV": "_switches",
+    "recover_host_gate": "_hostgate:recover",
     "Workers": "_workers",
     "configure_workers": "_workers:configure",
     "current_workers": "_workers:current",

@@ -19,6 +19,7 @@ import polars as pl
 
 from aka.errors import InputError
 from aka.events import REGISTRY
+from aka.kinds import kind_name, sealed
 from aka.prompt import render_prompt
 from aka.stats import write_parquet_atomic
 from aka.tasks import Task, select
@@ -76,10 +77,18 @@ def trainer_prompt(task: Task, *, device: str) -> str:
     )
 
 
-def _usable(task: Task, device: str) -> bool:
+def unusable(task: Task, device: str) -> str | None:
+    """Why ``task`` cannot be a trainer's prompt on ``device``, or None when it can."""
     src = task.path / task.spec.source_dir
     dev = "cpu" if device == "cpu" else "cuda"
-    return dev in task.spec.devices and all((src / rel).is_file() for rel in task.spec.editable)
+    if dev not in task.spec.devices or not all((src / r).is_file() for r in task.spec.editable):
+        return f"no editable sources runnable on {device}"
+    if not sealed(task):
+        return (
+            f"judged by its own commands ({kind_name(task.spec)} kind), which a candidate "
+            "can fool: no rewards for training (docs/security.md)"
+        )
+    return None
 
 
 def prompt_frame(
@@ -164,7 +173,7 @@ def export_prompts(
     ledger: Ledger | None = None,
     repeat: int = 1,
     max_turns: int | None = None,
-) -> tuple[Path, list[str]]:
+) -> tuple[Path, dict[str, str]]:
     """Write :func:`prompt_frame` for the selected tasks to ``out`` (temp file, fsync, rename).
 
     The task folders are stored in ``ledger``'s content store when one is given, so every
@@ -172,21 +181,22 @@ def export_prompts(
     computed in memory.
 
     Returns:
-        The path written, and the keys of selected tasks left out (no editable source
-        files on disk, as for repository tasks before their checkout, or not runnable on
-        ``device``).
+        The path written, and the selected tasks left out, each with why (no editable
+        source files on disk, as for repository tasks before their checkout; not
+        runnable on ``device``; judged by scripts a candidate can fool).
 
     Raises:
         InputError: a selector matches nothing, or no selected task is usable.
     """
     chosen = select(Path(tasks_root), selectors, where="--tasks")
-    usable = [t for t in chosen if _usable(t, device)]
-    skipped = [t.key for t in chosen if t not in usable]
+    skipped = {t.key: why for t in chosen if (why := unusable(t, device)) is not None}
+    usable = [t for t in chosen if t.key not in skipped]
     if not usable:
         raise InputError(
-            f"none of the {len(chosen)} selected tasks has editable sources runnable on {device}",
+            f"none of the {len(chosen)} selected tasks can be a prompt on {device}: "
+            + "; ".join(f"{k}: {why}" for k, why in list(skipped.items())[:3]),
             where="--tasks",
-            fix="select Triton/CUDA/torch tasks (`aka tasks list`)",
+            fix="select kernel tasks (Triton/CUDA/torch, with reference.py; `aka tasks list`)",
         )
     store = ledger or Ledger.memory(registry=REGISTRY)
     digests = {t.key: store.cas.snapshot(t.path) for t in usable}

@@ -55,7 +55,7 @@ def rows(tasks_root: Path, ledger_dir: Path, fmt: str, **kw: object) -> list[dic
         )
     finally:
         led.close()
-    assert skipped == []
+    assert not skipped
     return pl.read_parquet(out).to_dicts()
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from aka.events import REGISTRY
 from aka.integrations import parse_response
@@ -121,3 +122,28 @@ def test_bad_selections_and_formats_are_errors(cli, tmp_path: Path) -> None:
     assert res.code == 2 and "matches no task" in res.err
     with pytest.raises(Exception, match="repeat must be at least 1"):
         prompt_frame([], {}, repeat=0)
+
+
+def test_a_task_that_judges_itself_is_no_prompt(cli, tmp_path: Path) -> None:
+    """A command-driven task's scripts run the candidate where they decide: no rewards
+    for training come from it, so no prompt either, and the skip says why."""
+    root = tmp_path / "tasks"
+    folder = root / "arena" / "scale"
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "scale.py").write_text("def scale(x):\n    return x * 2\n")
+    (folder / "check.py").write_text("from scale import scale\nassert scale(1) == 2\n")
+    spec = {
+        "name": "scale", "type": "command", "instructions": "Make scale faster.",
+        "reference": "check.py", "reference_visible": False,
+        "backend": "triton", "source_dir": "src", "editable": ["scale.py"],
+        "entry": "scale.py:scale", "devices": ["cpu", "cuda"],
+        "shapes": {"tuning": [{"case": 0}], "cpu": [{"case": 0}]},
+        "commands": {"compile": "true", "correctness": "true", "performance": "true"},
+    }  # fmt: skip
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
+    args = ("export", "prompts", "--root", str(root), "--device", "cpu",
+            "--out", str(tmp_path / "p.parquet"), "--ledger", str(tmp_path / "l"))  # fmt: skip
+    res = cli(*args)
+    assert res.code == 2, res.out + res.err
+    assert "arena/scale: judged by its own commands (command kind)" in res.err
+    assert "can fool" in res.err
