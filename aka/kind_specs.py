@@ -8,6 +8,8 @@ are in :mod:`aka.kinds`. Unknown keys are rejected.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["SOURCE_LOCK", "CommandSpec", "ImageSpec", "RepositorySpec"]
@@ -33,6 +35,13 @@ class CommandSpec(_Strict):
         description="Task-relative path of the performance report the command writes.",
     )
     timeout_s: float = Field(default=1800.0, gt=0, description="Limit per command, seconds.")
+    timing_gate: Literal["command", "helper"] = Field(
+        default="command",
+        description="What runs with the device to itself: the whole performance command "
+        "(`command`), or only the timed loops of aka's timing helper, which asks for the "
+        "device itself (`helper`, set by `aka tasks import aka` where it placed the helper; "
+        "a run that never asks is timed again as a whole).",
+    )
     skip_reason: str | None = Field(
         default=None,
         description="Why the task cannot run here (e.g. it needs another GPU architecture); "

@@ -5,7 +5,7 @@ Public surface: :func:`evaluate` (record an evaluation of a candidate tree in th
 :func:`forbidden_uses` and :func:`hack_findings` (static checks) with :class:`Finding`;
 for the benchmarks, trainers and the task checks, :func:`run_job` (the pipeline on one
 :class:`Job`, giving a :class:`Verdict`), :func:`child_env`, :func:`load_file_module`,
-the process layer: :class:`Workers` built from :class:`Switches`, the host gate's
+the process layer: :class:`Workers` built from :class:`Switches`, the timing :class:`Gate`, the host gate's
 folder variable :data:`HOST_GATE_ENV` and :func:`recover_host_gate`,
 :func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`; and
 :func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from aka.eval._candidate import load_file_module
     from aka.eval._contain import hide
     from aka.eval._evaluate import evaluate, harness_paths
+    from aka.eval._gate import Gate
     from aka.eval._hostgate import recover as recover_host_gate
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
     from aka.eval._request import EvalRequest
@@ -38,6 +39,7 @@ __all__ = [
     "HOST_GATE_ENV",
     "EvalRequest",
     "Finding",
+    "Gate",
     "Job",
     "Switches",
     "Verdict",
@@ -69,6 +71,7 @@ _WHERE = {
     "run_job": "_pipeline",
     "load_file_module": "_candidate",
     "Switches": "_switches",
+    "Gate": "_gate",
     "HOST_GATE_ENV": "_switches",
     "recover_host_gate": "_hostgate:recover",
     "Workers": "_workers",

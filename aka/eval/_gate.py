@@ -32,6 +32,7 @@ frees it once its candidate is gone.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import threading
@@ -40,6 +41,9 @@ from collections.abc import Callable, Iterator
 from aka.eval._hostgate import HostGate
 
 __all__ = ["Gate"]
+
+_TOKENS = itertools.count(-1, -1)
+"""Timers that are not processes (:meth:`Gate.hold`): negative, so never signalled."""
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
@@ -129,7 +133,7 @@ class Gate:
         self._timer[device] = pid
         for other in self._others(device, pid):
             self._stop(other)
-        if pid != os.getpid():
+        if pid > 0:  # a process, not a token (hold)
             _signal(pid, signal.SIGCONT)
         grant()
 
@@ -142,14 +146,14 @@ class Gate:
         command-driven task's performance commands are this process's children, which
         no gate tracks, so they run while everything else on the device is stopped.
         """
-        me = os.getpid()
+        token = next(_TOKENS)  # one per hold: several threads may hold in turn
         granted = threading.Event()
-        self.close(device, me, granted.set)
+        self.close(device, token, granted.set)
         granted.wait()
         try:
             yield
         finally:
-            self.open(device, me)
+            self.open(device, token)
 
     def open(self, device: str, pid: int) -> None:
         """Process ``pid`` is gone: it no longer evaluates, times or waits for its turn."""

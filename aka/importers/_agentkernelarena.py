@@ -256,6 +256,9 @@ def write_task(
             "correctness": cfg.correctness_command,
             "performance": cfg.performance_command,
             "skip_reason": reason,
+            # The helper asks for the device around its timed loops; without it, the
+            # whole performance command runs with the device to itself.
+            "timing_gate": "helper" if changed else "command",
         },
     }
     write_spec(dest, spec)

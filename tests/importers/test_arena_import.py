@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aka.errors import InputError
+from aka.eval import current_workers
 from aka.importers import import_agentkernelarena
 from aka.importers._agentkernelarena import BEGIN, END, PlatformSupport, skip_reason
 from aka.kinds._command import read_report, run_commands
@@ -208,7 +209,7 @@ def test_null_instructions_and_active_status_are_accepted(upstream: tuple[Path, 
 
 
 def test_runner_calling_upstream_helper_names_times_with_aka(
-    upstream: tuple[Path, str, str], tmp_path: Path
+    upstream: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, _, _ = upstream
     folder = root / "command" / "agentkernelarena" / "triton_row_scale"
@@ -218,10 +219,16 @@ def test_runner_calling_upstream_helper_names_times_with_aka(
     assert "not materialized" not in block  # the stubs that raised are gone
     assert "def _shape_label(" in block  # a helper aka does not know is kept as written
     spec = load_task(folder, root=root).spec.commands
-    assert spec is not None
+    assert spec is not None and spec.timing_gate == "helper"
     base, cand = _copies(folder, tmp_path)
+    gate = current_workers().gate
+    asks: list[int] = []
+    close = gate.close
+    monkeypatch.setattr(gate, "close", lambda d, pid, g: (asks.append(pid), close(d, pid, g)))
     out = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
     assert out["correct"], out["error"]
+    # aka's helper asked for the device once per test case of each of the two runs.
+    assert len(asks) == 4 and all(pid > 0 for pid in asks), asks
     times = [t["pair"] for t in out["timing"]]
     assert [t["test_case_id"] for t in times] == ["perf1", "perf2"]
     assert all(t["speedup"] > 0 for t in times)
