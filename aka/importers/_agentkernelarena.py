@@ -195,6 +195,23 @@ def inject_helper(folder: Path) -> list[str]:
     return changed
 
 
+HELPER_NAMES = ("aka_time_ms", "aka_time_samples", *AKA_COMPAT_HELPERS)
+"""What a runner calls to time through aka's helper (which asks for the timing gate)."""
+
+
+def times_with_helper(folder: Path) -> bool:
+    """Whether a runner under ``scripts/`` calls aka's helper outside the generated block
+    (many upstream runners time with their own CUDA events instead)."""
+    for path in (folder / "scripts").rglob("*.py"):
+        text = path.read_text()
+        if BEGIN in text and END in text:
+            head, rest = text.split(BEGIN, 1)
+            text = head + rest.split(END, 1)[1]
+        if any(f"{name}(" in text for name in HELPER_NAMES):
+            return True
+    return False
+
+
 def _backend(task_type: str) -> str:
     t = task_type.lower()
     if t.endswith("triton"):
@@ -223,6 +240,7 @@ def write_task(
     changed = inject_helper(dest)
     done = [
         f"timing helper placed in {', '.join(changed)}"
+        + ("" if times_with_helper(dest) else " (the runner times with its own events)")
         if changed
         else f"no {BEGIN} markers under scripts/: the runner keeps its own timing"
     ]
@@ -258,7 +276,7 @@ def write_task(
             "skip_reason": reason,
             # The helper asks for the device around its timed loops; without it, the
             # whole performance command runs with the device to itself.
-            "timing_gate": "helper" if changed else "command",
+            "timing_gate": "helper" if changed and times_with_helper(dest) else "command",
         },
     }
     write_spec(dest, spec)

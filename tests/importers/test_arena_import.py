@@ -197,7 +197,7 @@ def test_amd_only_kernels_are_refused_with_one_line_each(upstream: tuple[Path, s
         (line,) = [r for r in refused if f"a {kind} task" in r]
         assert "AMD GPUs" in line and "fix:" in line
     assert "instructions" not in err  # hip2hip's `instructions: null` is not the reason
-    assert "1 imported, 0 imported GPU-only, 3 refused" in out
+    assert "2 imported, 0 imported GPU-only, 3 refused" in out
     assert not (root / "command" / "agentkernelarena" / "tanh").exists()
 
 
@@ -206,6 +206,20 @@ def test_null_instructions_and_active_status_are_accepted(upstream: tuple[Path, 
     task = load_task(root / "command" / "agentkernelarena" / "triton_row_scale", root=root)
     assert task.spec.commands is not None and task.spec.commands.skip_reason is None
     assert "row_scale_kernel" in task.spec.instructions
+
+
+def test_a_runner_with_its_own_events_holds_the_device_whole(
+    upstream: tuple[Path, str, str],
+) -> None:
+    """Many upstream runners time with their own CUDA events, never calling the helper:
+    their performance command holds the timing gate as a whole."""
+    root, out, _ = upstream
+    own = load_task(root / "command" / "agentkernelarena" / "triton_row_scale_events", root=root)
+    helper = load_task(root / "command" / "agentkernelarena" / "triton_row_scale", root=root)
+    assert own.spec.commands is not None and own.spec.commands.timing_gate == "command"
+    assert helper.spec.commands is not None and helper.spec.commands.timing_gate == "helper"
+    line = next(x for x in out.splitlines() if "triton_row_scale_events ->" in x)
+    assert "the runner times with its own events" in line
 
 
 def test_runner_calling_upstream_helper_names_times_with_aka(
