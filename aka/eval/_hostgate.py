@@ -189,7 +189,10 @@ def recover(folder: Path) -> None:
     its record lists was stopped by one that is gone.
     """
     for lock in folder.glob("*.lock"):
-        fd = os.open(lock, os.O_RDWR)
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except OSError:  # gone with its folder
+            continue
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
