@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from proc_state import settles
 
 from aka.eval._gate import Gate
 from aka.eval._pipeline import run_job
@@ -25,21 +25,6 @@ from redteam_corpus import CORPUS, scale_job
 
 HONEST = (CORPUS / "honest_vectorized.py").read_text()
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
-
-
-def _settles(pid: int, stopped: bool, timeout: float = 5.0) -> bool:
-    """Whether ``pid`` reaches (or leaves) the stopped state within ``timeout``."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if (_state(pid) == "T") == stopped:
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def _sleepers(n: int) -> list[subprocess.Popen[bytes]]:
@@ -62,17 +47,17 @@ def test_close_stops_the_waiting_processes_and_open_lets_them_go_on() -> None:
         gate.activate(device, timer.pid)
         gate.close(device, timer.pid, lambda: granted.append(timer.pid))
         assert gate.closed(device) and granted == [timer.pid]
-        assert _settles(early.pid, stopped=True)
-        assert _settles(timer.pid, stopped=False)  # the timer itself runs
+        assert settles(early.pid, stopped=True)
+        assert settles(timer.pid, stopped=False)  # the timer itself runs
         gate.register(device, late.pid)  # started while the device is timed
-        assert _settles(late.pid, stopped=True)
-        assert _settles(other.pid, stopped=False)  # another device is not touched
+        assert settles(late.pid, stopped=True)
+        assert settles(other.pid, stopped=False)  # another device is not touched
         gate.release(device, early.pid)  # it gets its request: it must run
-        assert _settles(early.pid, stopped=False)
+        assert settles(early.pid, stopped=False)
         assert gate.waiting(device) == {late.pid}
         gate.open(device, timer.pid)
         assert not gate.closed(device)
-        assert _settles(late.pid, stopped=False)
+        assert settles(late.pid, stopped=False)
     finally:
         _end(procs)
 
@@ -89,19 +74,19 @@ def test_evaluations_in_flight_overlap_but_time_one_at_a_time() -> None:
             gate.activate(device, p.pid)
         gate.close(device, a.pid, lambda: granted.append("a"))
         assert granted == ["a"]
-        assert all(_settles(p.pid, stopped=True) for p in (b, checker, dead))
+        assert all(settles(p.pid, stopped=True) for p in (b, checker, dead))
         gate.close(device, dead.pid, lambda: granted.append("dead"))  # asked, then died
         gate.close(device, b.pid, lambda: granted.append("b"))
         assert granted == ["a"]  # queued behind the timer
         gate.open(device, dead.pid)
         gate.open(device, a.pid)  # a is gone: b's turn, the rest stay stopped
         assert granted == ["a", "b"] and gate.closed(device)
-        assert _settles(b.pid, stopped=False) and _settles(checker.pid, stopped=True)
+        assert settles(b.pid, stopped=False) and settles(checker.pid, stopped=True)
         gate.activate(device, a.pid)  # a process getting its request while b times
-        assert _settles(a.pid, stopped=True)
+        assert settles(a.pid, stopped=True)
         gate.open(device, b.pid)
         assert not gate.closed(device) and granted == ["a", "b"]
-        assert _settles(checker.pid, stopped=False) and _settles(a.pid, stopped=False)
+        assert settles(checker.pid, stopped=False) and settles(a.pid, stopped=False)
         assert gate.active(device) == {a.pid, checker.pid}
     finally:
         _end(procs)
@@ -115,7 +100,7 @@ def test_with_the_gate_switched_off_every_request_is_answered_at_once() -> None:
         for p in procs:
             gate.activate(device, p.pid)
             gate.close(device, p.pid, lambda p=p: granted.append(p.pid))
-        assert granted == [a.pid, b.pid] and _settles(b.pid, stopped=False)
+        assert granted == [a.pid, b.pid] and settles(b.pid, stopped=False)
     finally:
         _end(procs)
 
@@ -129,7 +114,7 @@ def test_prepared_processes_are_stopped_while_each_candidate_times(
 
     def close(device: str, pid: int, grant: Callable[[], None]) -> None:
         real_close(device, pid, grant)
-        seen.append({p: _settles(p, stopped=True) for p in gate.waiting(device)})
+        seen.append({p: settles(p, stopped=True) for p in gate.waiting(device)})
 
     monkeypatch.setattr(gate, "close", close)
     for name in ("a", "b"):
@@ -144,7 +129,7 @@ def test_prepared_processes_are_stopped_while_each_candidate_times(
     assert len(seen[0]) == 2 and all(seen[0].values()), seen
     assert len(seen[1]) == 3 and all(seen[1].values()), seen
     for pid in warm.spares.waiting().values():
-        assert _settles(pid, stopped=False)  # the next spares run once the timing is over
+        assert settles(pid, stopped=False)  # the next spares run once the timing is over
 
 
 @pytest.mark.parametrize(("answer", "ok"), [(b"g", True), (b"", False), (b"x", False)])

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_state import settles, state
 
 from aka.eval._gate import Gate
 from aka.eval._hostgate import HostGate, recover
@@ -64,20 +65,6 @@ TIMER = textwrap.dedent(
 )
 
 
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
-
-
-def _settles(pid: int, stopped: bool, timeout: float = 5.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if (_state(pid) == "T") == stopped:
-            return True
-        time.sleep(0.01)
-    return False
-
-
 def _member(folder: Path, device: str = DEVICE) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen(
         [sys.executable, "-c", MEMBER, str(folder), device], stdout=subprocess.PIPE, text=True
@@ -99,13 +86,13 @@ def test_acquire_stops_other_members_and_their_children_until_release(tmp_path: 
     gate = HostGate(tmp_path)
     try:
         gate.acquire(DEVICE)
-        assert _settles(member.pid, stopped=True)
-        assert _settles(child, stopped=True)
-        assert _settles(other_device.pid, stopped=False)  # another GPU is not touched
-        assert _settles(other_child, stopped=False)
+        assert settles(member.pid, stopped=True)
+        assert settles(child, stopped=True)
+        assert settles(other_device.pid, stopped=False)  # another GPU is not touched
+        assert settles(other_child, stopped=False)
         gate.release(DEVICE)
-        assert _settles(member.pid, stopped=False)
-        assert _settles(child, stopped=False)
+        assert settles(member.pid, stopped=False)
+        assert settles(child, stopped=False)
     finally:
         gate.leave()
         _end(member, other_device)
@@ -122,7 +109,7 @@ def test_a_recycled_pid_is_never_signalled(tmp_path: Path) -> None:
     try:
         gate.acquire(DEVICE)
         time.sleep(0.2)
-        assert _state(bystander.pid) != "T"
+        assert state(bystander.pid) != "T"
         assert not (members / str(bystander.pid)).exists()
     finally:
         gate.release(DEVICE)
@@ -142,14 +129,14 @@ def test_what_a_dead_holder_stopped_is_continued(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        assert _settles(member.pid, stopped=True) and _settles(child, stopped=True)
+        assert settles(member.pid, stopped=True) and settles(child, stopped=True)
         holder.kill()
         holder.wait()
         time.sleep(0.2)
-        assert _state(member.pid) == "T"  # nobody continued it yet
+        assert state(member.pid) == "T"  # nobody continued it yet
         recover(tmp_path)
-        assert _settles(member.pid, stopped=False)
-        assert _settles(child, stopped=False)
+        assert settles(member.pid, stopped=False)
+        assert settles(child, stopped=False)
     finally:
         _end(member)
 
@@ -206,7 +193,7 @@ def test_hold_times_in_this_process_with_the_device_to_itself() -> None:
         def held() -> None:
             with gate.hold(DEVICE):
                 order.append("held")
-                seen.append(_settles(sleeper.pid, stopped=True))
+                seen.append(settles(sleeper.pid, stopped=True))
 
         t = threading.Thread(target=held)
         t.start()
@@ -215,7 +202,7 @@ def test_hold_times_in_this_process_with_the_device_to_itself() -> None:
         gate.open(DEVICE, timer.pid)
         t.join(timeout=5)
         assert order == ["candidate", "held"] and seen == [True]
-        assert _settles(sleeper.pid, stopped=False)
+        assert settles(sleeper.pid, stopped=False)
     finally:
         _end(sleeper, timer)
 
@@ -243,7 +230,7 @@ def test_a_command_task_times_with_the_device_to_itself(tmp_path: Path) -> None:
         out = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
         assert out["error"] is None and out["timing"], out
         assert (base / "state").read_text() == "T" and (cand / "state").read_text() == "T"
-        assert _settles(sleeper.pid, stopped=False)
+        assert settles(sleeper.pid, stopped=False)
     finally:
         gate.release("cpu", sleeper.pid)
         _end(sleeper)
