@@ -6,17 +6,18 @@ optional ``platform_support{required_arch,status,skip_reason}`` and
 ``prompt{instructions}``), ``scripts/task_runner.py`` and ``source/``. The folder is
 copied whole; ``task.yaml`` is written beside it with a ``commands`` block, so the
 task's own scripts compile, check and time candidates (see :mod:`aka.kinds._command`),
-and aka's timing helper is placed between the runner's ``# >>> AKA-GENERATED`` and
-``# <<< AKA-GENERATED <<<`` markers, under the helper names the runner calls (upstream's
-``_benchmark_cuda_graph_or_events`` among them), so the runner times with aka. A task
+and the runner times with aka's helper (upstream's helper names included). A task
 whose platform is not available here is imported with ``commands.skip_reason`` saying
 why. HIP and FlyDSL tasks (AMD GPUs) are refused with one line each: aka runs NVIDIA
-and CPU kernels.
+and CPU kernels; so are ``image_kernel`` tasks (the image is named outside the folder)
+and ``repository`` tasks (not pinned to a commit), naming the aka kind to write instead.
+Where the scripts expect a generated timing helper, aka's is put in its place
+(:mod:`aka.importers._arena_timing`).
 """
 
 from __future__ import annotations
 
-import ast
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -25,12 +26,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aka.config import format_errors
 from aka.errors import InputError
+from aka.importers._arena_timing import (
+    BEGIN,
+    PYTEST_PERF,
+    PYTEST_REPORT,
+    inject_helper,
+    place_pytest_helper,
+    times_with_helper,
+)
 from aka.importers._common import ImportResult, Outcome, origin, prepare, slug, write_spec
-from aka.importers._templates import AKA_COMPAT_HELPERS, AKA_TIMING_HELPER
 from aka.yamlfile import read_yaml_mapping
 
 CONFIG = "config.yaml"
-BEGIN, END = "# >>> AKA-GENERATED", "# <<< AKA-GENERATED <<<"
 SUPPORTED = {None, "", "supported", "ok", "enabled", "available", "active"}
 AMD_ONLY = ("hip", "flydsl")
 """Task types whose kernels are written for AMD GPUs (hip2hip, torch2hip, flydsl2flydsl, ...)."""
@@ -63,7 +70,7 @@ class ArenaConfig(BaseModel):
     """An AgentKernelArena ``config.yaml``; keys aka does not use are ignored."""
 
     model_config = ConfigDict(extra="ignore")
-    source_file_path: list[str] = Field(min_length=1)
+    source_file_path: list[str] = Field(default_factory=list)
     target_kernel_functions: list[str] = Field(default_factory=list)
     compile_command: str = Field(min_length=1)
     correctness_command: str = Field(min_length=1)
@@ -71,11 +78,23 @@ class ArenaConfig(BaseModel):
     task_type: str
     platform_support: PlatformSupport = Field(default_factory=PlatformSupport)
     prompt: Prompt = Field(default_factory=Prompt)
+    repo_url: str | None = None
+    repository_language: str | None = None
+    image_repo_path: str | None = None
 
-    @field_validator("source_file_path", "target_kernel_functions", mode="before")
+    @field_validator("source_file_path", mode="before")
     @classmethod
     def _listify(cls, v: object) -> object:
-        return [v] if isinstance(v, str) else v
+        return [v] if isinstance(v, str) else [] if v is None else v
+
+    @field_validator("target_kernel_functions", mode="before")
+    @classmethod
+    def _names(cls, v: object) -> object:
+        """One name, a list, or names joined by commas (``a,b`` as rocmbench writes)."""
+        items = [v] if isinstance(v, str) else [] if v is None else v
+        if not isinstance(items, list):
+            return v
+        return [n.strip() for x in items for n in str(x).split(",") if n.strip()]
 
     @field_validator("compile_command", "correctness_command", "performance_command", mode="before")
     @classmethod
@@ -108,14 +127,58 @@ def read_config(folder: Path) -> ArenaConfig:
             else "see the AgentKernelArena config format in docs/authoring.md"
         )
         raise InputError(format_errors(exc), where=str(path), fix=fix) from None
+    return cfg
+
+
+def sources(folder: Path, cfg: ArenaConfig) -> list[str]:
+    """The editable files: ``source_file_path``, or where it is empty (instruction tasks,
+    whose kernel stubs sit in the test file) the Python files the commands run.
+
+    Raises:
+        InputError: a listed file that does not exist, or no file to edit at all.
+    """
+    where = str(folder / CONFIG)
     for rel in cfg.source_file_path:
         if not (folder / rel).is_file():
             raise InputError(
                 f"field 'source_file_path': {rel!r} does not exist",
-                where=str(path),
+                where=where,
                 fix=f"create {folder / rel} or correct the path",
             )
-    return cfg
+    if cfg.source_file_path:
+        return list(cfg.source_file_path)
+    commands = " ".join((cfg.compile_command, cfg.correctness_command, cfg.performance_command))
+    named = re.findall(r"[\w./-]+\.py\b", commands)
+    found = [
+        rel for rel in dict.fromkeys(named)
+        if (folder / rel).is_file() and not rel.startswith("scripts/") and rel != PYTEST_PERF
+    ]  # fmt: skip
+    if not found:
+        raise InputError(
+            "field 'source_file_path' is empty and no command runs a .py file of the folder",
+            where=where,
+            fix="list the file the agent edits under source_file_path",
+        )
+    return found
+
+
+def unsupported(cfg: ArenaConfig) -> tuple[str, str] | None:
+    """Why aka cannot import the task as a command task, and the fix, or None."""
+    kind = cfg.task_type.lower()
+    if kind == "image_kernel":
+        return (
+            "an image_kernel task: its sources live in a container image that AgentKernelArena's "
+            "run configuration names, not the task folder",
+            "write an aka image task (image.ref, image.digest, image.path; docs/repo_tasks.md)",
+        )
+    if kind == "repository":
+        return (
+            f"a repository task ({cfg.repo_url or 'no repo_url'}) cloned at whatever commit is "
+            "newest: aka judges a repository at a pinned commit",
+            "write an aka repository task with repository.url and repository.commit "
+            "(docs/repo_tasks.md)",
+        )
+    return None
 
 
 def local_platform() -> str:
@@ -159,57 +222,12 @@ def amd_only(cfg: ArenaConfig) -> str | None:
     """Why the task is for AMD GPUs only (HIP or FlyDSL kernels), or None."""
     kind = cfg.task_type.lower()
     hip = [s for s in cfg.source_file_path if s.endswith(".hip")]
+    if (cfg.repository_language or "").lower() in AMD_ONLY:
+        return f"a {cfg.task_type} task in {cfg.repository_language}: written for AMD GPUs; aka runs NVIDIA (CUDA, Triton) and CPU kernels"
     if any(tag in kind for tag in AMD_ONLY) or hip:
         what = f"{cfg.task_type} task" + (f" with HIP sources {hip}" if hip else "")
         return f"a {what}: its kernels are written for AMD GPUs; aka runs NVIDIA (CUDA, Triton) and CPU kernels"
     return None
-
-
-def _helper_block(old: str, runner: str) -> str:
-    """aka's helper, the upstream names the runner calls defined over it, and any other
-    definition the old block had kept as written."""
-    try:
-        defs = [n for n in ast.parse(old).body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
-    except SyntaxError:
-        defs = []
-    kept = [ast.get_source_segment(old, n) or "" for n in defs if n.name not in AKA_COMPAT_HELPERS]
-    called = [name for name in AKA_COMPAT_HELPERS if f"{name}(" in runner]
-    compat = "".join(AKA_COMPAT_HELPERS[name] for name in called)
-    extra = "".join(f"\n\n{src}\n" for src in kept)
-    return f"{AKA_TIMING_HELPER}{compat}{extra}"
-
-
-def inject_helper(folder: Path) -> list[str]:
-    """Place aka's timing helper between the generated-code markers; returns files changed."""
-    changed = []
-    for path in sorted((folder / "scripts").rglob("*.py")):
-        text = path.read_text()
-        if BEGIN not in text or END not in text:
-            continue
-        head, rest = text.split(BEGIN, 1)
-        marker_rest, _, block = rest.partition("\n")
-        old, tail = block.split(END, 1)
-        new = _helper_block(old, head + tail)
-        path.write_text(f"{head}{BEGIN}{marker_rest}\n{new}{END}{tail}")
-        changed.append(path.relative_to(folder).as_posix())
-    return changed
-
-
-HELPER_NAMES = ("aka_time_ms", "aka_time_samples", *AKA_COMPAT_HELPERS)
-"""What a runner calls to time through aka's helper (which asks for the timing gate)."""
-
-
-def times_with_helper(folder: Path) -> bool:
-    """Whether a runner under ``scripts/`` calls aka's helper outside the generated block
-    (many upstream runners time with their own CUDA events instead)."""
-    for path in (folder / "scripts").rglob("*.py"):
-        text = path.read_text()
-        if BEGIN in text and END in text:
-            head, rest = text.split(BEGIN, 1)
-            text = head + rest.split(END, 1)[1]
-        if any(f"{name}(" in text for name in HELPER_NAMES):
-            return True
-    return False
 
 
 def _backend(task_type: str) -> str:
@@ -230,24 +248,42 @@ def reference_script(folder: Path, cfg: ArenaConfig) -> str | None:
     return None
 
 
+def _timing(dest: Path) -> tuple[str, bool]:
+    """Put aka's helper where the task's scripts expect one; what was done, and whether
+    the scripts time through it (so it may ask for the timing gate itself)."""
+    changed = inject_helper(dest)
+    pytest_perf = place_pytest_helper(dest)
+    through = times_with_helper(dest)
+    done = []
+    if changed:
+        done.append(f"timing helper placed in {', '.join(changed)}")
+    if pytest_perf:
+        done.append(f"aka's {PYTEST_PERF} written in place of upstream's generated stub")
+    if not done:
+        done.append(f"no {BEGIN} markers and no {PYTEST_PERF}: the scripts keep their own timing")
+    elif not through:
+        done[-1] += " (the runner times with its own events)"
+    return "; ".join(done), through
+
+
 def write_task(
     folder: Path, cfg: ArenaConfig, dest: Path, *, name: str, platform: str, reference: str
 ) -> str:
     """Copy ``folder`` to ``dest`` and write its task.yaml; returns what was done."""
+    editable = sources(folder, cfg)
     shutil.copytree(
         folder, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build", "__pycache__")
     )
-    changed = inject_helper(dest)
-    done = [
-        f"timing helper placed in {', '.join(changed)}"
-        + ("" if times_with_helper(dest) else " (the runner times with its own events)")
-        if changed
-        else f"no {BEGIN} markers under scripts/: the runner keeps its own timing"
-    ]
+    timing, through = _timing(dest)
+    done = [timing]
+    if not cfg.source_file_path:
+        done.append(
+            f"no source_file_path: {', '.join(editable)} (what the commands run) is editable"
+        )
     reason = skip_reason(cfg.platform_support, platform)
     if reason:
         done.append(f"cannot run on this platform: {reason}")
-    first = cfg.source_file_path[0]
+    first = editable[0]
     target = (cfg.target_kernel_functions or ["main"])[0]
     entry = (
         f"{first}:{target}"
@@ -257,27 +293,30 @@ def write_task(
     where = origin(folder, "agentkernelarena")
     if cfg.platform_support.required_arch:
         where += f" (required_arch {cfg.platform_support.required_arch})"
+    commands = {
+        "compile": cfg.compile_command,
+        "correctness": cfg.correctness_command,
+        "performance": cfg.performance_command,
+        "skip_reason": reason,
+        # The helper asks for the device around its timed loops; without it, the
+        # whole performance command runs with the device to itself.
+        "timing_gate": "helper" if through else "command",
+    }
+    if (dest / PYTEST_PERF).is_file():
+        commands["report"] = PYTEST_REPORT
     spec = {
         "name": name,
         "type": cfg.task_type,
         "origin": where,
         "instructions": (cfg.prompt.instructions or "").strip()
-        or f"Optimize {', '.join(cfg.target_kernel_functions)} in {', '.join(cfg.source_file_path)}.",
+        or f"Optimize {', '.join(cfg.target_kernel_functions)} in {', '.join(editable)}.",
         "backend": _backend(cfg.task_type),
         "reference": reference,
         "source_dir": ".",
-        "editable": cfg.source_file_path,
+        "editable": editable,
         "entry": entry,
         "targets": cfg.target_kernel_functions,
-        "commands": {
-            "compile": cfg.compile_command,
-            "correctness": cfg.correctness_command,
-            "performance": cfg.performance_command,
-            "skip_reason": reason,
-            # The helper asks for the device around its timed loops; without it, the
-            # whole performance command runs with the device to itself.
-            "timing_gate": "helper" if changed and times_with_helper(dest) else "command",
-        },
+        "commands": commands,
     }
     write_spec(dest, spec)
     return "; ".join(done)
@@ -337,6 +376,10 @@ def import_folder(folder: Path, root: Path, *, suite: str, force: bool, platform
             "run it in AgentKernelArena on an AMD GPU, or port its kernel to Triton or CUDA "
             "and import that as a triton2triton or cuda2cuda task",
         )  # fmt: skip
+    other = unsupported(cfg)
+    if other:
+        return Outcome(folder, "refused", *other)
+    sources(folder, cfg)  # a missing or absent source file is refused before any copy
     reference = reference_script(folder, cfg)
     if reference is None:
         return Outcome(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 from aka.errors import InputError
 from aka.eval import current_workers
 from aka.importers import import_agentkernelarena
-from aka.importers._agentkernelarena import BEGIN, END, PlatformSupport, skip_reason
+from aka.importers._agentkernelarena import PlatformSupport, skip_reason
+from aka.importers._arena_timing import BEGIN, END
 from aka.kinds._command import read_report, run_commands
 from aka.tasks import TaskSpec, load_task
 
@@ -192,12 +194,12 @@ def upstream(tmp_path: Path, cli) -> tuple[Path, str, str]:
 def test_amd_only_kernels_are_refused_with_one_line_each(upstream: tuple[Path, str, str]) -> None:
     root, out, err = upstream
     refused = [line for line in err.splitlines() if line.startswith("refused ")]
-    assert len(refused) == 3  # hip2hip, torch2hip, flydsl2flydsl
-    for kind in ("hip2hip", "torch2hip", "flydsl2flydsl"):
-        (line,) = [r for r in refused if f"a {kind} task" in r]
+    assert len(refused) == 6  # hip2hip, torch2hip, flydsl2flydsl, HIP and image, repository
+    for kind in ("hip2hip", "torch2hip", "flydsl2flydsl", "repository task in hip"):
+        (line,) = [r for r in refused if f"a {kind}" in r]
         assert "AMD GPUs" in line and "fix:" in line
     assert "instructions" not in err  # hip2hip's `instructions: null` is not the reason
-    assert "2 imported, 0 imported GPU-only, 3 refused" in out
+    assert "4 imported, 0 imported GPU-only, 6 refused" in out
     assert not (root / "command" / "agentkernelarena" / "tanh").exists()
 
 
@@ -248,3 +250,56 @@ def test_runner_calling_upstream_helper_names_times_with_aka(
     assert all(t["speedup"] > 0 for t in times)
     report = read_report(base / spec.report)
     assert all(ms > 0 for ms, _ in report.values())  # upstream's stubs made these -1.0
+
+
+def test_image_and_unpinned_repository_tasks_are_refused_for_what_they_are(
+    upstream: tuple[Path, str, str],
+) -> None:
+    """Their sources are not in the folder; the reason is the kind, not a missing file."""
+    _, _, err = upstream
+    image = next(x for x in err.splitlines() if "mi300x_sglang_triton_gemm" in x)
+    assert "an image_kernel task" in image and "image.digest" in image
+    repo = next(x for x in err.splitlines() if "aiter/pa_decode" in x)
+    assert "https://github.com/ROCm/aiter.git" in repo and "repository.commit" in repo
+    assert "does not exist" not in err
+
+
+def test_rocmbench_tests_time_through_akas_benchmark_api(
+    upstream: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pytest task imports performance_utils_pytest, a stub upstream generates into each
+    workspace: aka writes the API in its place, timed by its helper, and reads its report."""
+    root, out, _ = upstream
+    folder = root / "command" / "agentkernelarena" / "scale"
+    assert "performance_utils_pytest.py written in place of upstream's generated stub" in out
+    assert "def save_all_benchmark_results(" in (folder / "performance_utils_pytest.py").read_text()
+    spec = load_task(folder, root=root).spec.commands
+    assert spec is not None and spec.timing_gate == "helper"
+    assert spec.report == "perf/performance_report.json"
+    base, cand = _copies(folder, tmp_path)
+    gate = current_workers().gate
+    asks: list[int] = []
+    close = gate.close
+    monkeypatch.setattr(gate, "close", lambda d, pid, g: (asks.append(pid), close(d, pid, g)))
+    res = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
+    assert res["correct"], res["error"]
+    cases = sorted(t["pair"]["test_case_id"] for t in res["timing"])
+    assert [c.split(",")[0] for c in cases] == [
+        "scale_triton_perf[N=1024",
+        "scale_triton_perf[N=512",
+    ]
+    assert len(asks) == 4  # two benchmarks in each of the two runs, each asked for the device
+    upstream_format = json.loads((base / "perf" / "benchmark_results.json").read_text())
+    assert {r["op_name"] for r in upstream_format} == {"scale_triton_perf"}
+    assert all(r["gbps"] > 0 for r in upstream_format)
+
+
+def test_an_instruction_task_without_sources_edits_what_its_commands_run(
+    upstream: tuple[Path, str, str],
+) -> None:
+    root, out, _ = upstream
+    task = load_task(root / "command" / "agentkernelarena" / "test_scale_stub", root=root)
+    assert task.spec.editable == ["test_scale_stub.py"]
+    assert task.spec.targets == ["scale_kernel", "scale_twice_kernel"]  # "a,b" upstream
+    line = next(x for x in out.splitlines() if "test_scale_stub ->" in x)
+    assert "no source_file_path: test_scale_stub.py (what the commands run) is editable" in line
