@@ -107,6 +107,16 @@ def test_commands_block_fills_unused_fields_and_rejects_unknown_keys() -> None:
         TaskSpec.model_validate({**base, "commands": {**base["commands"], "bogus": 1}})  # type: ignore[dict-item]
 
 
+@pytest.fixture
+def asks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids that asked the evaluator's timing gate for the device, in order."""
+    gate = current_workers().gate
+    seen: list[int] = []
+    close = gate.close
+    monkeypatch.setattr(gate, "close", lambda d, pid, g: (seen.append(pid), close(d, pid, g)))
+    return seen
+
+
 def _copies(folder: Path, tmp: Path) -> tuple[Path, Path]:
     base, cand = tmp / "base", tmp / "cand"
     shutil.copytree(folder, base)
@@ -225,7 +235,7 @@ def test_a_runner_with_its_own_events_holds_the_device_whole(
 
 
 def test_runner_calling_upstream_helper_names_times_with_aka(
-    upstream: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    upstream: tuple[Path, str, str], tmp_path: Path, asks: list[int]
 ) -> None:
     root, _, _ = upstream
     folder = root / "command" / "agentkernelarena" / "triton_row_scale"
@@ -237,10 +247,6 @@ def test_runner_calling_upstream_helper_names_times_with_aka(
     spec = load_task(folder, root=root).spec.commands
     assert spec is not None and spec.timing_gate == "helper"
     base, cand = _copies(folder, tmp_path)
-    gate = current_workers().gate
-    asks: list[int] = []
-    close = gate.close
-    monkeypatch.setattr(gate, "close", lambda d, pid, g: (asks.append(pid), close(d, pid, g)))
     out = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
     assert out["correct"], out["error"]
     # aka's helper asked for the device once per test case of each of the two runs.
@@ -265,7 +271,7 @@ def test_image_and_unpinned_repository_tasks_are_refused_for_what_they_are(
 
 
 def test_rocmbench_tests_time_through_akas_benchmark_api(
-    upstream: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    upstream: tuple[Path, str, str], tmp_path: Path, asks: list[int]
 ) -> None:
     """A pytest task imports performance_utils_pytest, a stub upstream generates into each
     workspace: aka writes the API in its place, timed by its helper, and reads its report."""
@@ -277,10 +283,6 @@ def test_rocmbench_tests_time_through_akas_benchmark_api(
     assert spec is not None and spec.timing_gate == "helper"
     assert spec.report == "perf/performance_report.json"
     base, cand = _copies(folder, tmp_path)
-    gate = current_workers().gate
-    asks: list[int] = []
-    close = gate.close
-    monkeypatch.setattr(gate, "close", lambda d, pid, g: (asks.append(pid), close(d, pid, g)))
     res = run_commands(spec, base=base, cand=cand, device="cpu", time=True, rounds=1)
     assert res["correct"], res["error"]
     cases = sorted(t["pair"]["test_case_id"] for t in res["timing"])
