@@ -267,10 +267,11 @@ def _timing(dest: Path) -> tuple[str, bool]:
 
 
 def write_task(
-    folder: Path, cfg: ArenaConfig, dest: Path, *, name: str, platform: str, reference: str
-) -> str:
-    """Copy ``folder`` to ``dest`` and write its task.yaml; returns what was done."""
-    editable = sources(folder, cfg)
+    folder: Path, cfg: ArenaConfig, dest: Path, *, name: str, platform: str, reference: str,
+    editable: list[str],
+) -> str:  # fmt: skip
+    """Copy ``folder`` to ``dest`` and write its task.yaml (``editable``: from
+    :func:`sources`); returns what was done."""
     shutil.copytree(
         folder, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build", "__pycache__")
     )
@@ -379,7 +380,7 @@ def import_folder(folder: Path, root: Path, *, suite: str, force: bool, platform
     other = unsupported(cfg)
     if other:
         return Outcome(folder, "refused", *other)
-    sources(folder, cfg)  # a missing or absent source file is refused before any copy
+    editable = sources(folder, cfg)  # a missing or absent source file: refused before any copy
     reference = reference_script(folder, cfg)
     if reference is None:
         return Outcome(
@@ -388,5 +389,8 @@ def import_folder(folder: Path, root: Path, *, suite: str, force: bool, platform
         )  # fmt: skip
     dest = root / "command" / suite / slug(folder.name)
     prepare(dest, force=force)
-    done = write_task(folder, cfg, dest, name=dest.name, platform=platform, reference=reference)
+    done = write_task(
+        folder, cfg, dest, name=dest.name, platform=platform, reference=reference,
+        editable=editable,
+    )  # fmt: skip
     return Outcome(folder, "imported", done, dest=dest)
