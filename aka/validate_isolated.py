@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from aka import events as ev
 from aka.childjson import read_request, report, run_module
-from aka.eval import HOST_GATE_ENV, recover_host_gate
+from aka.eval import HOST_GATE_ENV, current_workers, recover_host_gate
 from aka.kinds import TaskValidation
 from aka.validate import record_validation
 
@@ -272,6 +272,9 @@ def main() -> None:
 
     req = read_request()
     review = ArmConfig.model_validate(req["review"]) if req["review"] else None
+    # Reference checks and task commands run in this process: under a host gate shared
+    # with other tasks' processes, their timing stops it from the start.
+    current_workers().gate.join(req["device"])
     with Ledger.open(Path(req["ledger"]), registry=ev.REGISTRY, create=True) as led:
         res = validate_task(
             led, Path(req["folder"]), root=Path(req["root"]) if req["root"] else None,

@@ -93,6 +93,17 @@ class Gate:
             if device in self._timer:
                 self._stop(pid)
 
+    def join(self, device: str) -> None:
+        """This process itself works on ``device`` from now on (reference checks, a task's
+        own commands): with a host gate, another member's timing stops it and everything
+        it started, as it stops the members' candidate processes.
+
+        A member otherwise joins only when its first evaluation process starts, and what
+        it runs on the device before that would load the device under another's timing.
+        """
+        with self._lock:
+            self._join(device)
+
     def release(self, device: str, pid: int) -> None:
         """The process is about to get its request (or to be stopped for good): let it run."""
         with self._lock:

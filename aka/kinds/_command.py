@@ -252,6 +252,9 @@ def run_commands(
     if spec.skip_reason:
         result["error"] = f"task skipped on this platform: {spec.skip_reason}"
         return result
+    # The commands are this process's children: evaluators sharing a host gate stop
+    # them while they time, as they stop each other's candidate processes.
+    current_workers().gate.join(device)
     ok, detail, wall = run_command(spec.compile, cand, device=device, timeout=spec.timeout_s)
     result["compiled"] = {"ok": ok, "error": detail or None, "wall_s": wall}
     if not ok:

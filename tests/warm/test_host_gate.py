@@ -7,6 +7,7 @@ processes. The test watches their scheduler state (``T``: stopped) in ``/proc``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -234,3 +235,47 @@ def test_a_command_task_times_with_the_device_to_itself(tmp_path: Path) -> None:
     finally:
         gate.release("cpu", sleeper.pid)
         _end(sleeper)
+
+
+# An evaluator running a command-driven task: its correctness command writes its pid
+# and sleeps; it never times, so it joins the folder only as its commands run.
+COMMANDS = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from aka.kind_specs import CommandSpec
+    from aka.kinds._command import run_commands
+    cand = Path(sys.argv[1])
+    spec = CommandSpec(compile="true", correctness="echo $$ > cmd.pid; exec sleep 60",
+                       performance="true")
+    run_commands(spec, base=cand, cand=cand, device="cpu", time=False)
+    """
+)
+
+
+def test_a_task_s_own_commands_are_stopped_while_another_member_times(tmp_path: Path) -> None:
+    """Command tasks run on the device in the evaluator's own children, before (or
+    without) any timing of their own: they must not load it under another's timing."""
+    from aka.eval import HOST_GATE_ENV
+
+    folder, cand = tmp_path / "gate", tmp_path / "cand"
+    cand.mkdir()
+    env = {**os.environ, HOST_GATE_ENV: str(folder)}
+    evaluator = subprocess.Popen([sys.executable, "-c", COMMANDS, str(cand)], env=env)
+    pidfile = cand / "cmd.pid"
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not (pidfile.exists() and pidfile.read_text().strip()):
+        time.sleep(0.05)
+    command = int(pidfile.read_text())
+    gate = HostGate(folder)
+    try:
+        gate.acquire("cpu")
+        assert settles(evaluator.pid, stopped=True)
+        assert settles(command, stopped=True)
+        gate.release("cpu")
+        assert settles(command, stopped=False)
+    finally:
+        gate.leave()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(command, signal.SIGKILL)
+        _end(evaluator)
