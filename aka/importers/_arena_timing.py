@@ -68,11 +68,12 @@ def aka_time_samples(fn, *args, warmup=3, reps=20, flush_mb=256, **kwargs):
     except ImportError:
         torch, cuda = None, False
     flush = torch.empty(flush_mb << 20, dtype=torch.uint8, device="cuda") if cuda else None
-    if warmup > 0:
-        fn(*args, **kwargs)  # the first call (compiles) before asking for the device
+    # The first call may autotune (Triton times each config and keeps the fastest): it
+    # needs the device alone as much as the timed runs, or the baseline and the
+    # candidate each keep whichever config the others' load favoured.
     _aka_gate(b"g")
     try:
-        for _ in range(warmup - 1):
+        for _ in range(warmup):
             fn(*args, **kwargs)
         times = []
         for _ in range(max(1, int(reps))):
