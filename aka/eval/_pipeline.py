@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _native, _plan, _spares
+from aka.eval import _baseline_ref, _detect, _native, _plan, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._proc import CHILD_TIMEOUT_S, Collected, child_env
@@ -306,6 +306,46 @@ def run_processes(
     return result, assembled, checked
 
 
+def clean_baseline_timing(job: Job, root: Path, workers: Workers) -> list[dict[str, Any]]:
+    """The baseline timed against itself in a candidate process of its own: the same plan's
+    timing pairs, with the baseline's folder standing in for the candidate's, so no
+    candidate code is ever imported there (:mod:`aka.eval._baseline_ref`)."""
+    native = str(_native.ensure_built(job.device))
+    scratch = root / "scratch"
+    scratch.mkdir(exist_ok=True)
+    with output_dir(root) as out:
+        request = dataclasses.replace(
+            candidate_request(job, root, out, native), cand_dir=str(root / "base")
+        )
+        _, assembled = _sealed(job, request, out / "clean", cwd=scratch, stages=("timing",),
+                               workers=workers)  # fmt: skip
+    if assembled["error"] or not assembled["timing"]:
+        return []
+    return timing_results(job, assembled["timing"])
+
+
+def rebase_slowed(
+    job: Job, root: Path, timing: list[dict[str, Any]], workers: Workers
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``timing`` with every shape whose baseline ran slower beside the candidate than in
+    a process without it scored against the latter (:func:`aka.eval._detect.baseline_slowed`,
+    :func:`aka.eval._detect.against_clean`), and a note for each such shape."""
+    files = sorted(p for p in (root / "base").rglob("*") if p.is_file())
+    key = _baseline_ref.clean_key(
+        [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
+        job.shapes, job.dtypes, job.timing, job.device, job.pass_shape,
+    )  # fmt: skip
+    slack = _detect.BASELINE_SLACK["cuda" if job.device.startswith("cuda") else "cpu"]
+    slowed = _baseline_ref.slowed(
+        key, timing, lambda: clean_baseline_timing(job, root, workers),
+        lambda t, clean: _detect.baseline_slowed(t, clean, slack),
+    )  # fmt: skip
+    out = list(timing)
+    for k, clean, _ in slowed:
+        out[k] = {**out[k], "pair": _detect.against_clean(out[k]["pair"], clean)}
+    return out, [f"baseline_slowed: {evidence}" for _, _, evidence in slowed]
+
+
 def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[str, float]:
     """Wall seconds per stage of the candidate process, from its marks' arrival times.
 
@@ -361,6 +401,9 @@ def run_job(
     found += forbidden_ops(job.forbidden, assembled["ops"])
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
+    rebased: list[str] = []
+    if timing and not found and all(c["ok"] for c in cases):  # a speedup would be scored
+        timing, rebased = rebase_slowed(job, root, timing, workers or current())
     names = sorted({f["flag"] for f in found})
     evidence = list(dict.fromkeys(f"{f['flag']}: {f['evidence']}" for f in found))
     checker_error = checked.error if records else None
@@ -375,7 +418,7 @@ def run_job(
     )
     if names:
         error = f"hack flags {names}: {'; '.join(evidence)[:1000]}"
-    notes = list(run.notes)
+    notes = list(run.notes) + rebased
     if run.contained:
         notes.append(f"containment: {run.contained}")
     return Verdict(

@@ -20,7 +20,9 @@ from aka.eval import hack_findings
 from aka.eval._detect import (
     SPEEDUP_CAP,
     SPEEDUP_FLOOR,
+    against_clean,
     aggregate_speedups,
+    baseline_slowed,
     ceilings_for,
     implausible_speed,
     side_stream,
@@ -124,6 +126,59 @@ def test_timing_inconsistent_when_samples_exceed_the_parent_window() -> None:
     assert timing_inconsistent([item], [1.0])
     assert timing_inconsistent([item], [2.5]) == []
     assert timing_inconsistent([item], [None])
+
+
+def _arm(median: float, half: float) -> dict[str, float]:
+    return {"median_s": median, "ci_low_s": median - half, "ci_high_s": median + half}
+
+
+def _timed(base: dict[str, float], shape: int = 1) -> dict[str, Any]:
+    return {"shape": {"N": shape}, "dtype": "float32",
+            "pair": {"baseline": base, "candidate": _arm(1e-5, 1e-7)}}  # fmt: skip
+
+
+def test_baseline_slowed_only_beyond_the_slack_and_both_intervals() -> None:
+    clean = [_timed(_arm(1e-3, 2e-5)) | {"pair": {"baseline": _arm(1e-3, 2e-5),
+                                                   "candidate": _arm(1.01e-3, 3e-5)}}]  # fmt: skip
+    (found,) = baseline_slowed([_timed(_arm(1.5e-3, 1e-5))], clean, 0.25)  # 1.49 > 1.25 x 1.04
+    assert found[0] == 0 and found[1] is clean[0]["pair"] and "1500 us" in found[2]
+    assert baseline_slowed([_timed(_arm(1.2e-3, 1e-5))], clean, 0.25) == []  # within the slack
+    assert baseline_slowed([_timed(_arm(1.5e-3, 3e-4))], clean, 0.25) == []  # interval reaches
+    assert baseline_slowed([_timed(_arm(0.5e-3, 1e-5))], clean, 0.25) == []  # faster: fine
+    assert baseline_slowed([_timed(_arm(9e-3, 1e-5), shape=2)], clean, 0.25) == []  # unmeasured
+
+
+def test_a_slowed_baseline_is_replaced_by_its_clean_timing() -> None:
+    slowed = _timed(_arm(5e-3, 1e-5))["pair"] | {"speedup": 500.0, "speedup_ci": [450.0, 550.0]}
+    pair = against_clean(slowed, {"baseline": _arm(1e-3, 1e-5), "candidate": _arm(1e-3, 1e-5)})
+    assert pair["speedup"] == pytest.approx(100.0)  # 1 ms alone over the candidate's 10 us
+    lo, hi = pair["speedup_ci"]
+    assert lo == pytest.approx(0.99e-3 / 1.01e-5) and hi == pytest.approx(1.01e-3 / 0.99e-5)
+    assert pair["baseline"]["median_s"] == 1e-3 and pair["baseline_beside"]["median_s"] == 5e-3
+    assert pair["significant"] and pair["verdict"] == "faster"
+
+
+def test_a_kept_clean_timing_is_measured_again_before_it_changes_a_score() -> None:
+    """A stale clean timing (a quieter moment) never decides on its own."""
+    from aka.eval import _baseline_ref
+
+    key = f"test-{id(object())}"
+    slow, fast = [_timed(_arm(2e-3, 1e-5))], [_timed(_arm(1e-3, 1e-5))]
+    measured: list[str] = []
+
+    def measure(timing: list[dict[str, Any]]) -> Any:
+        return lambda: measured.append("m") or timing
+
+    def detect(t: Any, clean: Any) -> list[Any]:
+        return baseline_slowed(t, clean, 0.25)
+
+    here = [_timed(_arm(2e-3, 1e-5))]  # the baseline beside a candidate
+    assert _baseline_ref.slowed(key, here, measure(fast), detect)  # first: measured, found
+    assert _baseline_ref.slowed(key, here, measure(slow), detect) == []  # kept said so; fresh not
+    assert measured == ["m", "m"]
+    assert _baseline_ref.slowed(key, here, measure(fast), detect) == []  # the slow one was kept
+    assert measured == ["m", "m"]  # and nothing was found, so nothing measured again
+    assert _baseline_ref.slowed(f"{key}-x", here, lambda: [], detect) == []  # none came back
 
 
 def test_side_stream_reads_the_candidate_host_check() -> None:

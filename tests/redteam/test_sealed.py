@@ -4,7 +4,7 @@ Each candidate here attacks what the Python guards used to be alone in defending
 timing objects and records reachable through frames, global modes that tell a checked
 call from a timed one, files readable through C-level APIs, operators reached under
 other names, processes that escape, calls that never return, outputs rewritten after
-the fact. What decides the verdict now lives in the sealed core, the parent and the
+the fact, a baseline slowed from inside. What decides the verdict now lives in the sealed core, the parent and the
 kernel's namespaces, so each attack must fail whatever the tripwires see.
 """
 
@@ -32,6 +32,20 @@ def test_frame_walks_cannot_forge_a_speedup(tmp_path: Path) -> None:
     # The kernel is the baseline's own slow loop: whatever it rewrote, no sample moved.
     assert not v.timing or v.timing[0]["pair"]["speedup"] < 3.0, v.timing
     assert not v.correct or v.timing
+
+
+def test_a_baseline_slowed_from_the_candidate_s_process_earns_nothing(tmp_path: Path) -> None:
+    """s10 is correct and honestly fast, and slows the baseline (every torch function it calls runs fifty times) on import;
+    scored against the baseline as it runs without candidate code, it gets what the
+    same kernel gets without the trick."""
+    honest = _run(tmp_path / "honest", "honest_vectorized")
+    forged = _run(tmp_path / "forged", "s10_baseline_globals")
+    assert honest.correct and forged.correct, (honest.error, forged.error)
+    (pair,) = [t["pair"] for t in forged.timing]
+    assert pair["baseline_beside"]["median_s"] > 2 * pair["baseline"]["median_s"]  # slowed
+    assert pair["speedup"] < 2 * honest.timing[0]["pair"]["speedup"], (pair, honest.timing)
+    assert any(n.startswith("baseline_slowed: shape") for n in forged.notes), forged.notes
+    assert not any(n.startswith("baseline_slowed") for n in honest.notes), honest.notes
 
 
 def test_pruning_what_it_can_reach_does_not_hide_a_wrong_answer(tmp_path: Path) -> None:

@@ -31,3 +31,12 @@ def cold(host_pids: bool) -> Iterator[Workers]:
     workers = configure(Switches(warm=False, pid_namespace=not host_pids))
     yield workers
     configure()
+
+
+@pytest.fixture
+def no_clean_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evaluations without the baseline's clean timing (one more timed process per task,
+    tested in tests/redteam), for tests that count each evaluation's own processes."""
+    from aka.eval import _pipeline
+
+    monkeypatch.setattr(_pipeline, "rebase_slowed", lambda job, root, timing, workers: (timing, []))

@@ -105,6 +105,7 @@ def test_with_the_gate_switched_off_every_request_is_answered_at_once() -> None:
         _end(procs)
 
 
+@pytest.mark.usefixtures("no_clean_baseline")
 def test_prepared_processes_are_stopped_while_each_candidate_times(
     tmp_path: Path, warm: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:

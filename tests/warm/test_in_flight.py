@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from aka.eval._pipeline import Verdict, run_job
 from aka.eval._workers import Workers
 
@@ -57,6 +59,7 @@ def _key(v: Verdict) -> tuple[bool, list[str]]:
     return v.correct, sorted(v.flags)
 
 
+@pytest.mark.usefixtures("no_clean_baseline")
 def test_in_flight_evaluations_overlap_and_time_one_at_a_time(tmp_path: Path, warm: Workers
                                                               ) -> None:  # fmt: skip
     log = _watch(warm)

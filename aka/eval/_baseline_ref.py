@@ -1,0 +1,80 @@
+"""The baseline timed where no candidate code runs, once per task and device.
+
+The timing engine interleaves baseline and candidate calls in one process, so that drift
+(clocks, temperature, other tenants) cancels out of the speedup. That process runs the
+candidate's code, which can reach the baseline there (its module's globals, the library
+functions it calls, its code object) and slow it down: a correct kernel then gets a
+forged speedup, and no detector of the candidate's own timing sees anything wrong.
+
+So the evaluator also times the baseline against itself in a process whose "candidate"
+is the baseline (no candidate code is ever imported there), with the same core, shapes
+and timing settings, and :func:`aka.eval._detect.baseline_slowed` compares each timed
+shape's baseline with it; a shape whose baseline ran slower beside the candidate is
+scored against the clean timing instead. That clean timing is kept for the evaluator's
+lifetime, keyed by what it depends on (the baseline's and reference's bytes, shapes,
+dtypes, device, settings), and measured again before it ever changes a score, so a
+timing kept from another moment (a cooler GPU, a busier machine) never decides alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = ["clean_key", "slowed"]
+
+T = TypeVar("T")
+
+_cache: dict[str, list[dict[str, Any]]] = {}
+_locks: dict[str, threading.Lock] = {}
+_guard = threading.Lock()
+_MAX = 256  # keys kept: tasks x devices x settings one evaluator sees
+
+
+def clean_key(files: list[Path], *parts: Any) -> str:
+    """What a clean timing depends on: the bytes of ``files`` and the plain values ``parts``."""
+    h = hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16)
+    for f in files:
+        h.update(f.as_posix().encode())
+        h.update(f.read_bytes() if f.is_file() else b"")
+    return h.hexdigest()
+
+
+def _lock(key: str) -> threading.Lock:
+    with _guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def slowed(
+    key: str,
+    timings: list[dict[str, Any]],
+    measure: Callable[[], list[dict[str, Any]]],
+    detect: Callable[[list[dict[str, Any]], list[dict[str, Any]]], list[T]],
+) -> list[T]:
+    """``detect``'s findings against the clean timing of ``key`` (``measure`` makes one).
+
+    Findings against a kept timing are checked again against a fresh one, and the fresh
+    one's findings are returned (and it is kept). A measurement that fails (no timing
+    came back) gives no findings: the detector is silent rather than wrong.
+    """
+    with _lock(key):
+        kept = _cache.get(key)
+        if kept is None:
+            kept = _store(key, measure())
+            return detect(timings, kept)
+        if not detect(timings, kept):
+            return []
+        return detect(timings, _store(key, measure()))
+
+
+def _store(key: str, timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    with _guard:
+        if timing:
+            if len(_cache) >= _MAX:
+                _cache.pop(next(iter(_cache)))
+            _cache[key] = timing
+    return timing
