@@ -4,8 +4,9 @@ Each candidate here attacks what the Python guards used to be alone in defending
 timing objects and records reachable through frames, global modes that tell a checked
 call from a timed one, files readable through C-level APIs, operators reached under
 other names, processes that escape, calls that never return, outputs rewritten after
-the fact, a baseline slowed from inside. What decides the verdict now lives in the sealed core, the parent and the
-kernel's namespaces, so each attack must fail whatever the tripwires see.
+the fact, a baseline slowed from inside. What decides the verdict now lives in the
+sealed core, the parent and the kernel's namespaces, so each attack must fail whatever
+the tripwires see.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ def test_frame_walks_cannot_forge_a_speedup(tmp_path: Path) -> None:
 
 
 def test_a_baseline_slowed_from_the_candidate_s_process_earns_nothing(tmp_path: Path) -> None:
-    """s10 is correct and honestly fast, and slows the baseline (every torch function it calls runs fifty times) on import;
-    scored against the baseline as it runs without candidate code, it gets what the
-    same kernel gets without the trick."""
+    """s10 is correct and honestly fast, and on import slows the baseline (every torch
+    function it calls runs fifty times); scored against the baseline as it runs without
+    candidate code, it gets what the same kernel gets without the trick."""
     honest = _run(tmp_path / "honest", "honest_vectorized")
     forged = _run(tmp_path / "forged", "s10_baseline_globals")
     assert honest.correct and forged.correct, (honest.error, forged.error)
