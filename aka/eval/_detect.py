@@ -125,17 +125,57 @@ def baseline_slowed(
     out = []
     for k, item in enumerate(timings):
         alone = ref.get(_where(item))
-        if alone is None:
-            continue
-        here = item["pair"]["baseline"]
-        top = max(alone["baseline"]["ci_high_s"], alone["candidate"]["ci_high_s"])
-        if here["ci_low_s"] > (1.0 + slack) * top:
+        if alone is not None and _above(item["pair"], alone, slack):
+            here = item["pair"]["baseline"]
             out.append((k, alone, (
                 f"shape {item['shape']}: the baseline took {here['median_s'] * 1e6:.4g} us "
                 f"beside the candidate but {alone['baseline']['median_s'] * 1e6:.4g} us in a "
-                "process without candidate code; the speedup is taken against the latter"
+                "process without candidate code"
             )))  # fmt: skip
     return out
+
+
+def _above(pair: dict[str, Any], alone: dict[str, Any], slack: float) -> bool:
+    """Whether ``pair``'s baseline interval lies wholly above ``1 + slack`` times the top
+    of the clean pair ``alone`` (both of whose arms are the baseline)."""
+    top = max(alone["baseline"]["ci_high_s"], alone["candidate"]["ci_high_s"])
+    return bool(pair["baseline"]["ci_low_s"] > (1.0 + slack) * top)
+
+
+def settle_slowed(
+    timings: Sequence[dict[str, Any]],
+    again: Sequence[dict[str, Any]],
+    found: Sequence[tuple[int, dict[str, Any], str]],
+    slack: float,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``timings`` with every shape in ``found`` (from :func:`baseline_slowed`) settled by
+    ``again``, the candidate timed once more in a fresh process, and a note for each.
+
+    A machine busy for a moment slows both arms of one process alike: the pair stays
+    honest, but its baseline looks slowed beside the clean one, and scoring the slowed
+    candidate against the clean baseline would punish noise. A candidate that slows the
+    baseline does it again. So a shape whose baseline is slowed in ``again`` too is scored
+    against the clean timing (:func:`against_clean`); one whose baseline ran clean there
+    keeps the lower speedup of its two pairs, which both interleaved the arms: a candidate
+    that slows the baseline in one process only gains nothing either way. A shape missing
+    from ``again`` (the second timing failed) is scored against the clean timing.
+    """
+    fresh = {_where(t): t["pair"] for t in again}
+    out = list(timings)
+    notes = []
+    for k, alone, evidence in found:
+        first, second = timings[k]["pair"], fresh.get(_where(timings[k]))
+        if second is None or _above(second, alone, slack):
+            out[k] = {**timings[k], "pair": against_clean(first, alone)}
+            notes.append(f"baseline_slowed: {evidence}; the speedup is taken against the latter")
+            continue
+        kept = min(first, second, key=lambda p: float(p["speedup"]))
+        out[k] = {**timings[k], "pair": kept}
+        notes.append(
+            f"baseline_noise: {evidence}, once: timed again its baseline ran as in that "
+            f"process; the lower of the two speedups ({float(kept['speedup']):.4g}) is kept"
+        )
+    return out, notes
 
 
 def against_clean(pair: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]:

@@ -310,14 +310,22 @@ def clean_baseline_timing(job: Job, root: Path, workers: Workers) -> list[dict[s
     """The baseline timed against itself in a candidate process of its own: the same plan's
     timing pairs, with the baseline's folder standing in for the candidate's, so no
     candidate code is ever imported there (:mod:`aka.eval._baseline_ref`)."""
+    return _timing_only(job, root, workers, root / "base", "clean")
+
+
+def _timing_only(
+    job: Job, root: Path, workers: Workers, cand_dir: Path, name: str
+) -> list[dict[str, Any]]:
+    """The timing pairs of one more sealed process that only times ``cand_dir`` as the
+    candidate (no timing when it fails: its callers then fall back on what they had)."""
     native = str(_native.ensure_built(job.device))
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)
     with output_dir(root) as out:
         request = dataclasses.replace(
-            candidate_request(job, root, out, native), cand_dir=str(root / "base")
+            candidate_request(job, root, out, native), cand_dir=str(cand_dir)
         )
-        _, assembled = _sealed(job, request, out / "clean", cwd=scratch, stages=("timing",),
+        _, assembled = _sealed(job, request, out / name, cwd=scratch, stages=("timing",),
                                workers=workers)  # fmt: skip
     if assembled["error"] or not assembled["timing"]:
         return []
@@ -328,8 +336,9 @@ def rebase_slowed(
     job: Job, root: Path, timing: list[dict[str, Any]], workers: Workers
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """``timing`` with every shape whose baseline ran slower beside the candidate than in
-    a process without it scored against the latter (:func:`aka.eval._detect.baseline_slowed`,
-    :func:`aka.eval._detect.against_clean`), and a note for each such shape."""
+    a process without it settled (:func:`aka.eval._detect.baseline_slowed`), and a note for
+    each such shape: the candidate is timed once more in a fresh process, and a baseline
+    slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`)."""
     files = sorted(p for p in (root / "base").rglob("*") if p.is_file())
     key = _baseline_ref.clean_key(
         [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
@@ -340,10 +349,10 @@ def rebase_slowed(
         key, timing, lambda: clean_baseline_timing(job, root, workers),
         lambda t, clean: _detect.baseline_slowed(t, clean, slack),
     )  # fmt: skip
-    out = list(timing)
-    for k, clean, _ in slowed:
-        out[k] = {**out[k], "pair": _detect.against_clean(out[k]["pair"], clean)}
-    return out, [f"baseline_slowed: {evidence}" for _, _, evidence in slowed]
+    if not slowed:
+        return timing, []
+    again = _timing_only(job, root, workers, root / "cand", "again")
+    return _detect.settle_slowed(timing, again, slowed, slack)
 
 
 def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[str, float]:

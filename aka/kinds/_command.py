@@ -53,6 +53,12 @@ if TYPE_CHECKING:
 __all__ = ["CommandKind", "read_report", "run_command", "run_commands"]
 
 ROUNDS = 3
+"""Interleaved rounds of the performance command per arm, at least..."""
+MAX_ROUNDS = 7
+"""...and at most: rounds are added while a case's speedup interval is wider than
+:data:`SPREAD` either side (Triton autotunes each process afresh and may keep another
+config; a GPU's clocks differ from one process to the next)."""
+SPREAD = 0.05
 GATE_ENV = "AKA_TIMING_GATE"
 """The performance command's two pipe descriptors (ask, answer) of the timing gate."""
 TAIL_CHARS = 2000
@@ -184,8 +190,12 @@ def _shape(index: int, params: dict[str, Any]) -> dict[str, int]:
 
 
 def _stats(ms: list[float]) -> dict[str, Any]:
-    s = [m / 1e3 for m in ms]
-    return {"median_s": statistics.median(s), "ci_low_s": min(s), "ci_high_s": max(s), "n": len(s)}
+    """Median seconds of the rounds, and as the interval their range, or from five rounds
+    on the second lowest to the second highest (one process's outlier does not set it)."""
+    s = sorted(m / 1e3 for m in ms)
+    cut = 1 if len(s) >= 5 else 0
+    return {"median_s": statistics.median(s), "ci_low_s": s[cut], "ci_high_s": s[-1 - cut],
+            "n": len(s)}  # fmt: skip
 
 
 def _performance(spec: CommandSpec, folder: Path, device: str) -> tuple[bool, str]:
@@ -207,8 +217,11 @@ def _performance(spec: CommandSpec, folder: Path, device: str) -> tuple[bool, st
 def _time(
     spec: CommandSpec, base: Path, cand: Path, device: str, rounds: int
 ) -> list[dict[str, Any]]:
+    """Rounds of both arms' performance commands, interleaved (base first in even rounds),
+    ``rounds`` of them and more, up to :data:`MAX_ROUNDS`, while any case is too spread."""
     runs: dict[str, list[dict[str, tuple[float, dict[str, Any]]]]] = {"base": [], "cand": []}
-    for r in range(rounds):
+    out: list[dict[str, Any]] = []
+    for r in range(max(rounds, MAX_ROUNDS)):
         order = [("base", base), ("cand", cand)] if r % 2 == 0 else [("cand", cand), ("base", base)]
         for label, folder in order:
             report = folder / spec.report
@@ -217,10 +230,26 @@ def _time(
             if not ok:
                 raise RuntimeError(f"performance ({label}): {detail}")
             runs[label].append(read_report(report))
+        if r + 1 >= rounds:
+            out = _pairs(runs)
+            if not any(_spread(item["pair"]) for item in out):
+                break
+    return out
+
+
+def _spread(pair: dict[str, Any]) -> bool:
+    """Whether ``pair``'s speedup interval reaches beyond :data:`SPREAD` either side of it."""
+    lo, hi = pair["speedup_ci"]
+    return bool(lo < pair["speedup"] / (1 + SPREAD) or hi > pair["speedup"] * (1 + SPREAD))
+
+
+def _pairs(runs: dict[str, list[dict[str, tuple[float, dict[str, Any]]]]]) -> list[dict[str, Any]]:
+    """One timing pair per test case every report of both arms holds."""
     cases = sorted(set.intersection(*(set(r) for r in runs["base"] + runs["cand"])))
     if not cases:
         raise RuntimeError("the baseline and candidate reports share no test_case_id")
     out = []
+    n = len(runs["base"])
     for i, case in enumerate(cases):
         b = _stats([r[case][0] for r in runs["base"]])
         c = _stats([r[case][0] for r in runs["cand"]])
@@ -229,8 +258,8 @@ def _time(
             "candidate": c,
             "speedup": b["median_s"] / c["median_s"],
             "speedup_ci": [b["ci_low_s"] / c["ci_high_s"], b["ci_high_s"] / c["ci_low_s"]],
-            "method": f"task performance command, {rounds} interleaved rounds, median; "
-            "range over rounds as the interval",
+            "method": f"task performance command, {n} interleaved rounds, median; range over "
+            "rounds (less the extremes from five rounds on) as the interval",
             "test_case_id": case,
         }
         out.append({"shape": _shape(i, runs["base"][0][case][1]), "dtype": "task", "pair": pair})

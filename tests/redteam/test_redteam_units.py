@@ -25,6 +25,7 @@ from aka.eval._detect import (
     baseline_slowed,
     ceilings_for,
     implausible_speed,
+    settle_slowed,
     side_stream,
     timing_inconsistent,
 )
@@ -156,6 +157,32 @@ def test_a_slowed_baseline_is_replaced_by_its_clean_timing() -> None:
     assert lo == pytest.approx(0.99e-3 / 1.01e-5) and hi == pytest.approx(1.01e-3 / 0.99e-5)
     assert pair["baseline"]["median_s"] == 1e-3 and pair["baseline_beside"]["median_s"] == 5e-3
     assert pair["significant"] and pair["verdict"] == "faster"
+
+
+def test_a_baseline_slowed_in_one_process_only_is_settled_by_a_second_timing() -> None:
+    """Noise that slowed both arms of one process keeps an interleaved pair (the lower of
+    two), never the slowed candidate against a quiet baseline; a baseline slowed again is
+    replaced by the clean one, and so is one whose second timing failed."""
+    clean = {"baseline": _arm(1e-3, 1e-5), "candidate": _arm(1e-3, 1e-5)}
+    busy = _timed(_arm(2.4e-3, 1e-5))
+    busy["pair"] = {"baseline": _arm(2.4e-3, 1e-5), "candidate": _arm(2.4e-3, 1e-5),
+                    "speedup": 1.0}  # fmt: skip
+    quiet = _timed(_arm(1e-3, 1e-5))
+    quiet["pair"] |= {"candidate": _arm(1.02e-3, 1e-5), "speedup": 0.98}
+    found = [(0, clean, "shape {'N': 1}: the baseline took 2400 us")]
+
+    (kept,), (note,) = settle_slowed([busy], [quiet], found, 0.5)
+    assert kept["pair"] is quiet["pair"] and note.startswith("baseline_noise:")
+    quiet["pair"]["speedup"] = 1.3  # the second pair is faster: the first one stands
+    (kept,), _ = settle_slowed([busy], [quiet], found, 0.5)
+    assert kept["pair"] is busy["pair"]
+
+    again = _timed(_arm(2.4e-3, 1e-5))  # slowed in the second process too
+    for second in ([again], []):
+        (kept,), (note,) = settle_slowed([busy], second, found, 0.5)
+        assert kept["pair"]["baseline_beside"]["median_s"] == 2.4e-3
+        assert kept["pair"]["speedup"] == pytest.approx(1e-3 / 2.4e-3)
+        assert note.startswith("baseline_slowed: ") and "taken against the latter" in note
 
 
 def test_a_kept_clean_timing_is_measured_again_before_it_changes_a_score() -> None:

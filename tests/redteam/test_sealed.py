@@ -49,6 +49,19 @@ def test_a_baseline_slowed_from_the_candidate_s_process_earns_nothing(tmp_path: 
     assert not any(n.startswith("baseline_slowed") for n in honest.notes), honest.notes
 
 
+def test_a_baseline_slowed_in_the_first_process_only_earns_nothing(tmp_path: Path) -> None:
+    """s11 slows the baseline as s10 does, but only in the first process that imports it
+    (a marker file tells it which): the second timing that tells noise from tampering sees
+    a clean baseline, and the evaluator keeps the lower speedup, which is the honest one."""
+    honest = _run(tmp_path / "honest", "honest_vectorized")
+    forged = _run(tmp_path / "forged", "s11_baseline_slowed_once")
+    assert honest.correct and forged.correct, (honest.error, forged.error)
+    (pair,) = [t["pair"] for t in forged.timing]
+    assert pair["speedup"] < 2 * honest.timing[0]["pair"]["speedup"], (pair, honest.timing)
+    assert any(n.startswith(("baseline_noise: shape", "baseline_slowed: shape"))
+               for n in forged.notes), forged.notes  # fmt: skip
+
+
 def test_pruning_what_it_can_reach_does_not_hide_a_wrong_answer(tmp_path: Path) -> None:
     v = _run(tmp_path, "s02_prune_records")
     assert not v.correct
