@@ -140,6 +140,38 @@ def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, g
     return notes
 
 
+KERNEL_CACHES = ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
+
+
+def _kernel_caches(contained: bool) -> tuple[str, ...]:
+    """The folders where this process may build kernels, created now.
+
+    A warm worker's are its candidate tree's own (:func:`aka.eval._warm.cache_env`);
+    without them, a contained process gets folders in its private temporary folder (gone
+    with it), so that no build writes where another process reads (everything else
+    turns read-only).
+    """
+    out = []
+    for name in KERNEL_CACHES:
+        if not os.environ.get(name):
+            if not contained:
+                continue
+            os.environ[name] = os.path.join(tempfile.gettempdir(), f"aka-{name.lower()}")
+            continue  # made inside the private temporary folder, on first use
+        os.makedirs(os.environ[name], exist_ok=True)
+        out.append(os.environ[name])
+    return tuple(out)
+
+
+def _own_folder(eval_root: str) -> tuple[str, ...]:
+    """The working folder, when it lies in the evaluation's folder (the processes of one
+    evaluation share it on disk): replaced by a private one, so nothing this process
+    leaves there reaches the next (a module a later interpreter would import first)."""
+    here = os.path.realpath(os.getcwd())
+    inside = here.startswith(os.path.realpath(eval_root).rstrip("/") + "/")
+    return (here,) if inside else ()
+
+
 def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> None:
     """Load, seal, contain, import the candidate, run the plan; everything leaves framed.
 
@@ -179,6 +211,9 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         req.hide,
         keep=req.eval_root,
         private=(tempfile.gettempdir(), "/dev/shm"),
+        fresh=_own_folder(req.eval_root),
+        read_only=True,
+        writable=_kernel_caches(req.contain),
         enabled=req.contain,
     )
     limits = _contain.limit(

@@ -4,7 +4,8 @@ These are kernel boundaries, not Python guards: candidate code in the process ca
 them once capabilities are dropped.
 
 - :func:`contain_descendants` (first thing in the process, before CUDA starts): the
-  process forks; the parent, which never runs candidate code, is a child subreaper that
+  process becomes non-dumpable (:func:`not_dumpable`: no other process of the same user
+  can read or write its memory) and forks; the parent, which never runs candidate code, is a child subreaper that
   kills every descendant left when the evaluation ends, so a double-forked, ``setsid``
   daemon cannot outlive it; for CPU evaluations the child is also PID 1 of a new PID
   namespace (the kernel kills the rest with it). CUDA evaluations skip the namespace:
@@ -12,9 +13,14 @@ them once capabilities are dropped.
 - :func:`hide` (after the harness has loaded the reference's ``make_inputs`` and the
   baseline, before candidate code is imported): a private mount namespace in which the
   task folder, the output folder, the ledger and the task suite are covered by empty
-  read-only mounts, ``/proc`` shows only this namespace's processes (so no other
-  process's root or files are reachable through it), and every capability is dropped so
-  none of it can be unmounted.
+  read-only mounts, every other mount is read-only but the process's own private
+  folders (temporary folder, ``/dev/shm``, working folder, kernel caches), ``/proc``
+  shows only this namespace's processes (so no other process's root or files are
+  reachable through it), and every capability is dropped so none of it can be undone.
+  Read-only matters as much as hidden: whatever the candidate could write, a process
+  that decides (the checker, the clean baseline timing, the next evaluation) might
+  later read: a ``.pth`` file in site-packages, the sealed core's built library, a
+  Triton cache entry, a module beside a later process's working folder.
 - :func:`limit`: address space (CPU evaluations only: CUDA reserves far more virtual
   memory than it uses), file size and open files.
 
@@ -33,8 +39,12 @@ import sys
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+# Per-mount options a read-only remount keeps (dropping one is refused where it is locked).
+_KEPT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC,
+                 "noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}  # fmt: skip
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 24, 38, 36
+PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 _LAST_CAP = 63
 
 # The argument an evaluation process gets when the evaluator's ``pid_namespace`` switch
@@ -114,6 +124,7 @@ def contain_descendants(*, pid_namespace: bool) -> str:
     """
     if not sys.platform.startswith("linux"):
         return f"no reaper: {sys.platform}"
+    not_dumpable()
     ns = "no PID namespace: not asked"
     if pid_namespace:
         ns = (
@@ -129,6 +140,21 @@ def contain_descendants(*, pid_namespace: bool) -> str:
     os._exit(_reap(pid))
 
 
+def not_dumpable() -> bool:
+    """Make this process (and what it forks) unreachable through ``/proc/PID/mem``,
+    ``process_vm_writev`` and ``ptrace`` from any process without ``CAP_SYS_PTRACE``.
+
+    Every evaluation process runs as the same user, and a candidate's process drops its
+    capabilities, which otherwise leaves it able to write the memory of any other process
+    that did the same: another evaluation's candidate, a clean baseline timing, its
+    sealed core's samples. A CUDA evaluation has no PID namespace to hide them (under
+    gVisor's GPU proxy CUDA does not start in one). Returns whether it took effect.
+    """
+    libc = _c()
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return int(libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)) == 0
+
+
 def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> int:
     enc = [None if v is None else v.encode() for v in (src, target, fstype, data)]
     return int(_c().mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]))
@@ -140,6 +166,9 @@ def hide(
     keep: str | None = None,
     private: tuple[str, ...] = (),
     private_bytes: int = 1 << 30,
+    fresh: tuple[str, ...] = (),
+    read_only: bool = False,
+    writable: tuple[str, ...] = (),
     enabled: bool = True,
 ) -> str:
     """A private mount namespace where only what the candidate may see is left.
@@ -154,6 +183,11 @@ def hide(
             temporary folder and ``/dev/shm``): other evaluations' folders vanish, and
             what the candidate writes there is bounded and dies with it.
         private_bytes: size of each private tmpfs.
+        fresh: folders inside ``keep`` replaced by private tmpfs mounts after it is bound
+            back (the working folder: evaluations' processes share it on disk).
+        read_only: make every mount read-only (:func:`_read_only`) but the private and
+            fresh ones and ``writable`` (this candidate tree's own kernel caches). An
+            agent's sandbox leaves it off: agents write their workspace and home.
         enabled: ``False`` returns at once (recorded as disabled).
 
     Returns what was done (``contained (...)``) or why not (``not contained: ...``).
@@ -181,6 +215,20 @@ def hide(
     finally:
         for fd in held.values():
             os.close(fd)
+    opts = f"size={private_bytes},mode=1777"
+    for folder in sorted({os.path.realpath(p) for p in fresh if os.path.isdir(p)}):
+        if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+            return "not contained: " + _err(f"replacing {folder}")
+    kept = sorted({os.path.realpath(p) for p in writable if os.path.isdir(p)})
+    ro = ""
+    if read_only:
+        for folder in kept:
+            if _mount(folder, folder, None, MS_BIND, None) != 0:
+                return "not contained: " + _err(f"binding {folder}")
+        left = _read_only(skip={*replaced, *(os.path.realpath(p) for p in fresh), *kept})
+        ro = f", read-only but {len(kept)} cache(s)" + (
+            f", {len(left)} left writable: {', '.join(left[:3])}" if left else ""
+        )
     hidden = 0
     for path in sorted({os.path.realpath(p) for p in paths if p}):
         if os.path.isdir(path):
@@ -202,9 +250,42 @@ def hide(
         os.chdir("/")
     _drop_capabilities()
     return (
-        f"contained ({hidden} paths hidden, {len(private)} private tmpfs, "
+        f"contained ({hidden} paths hidden, {len(private) + len(fresh)} private tmpfs{ro}, "
         f"/proc {'private' if proc else 'shared'})"
     )
+
+
+def mounts() -> list[tuple[str, set[str]]]:
+    """This mount namespace's mounts, in order: (mount point, per-mount options)."""
+    out = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            fields = line.split(" ")
+            if len(fields) > 5:
+                point = fields[4].encode("latin-1", "surrogateescape").decode("unicode_escape")
+                out.append((point, set(fields[5].split(","))))
+    return out
+
+
+def _read_only(skip: set[str]) -> list[str]:
+    """Remount every mount read-only except those at ``skip``, ``/proc`` (which :func:`hide`
+    mounts afresh) and ``/dev`` (device nodes, which no process reads files from, opened
+    for writing by CUDA; ``/dev/shm`` is private); the mount points that refused.
+
+    A bind remount changes this namespace's view only. Writes fail with ``EROFS``, which
+    Python (bytecode) and CUDA (its JIT cache) take as "no cache".
+    """
+    refused = []
+    for point, options in mounts():
+        special = any(point == d or point.startswith(d + "/") for d in ("/proc", "/dev"))
+        if point in skip or special or "ro" in options:
+            continue
+        flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+        for name in options & _KEPT_OPTIONS.keys():
+            flags |= _KEPT_OPTIONS[name]
+        if _mount(None, point, None, flags, None) != 0:
+            refused.append(point)
+    return refused
 
 
 def _kept(keep: str | None, replaced: list[str]) -> list[str]:

@@ -211,7 +211,8 @@ def _sealed(
     plan = _plan.make_plan(job.shapes, job.dtypes, seed=job.seed, seeds=job.seeds,
                            time=job.time, timing=job.timing, stages=stages)  # fmt: skip
     out.mkdir(exist_ok=True)
-    cand = workers.start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network)
+    cand = workers.start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network,
+                         cand=Path(request.cand_dir))  # fmt: skip
     # The next evaluation's processes start up while this candidate loads, compiles
     # and checks; the gate stops them while it times.
     workers.refill(job.device, job.isolate_network)

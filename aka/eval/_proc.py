@@ -51,8 +51,12 @@ CORE_FRAMES = ("call", "timing", "core_done")
 # aka where this process found it, appended last so nothing else is shadowed; this also
 # works where aka is not installed (a bare device machine running from a checkout).
 AKA_ROOT = str(Path(__file__).resolve().parents[2])
+# Every evaluation process (candidate, checker, zygote and what it forks) is made
+# non-dumpable first: all run as one user, so otherwise one whose candidate code dropped
+# its capabilities could write another's memory (aka.eval._contain.not_dumpable).
 BOOTSTRAP = (
     "import sys, runpy; root, module = sys.argv[1], sys.argv[2]; del sys.argv[1:3]; "
+    "sys.platform.startswith('linux') and __import__('ctypes').CDLL(None).prctl(4, 0, 0, 0, 0); "
     "sys.path.append(root); runpy.run_module(module, run_name='__main__', alter_sys=True)"
 )
 ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "LD_LIBRARY_PATH",
@@ -85,11 +89,12 @@ class Proc:
     """One evaluation process: started early, given its request later, then collected."""
 
     def __init__(self, module: str, *, cwd: Path, device: str, workers: Workers,
-                 prepared: bool | None = None) -> None:  # fmt: skip
+                 prepared: bool | None = None, cand: Path | None = None) -> None:  # fmt: skip
         """Start ``module``; ``prepared`` (the isolation flag) starts it prepared, ahead.
 
-        A prepared process gets a neutral working directory and no kernel-cache
-        variables; :meth:`send` hands it the real ones with the request.
+        ``cand``: the tree a candidate process imports as its candidate (its kernel
+        caches are that tree's). A prepared process gets a neutral working directory and
+        no kernel-cache variables; :meth:`send` hands it the real ones with the request.
         """
         self.module = module
         self.device = device
@@ -103,7 +108,7 @@ class Proc:
         argv = [str(write_fd)]
         if prepared is None:
             argv += ["--device", device]  # containment differs by device kind
-            env = child_env(device) | self._cache_env(cwd)
+            env = child_env(device) | self._cache_env(cand)
         else:
             argv += prepare_argv(device, prepared)
             env, cwd = child_env(device), Path(tempfile.gettempdir())
@@ -153,7 +158,9 @@ class Proc:
         # It evaluates from now on: stopped whenever another candidate of the device times.
         self.gate.activate(self.device, self.proc.pid)
         if self.prepared is not None and cwd is not None:
-            delivery = Delivery(delivery.key, str(cwd), self._cache_env(cwd))
+            cand = getattr(request, "cand_dir", None)
+            caches = self._cache_env(Path(cand) if cand else None)
+            delivery = Delivery(delivery.key, str(cwd), caches)
         data = encode(request, delivery)
         if sealed:
             data += self.key + b"\n" + plan.encode() + b"END\n"
@@ -163,9 +170,9 @@ class Proc:
             if not sealed:
                 self.proc.stdin.close()
 
-    def _cache_env(self, cwd: Path) -> dict[str, str]:
+    def _cache_env(self, cand: Path | None) -> dict[str, str]:
         """A warm candidate process's kernel caches (shared by equal candidate trees)."""
-        return _warm.cache_env(self.module, cwd, warm=self.workers.warm)
+        return _warm.cache_env(self.module, cand, warm=self.workers.warm)
 
     def _frame(self, data: bytes) -> None:
         """On the reader's thread: a signed ``gate`` mark stops the prepared processes.

@@ -38,15 +38,15 @@ def tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def cache_env(module: str, cwd: Path, *, warm: bool = True) -> dict[str, str]:
-    """Kernel cache variables for a warm candidate process, shared by equal candidates.
+def cache_env(module: str, cand: Path | None, *, warm: bool = True) -> dict[str, str]:
+    """Kernel cache variables for a warm candidate process, shared by equal candidate trees.
 
-    The candidate tree is ``cand/`` beside the process's working directory (see
-    :func:`aka.eval._pipeline.run_processes`); other processes, and every process when
-    warm workers are off, get nothing.
+    Keyed by the tree the process imports as its candidate, ``cand``: a process timing the
+    baseline alone (:func:`aka.eval._pipeline.clean_baseline_timing`) gets the baseline
+    tree's caches, never those a candidate's process could have written. Other
+    processes, and every process when warm workers are off, get nothing.
     """
-    cand = cwd.parent / "cand"
-    if not warm or module != "aka.eval._candidate" or not cand.is_dir():
+    if not warm or module != "aka.eval._candidate" or cand is None or not cand.is_dir():
         return {}
     base = CACHE_ROOT / "kernels" / tree_digest(cand)
     return {"TRITON_CACHE_DIR": str(base / "triton"), "TORCH_EXTENSIONS_DIR": str(base / "torch")}

@@ -15,6 +15,7 @@ stopped by :meth:`Workers.shutdown`, at exit at the latest.
 from __future__ import annotations
 
 import atexit
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -36,6 +37,13 @@ class Workers:
     """Everything that starts and coordinates evaluation processes for one evaluator."""
 
     def __init__(self, switches: Switches | None = None) -> None:
+        """Evaluation processes for this process, which becomes non-dumpable: the verdicts
+        are decided here, and a candidate's process of the same user could otherwise
+        write its memory (:func:`aka.eval._contain.not_dumpable`)."""
+        if sys.platform.startswith("linux"):
+            from aka.eval._contain import not_dumpable
+
+            not_dumpable()
         self.switches = switches or Switches()
         host = self.switches.host_gate
         self.gate = Gate(stop=self.switches.gate, host=HostGate(host) if host else None)
@@ -47,12 +55,16 @@ class Workers:
         """Whether processes are forked from a zygote (else fresh interpreters)."""
         return self.switches.warm
 
-    def start(self, module: str, *, cwd: Path, device: str, isolate: bool) -> Proc:
-        """A spare prepared for this device and isolation if one waits, else a new process."""
+    def start(self, module: str, *, cwd: Path, device: str, isolate: bool,
+              cand: Path | None = None) -> Proc:  # fmt: skip
+        """A spare prepared for this device and isolation if one waits, else a new process
+        (``cand``: the tree a candidate process imports, which keys its kernel caches)."""
         from aka.eval._proc import Proc
 
         spare = self.spares.take(module, device, isolate)
-        return spare if spare is not None else Proc(module, cwd=cwd, device=device, workers=self)
+        if spare is not None:
+            return spare
+        return Proc(module, cwd=cwd, device=device, workers=self, cand=cand)
 
     def prepared(self, module: str, device: str, isolate: bool) -> Proc:
         """A process started prepared, ahead of its evaluation (the spares' factory)."""

@@ -34,7 +34,15 @@ from aka.importers._arena_timing import (
     place_pytest_helper,
     times_with_helper,
 )
-from aka.importers._common import ImportResult, Outcome, origin, prepare, slug, write_spec
+from aka.importers._common import (
+    ImportResult,
+    Outcome,
+    origin,
+    prepare,
+    slug,
+    unique_names,
+    write_spec,
+)
 from aka.yamlfile import read_yaml_mapping
 
 CONFIG = "config.yaml"
@@ -352,10 +360,12 @@ def import_agentkernelarena(
             "no config.yaml under this folder", where=str(path), fix="pass a task folder"
         )
     here = platform or local_platform()
+    names = unique_names(folders, path, lambda p: p.name)
     result = ImportResult(on_outcome=on_outcome)
     for folder in folders:
         try:
-            result.add(import_folder(folder, root, suite=suite, force=force, platform=here))
+            result.add(import_folder(folder, root, suite=suite, force=force, platform=here,
+                                     name=names[folder]))  # fmt: skip
         except InputError as exc:
             if single:
                 raise
@@ -363,8 +373,12 @@ def import_agentkernelarena(
     return result
 
 
-def import_folder(folder: Path, root: Path, *, suite: str, force: bool, platform: str) -> Outcome:
+def import_folder(
+    folder: Path, root: Path, *, suite: str, force: bool, platform: str, name: str | None = None
+) -> Outcome:
     """Import one task folder, or refuse it (AMD-only kernels, no judging script).
+
+    ``name``: the task's name (default: the folder's; :func:`unique_names` when several).
 
     Raises:
         InputError: a broken config.yaml or an existing task folder without ``force``.
@@ -387,7 +401,7 @@ def import_folder(folder: Path, root: Path, *, suite: str, force: bool, platform
             folder, "refused", "no scripts/task_runner.py and no .py script in correctness_command",
             "add the script that checks candidates (scripts/task_runner.py)",
         )  # fmt: skip
-    dest = root / "command" / suite / slug(folder.name)
+    dest = root / "command" / suite / (name or slug(folder.name))
     prepare(dest, force=force)
     done = write_task(
         folder, cfg, dest, name=dest.name, platform=platform, reference=reference,

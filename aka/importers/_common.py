@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,33 @@ def slug(text: str) -> str:
     """A task name from a file or folder name: lower case, ``[a-z0-9_]``."""
     out = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
     return out or "task"
+
+
+def unique_names(paths: list[Path], base: Path, stem: Callable[[Path], str]) -> dict[Path, str]:
+    """A task name for each of ``paths`` (found under ``base``), none shared.
+
+    Each gets the slug of ``stem(path)``; where several would share one, each of those
+    is named by its path under ``base`` instead (upstream suites repeat names across
+    their subfolders: ``rocmbench/hard/gemm`` and ``geak_eval/L3/gemm`` become
+    ``rocmbench_hard_gemm`` and ``geak_eval_l3_gemm``), and a number is added to any
+    name still taken.
+    """
+    plain = {p: slug(stem(p)) for p in paths}
+    seen = Counter(plain.values())
+    out: dict[Path, str] = {}
+    taken: set[str] = set()
+    for p in paths:
+        name = plain[p]
+        if seen[name] > 1:
+            rel = p.relative_to(base) if p.is_relative_to(base) and p != base else Path(p.name)
+            name = slug("_".join([*rel.parent.parts, stem(p)]))
+        candidate, n = name, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{name}_{n}"
+        taken.add(candidate)
+        out[p] = candidate
+    return out
 
 
 def origin(path: Path, label: str) -> str:

@@ -30,7 +30,16 @@ from typing import Any
 
 from aka.childjson import run_module
 from aka.errors import InputError
-from aka.importers._common import ImportResult, Outcome, Status, origin, prepare, slug, write_spec
+from aka.importers._common import (
+    ImportResult,
+    Outcome,
+    Status,
+    origin,
+    prepare,
+    slug,
+    unique_names,
+    write_spec,
+)
 from aka.importers._kb_probe import GPU_ELEMENTS, MARK, TOLERANCE
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 from aka.pyast import dotted_name, import_aliases, resolve
@@ -296,15 +305,23 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
 
 
 def import_one(
-    file: Path, root: Path, *, kind: str, suite: str, force: bool, upstream_sizes: bool = False
+    file: Path,
+    root: Path,
+    *,
+    kind: str,
+    suite: str,
+    force: bool,
+    upstream_sizes: bool = False,
+    name: str | None = None,
 ) -> Outcome:
-    """Read, probe and write one problem file; the outcome says which and why.
+    """Read, probe and write one problem file; the outcome says which and why (``name``:
+    the task's, by default the file's; :func:`unique_names` when several).
 
     Raises:
         InputError: the file is not a KernelBench problem, or the task folder exists.
     """
     problem = read_problem(file)
-    name = slug(file.stem)
+    name = name or slug(file.stem)
     dest = root / kind / suite / name
     if dest.exists() and not force:
         prepare(dest, force=force)  # raises, naming --force
@@ -351,12 +368,13 @@ def import_kernelbench(
             fix="pass a KernelBench problem file or folder",
         )
     files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+    names = unique_names(files, path, lambda p: p.stem)
     result = ImportResult(on_outcome=on_outcome)
     for file in files:
         try:
             result.add(
                 import_one(file, root, kind=kind, suite=suite, force=force,
-                           upstream_sizes=upstream_sizes)
+                           upstream_sizes=upstream_sizes, name=names[file])
             )  # fmt: skip
         except InputError as exc:
             if path.is_file():

@@ -305,3 +305,35 @@ def test_an_instruction_task_without_sources_edits_what_its_commands_run(
     assert task.spec.targets == ["scale_kernel", "scale_twice_kernel"]  # "a,b" upstream
     line = next(x for x in out.splitlines() if "test_scale_stub ->" in x)
     assert "no source_file_path: test_scale_stub.py (what the commands run) is editable" in line
+
+
+def test_folders_sharing_a_name_in_different_subfolders_are_all_imported(
+    tmp_path: Path, cli
+) -> None:
+    """Upstream repeats task names across subfolders (``rocmbench/hard/gemm`` and
+    ``geak_eval/L3/gemm``): each is imported under a name from its path, not refused
+    because the first took the folder."""
+    row = UPSTREAM / "triton2triton" / "vllm" / "triton_row_scale"
+    suite = tmp_path / "suite"
+    for where in ("rocmbench/hard/gemm", "geak_eval/L3/gemm", "vllm/triton_row_scale"):
+        shutil.copytree(row, suite / where)
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "aka", str(suite), "--root", str(root), "--platform", "sm_90")
+    assert res.code == 0, res.err
+    assert "3 imported, 0 imported GPU-only, 0 refused" in res.out
+    made = sorted(p.name for p in (root / "command" / "agentkernelarena").iterdir())
+    assert made == ["geak_eval_l3_gemm", "rocmbench_hard_gemm", "triton_row_scale"]
+
+
+@given(st.lists(st.sampled_from(["a", "b", "A", "a-b", "a_b", "x/a", "y/a", "x/y/a"]),
+                min_size=1, max_size=8, unique=True))  # fmt: skip
+def test_unique_names_never_repeat_and_keep_a_lone_name(rels: list[str]) -> None:
+    from aka.importers._common import slug, unique_names
+
+    base = Path("/suite")
+    paths = [base / r for r in rels]
+    names = unique_names(paths, base, lambda p: p.name)
+    assert len(set(names.values())) == len(paths)
+    for p in paths:
+        if sum(slug(q.name) == slug(p.name) for q in paths) == 1:
+            assert names[p] == slug(p.name)

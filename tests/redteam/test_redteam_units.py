@@ -138,12 +138,13 @@ def _timed(base: dict[str, float], shape: int = 1) -> dict[str, Any]:
             "pair": {"baseline": base, "candidate": _arm(1e-5, 1e-7)}}  # fmt: skip
 
 
-def test_baseline_slowed_only_beyond_the_slack_and_both_intervals() -> None:
+def test_baseline_slowed_only_beyond_the_slack_and_its_interval() -> None:
     clean = [_timed(_arm(1e-3, 2e-5)) | {"pair": {"baseline": _arm(1e-3, 2e-5),
                                                    "candidate": _arm(1.01e-3, 3e-5)}}]  # fmt: skip
-    (found,) = baseline_slowed([_timed(_arm(1.5e-3, 1e-5))], clean, 0.25)  # 1.49 > 1.25 x 1.04
+    (found,) = baseline_slowed([_timed(_arm(1.5e-3, 1e-5))], clean, 0.25)  # 1.49 > 1.25 x 1.01
     assert found[0] == 0 and found[1] is clean[0]["pair"] and "1500 us" in found[2]
     assert baseline_slowed([_timed(_arm(1.2e-3, 1e-5))], clean, 0.25) == []  # within the slack
+    assert baseline_slowed([_timed(_arm(1.27e-3, 1e-5))], clean, 0.25) == []  # 1.26 < 1.2625
     assert baseline_slowed([_timed(_arm(1.5e-3, 3e-4))], clean, 0.25) == []  # interval reaches
     assert baseline_slowed([_timed(_arm(0.5e-3, 1e-5))], clean, 0.25) == []  # faster: fine
     assert baseline_slowed([_timed(_arm(9e-3, 1e-5), shape=2)], clean, 0.25) == []  # unmeasured

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from redteam_corpus import CORPUS, TASKS, scale_job
 
-from aka.eval import _plan
-from aka.eval._pipeline import Verdict, run_job
+from aka.eval import _plan, _warm, current_workers
+from aka.eval._pipeline import CHILD, Verdict, run_job
 
 
 def _run(tmp_path: Path, name: str, **changes: object) -> Verdict:
@@ -54,12 +54,39 @@ def test_a_baseline_slowed_in_the_first_process_only_earns_nothing(tmp_path: Pat
     (a marker file tells it which): the second timing that tells noise from tampering sees
     a clean baseline, and the evaluator keeps the lower speedup, which is the honest one."""
     honest = _run(tmp_path / "honest", "honest_vectorized")
-    forged = _run(tmp_path / "forged", "s11_baseline_slowed_once")
+    # A tree of its own: the marker it leaves in its kernel cache would outlive this test.
+    src = (CORPUS / "s11_baseline_slowed_once.py").read_text() + f"\n# {os.urandom(8).hex()}\n"
+    job, root = scale_job(tmp_path / "forged", src)
+    forged = run_job(job, root)
     assert honest.correct and forged.correct, (honest.error, forged.error)
     (pair,) = [t["pair"] for t in forged.timing]
     assert pair["speedup"] < 2 * honest.timing[0]["pair"]["speedup"], (pair, honest.timing)
     assert any(n.startswith(("baseline_noise: shape", "baseline_slowed: shape"))
                for n in forged.notes), forged.notes  # fmt: skip
+
+
+def test_a_candidate_writes_nothing_another_process_reads(tmp_path: Path) -> None:
+    """s12 tries to make a folder in site-packages, the environment, aka's caches, the
+    home folder and the evaluation's folders; outside its private ones, every mount is
+    read-only, so none is there afterwards (and its kernel is still judged)."""
+    import site
+    import sys
+
+    job, root = scale_job(tmp_path, (CORPUS / "s12_write_what_others_read.py").read_text())
+    home = Path.home()
+    places = [*map(Path, site.getsitepackages()), Path(sys.prefix), home, home / ".cache/aka",
+              home / ".cache/aka/native", home / ".triton", root, *(root / n for n in
+              ("task", "base", "cand", "scratch"))]  # fmt: skip
+    try:
+        v = run_job(job, root)
+        left = [str(p) for p in places if (p / "aka-s12-probe").exists()]
+    finally:
+        for p in places:
+            if (p / "aka-s12-probe").is_dir():
+                (p / "aka-s12-probe").rmdir()
+    assert left == [], left
+    assert v.correct, v.error
+    assert any("read-only" in n for n in v.notes), v.notes
 
 
 def test_pruning_what_it_can_reach_does_not_hide_a_wrong_answer(tmp_path: Path) -> None:
@@ -100,10 +127,20 @@ def test_a_forbidden_operator_is_caught_under_any_name(tmp_path: Path) -> None:
     assert any("aten::mul" in e for e in v.evidence), v.evidence
 
 
+def _escape(tmp_path: Path, src: str) -> Path:
+    """Evaluate ``src``; where its processes would leave ``escaped``: the candidate tree's
+    kernel cache, the one folder they may write that the host sees after they end."""
+    if not current_workers().warm:
+        pytest.skip("only warm workers give a candidate tree a kernel cache on the host")
+    job, root = scale_job(tmp_path, src)
+    marker = Path(_warm.cache_env(CHILD, root / "cand")["TRITON_CACHE_DIR"]) / "escaped"
+    marker.unlink(missing_ok=True)  # an earlier run's, of the same tree
+    run_job(job, root)
+    return marker
+
+
 def test_an_escaping_daemon_dies_with_the_evaluation(tmp_path: Path) -> None:
-    marker = Path(os.environ.get("TMPDIR", "/tmp")) / "aka-escape-marker"
-    marker.unlink(missing_ok=True)
-    _run(tmp_path, "s07_escape_daemon")
+    marker = _escape(tmp_path, (CORPUS / "s07_escape_daemon.py").read_text())
     time.sleep(6.0)  # the daemon would have written by now
     assert not marker.exists(), "a process outlived the evaluation"
 
@@ -113,7 +150,7 @@ ESCAPES = ["s07_popen_session", "s07_multiprocessing", "s07_posix_spawn", "s07_c
 MARKER_NOW = """import os
 
 def scale(x):
-    with open(os.path.join(os.getcwd(), "escaped"), "w") as f:
+    with open(os.path.join(os.environ["TRITON_CACHE_DIR"], "escaped"), "w") as f:
         f.write("now")
     return x * 2 + 1
 """
@@ -121,20 +158,22 @@ def scale(x):
 
 def test_no_way_of_escaping_outlives_the_evaluation(tmp_path: Path) -> None:
     """A new session, a forked non-daemon worker, a spawned shell, libc's fork: each
-    descendant would write ``escaped`` into the evaluation's working folder (the one folder
-    the host still sees) 8 s later; the reaper and the PID namespace must have killed it."""
+    descendant would write ``escaped`` into the candidate tree's kernel cache 8 s later;
+    the reaper and the PID namespace must have killed it."""
 
     def run(name: str) -> Path:
         src = MARKER_NOW if name == "now" else (CORPUS / f"{name}.py").read_text()
-        job, root = scale_job(tmp_path / name, src)
-        run_job(job, root)
-        return root / "scratch" / "escaped"
+        return _escape(tmp_path / name, src)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         markers = dict(zip(["now", *ESCAPES], pool.map(run, ["now", *ESCAPES]), strict=True))
     time.sleep(10.0)  # every daemon would have written by now
-    assert markers.pop("now").exists()
-    assert [n for n, m in markers.items() if m.exists()] == []
+    try:
+        assert markers["now"].exists()
+        assert [n for n, m in markers.items() if n != "now" and m.exists()] == []
+    finally:
+        for marker in markers.values():
+            marker.unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("name", ["s08_hang", "s08_signal_pause"])

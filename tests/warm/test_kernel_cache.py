@@ -16,7 +16,7 @@ def _tree(root: Path, files: dict[str, bytes]) -> Path:
     for name, data in files.items():
         (root / "cand" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "cand" / name).write_bytes(data)
-    return root / "scratch"
+    return root / "cand"
 
 
 @settings(max_examples=30, deadline=None)
@@ -37,7 +37,8 @@ def test_file_names_count_too(tmp_path: Path) -> None:
 
 
 def test_no_cache_for_the_checker_or_without_warm_workers(tmp_path: Path) -> None:
-    scratch = _tree(tmp_path, {"k.py": b"x"})
-    assert _warm.cache_env("aka.eval._candidate", scratch, warm=False) == {}
-    assert _warm.cache_env("aka.eval._checker", scratch) == {}
-    assert _warm.cache_env("aka.eval._candidate", scratch) != {}
+    cand = _tree(tmp_path, {"k.py": b"x"})
+    assert _warm.cache_env("aka.eval._candidate", cand, warm=False) == {}
+    assert _warm.cache_env("aka.eval._checker", cand) == {}
+    assert _warm.cache_env("aka.eval._candidate", None) == {}
+    assert _warm.cache_env("aka.eval._candidate", cand) != {}

@@ -77,7 +77,7 @@ def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, wa
     assert str(spares["aka.eval._candidate"]) != first["pid"]
 
     job, root = _job_in(tmp_path / "b", WHERE + "# another tree\n")
-    cache = _warm.cache_env("aka.eval._candidate", root / "scratch")["TRITON_CACHE_DIR"]
+    cache = _warm.cache_env("aka.eval._candidate", root / "cand")["TRITON_CACHE_DIR"]
     second = _where(run_job(job, root, workers=warm).compiled.get("error"))
     # The candidate ran in the spare, in this evaluation's folder, with this tree's cache.
     assert second["pid"] == str(spares["aka.eval._candidate"])

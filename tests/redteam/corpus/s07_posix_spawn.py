@@ -6,9 +6,10 @@ No Python runs in the child at all: it is ``/bin/sh`` in its own session.
 """
 import os
 
-# The evaluation's own working folder: the one place the host still sees after it ends
-# (the temporary folder is a private tmpfs that dies with the evaluation).
-MARKER = os.path.join(os.getcwd(), "escaped")
+# The candidate tree's own kernel cache: the one folder its processes may write that the
+# host still sees after it ends (every other mount is read-only; the temporary and working
+# folders are private tmpfs that die with the evaluation).
+MARKER = os.path.join(os.environ.get("TRITON_CACHE_DIR") or os.getcwd(), "escaped")
 _started = []
 
 

@@ -2,10 +2,11 @@
 # mypy: ignore-errors
 """Slow the baseline in the first process that times it, and in no other.
 
-s10's trick, played once: a folder it makes in the working folder tells the first process
-from any later one, so a second timing of the candidate, made to tell noise from
-tampering, sees an untouched baseline. Whatever the evaluator keeps must then be no better
-than the honest kernel's speedup.
+s10's trick, played once: a folder it makes in its own kernel cache (the one place its
+processes may write that outlives them: every other mount is read-only, and the temporary
+and working folders are private) tells the first process from any later one, so a second
+timing of the candidate, made to tell noise from tampering, sees an untouched baseline.
+Whatever the evaluator keeps must then be no better than the honest kernel's speedup.
 """
 
 import os
@@ -28,10 +29,12 @@ class _Slow:
 
 
 def _first_time():
-    marker = os.path.join(os.getcwd(), ".s11-ran")
+    import triton
+
+    marker = os.path.join(triton.knobs.cache.dir, ".s11-ran")
     if os.path.isdir(marker):
         return False
-    os.mkdir(marker)
+    os.makedirs(marker)
     return True
 
 
