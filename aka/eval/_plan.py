@@ -31,6 +31,11 @@ AUDIT_SAMPLE = 1 << 20
 # keyed pick from eight fresh sets per call (so slow generation does not starve sampling).
 FRESH_MAX_S = 0.0005
 
+# Bytes freed memory is filled with before a checked call (0xFF makes float NaN, 0x7F
+# large finite values); a case's two calls get two different ones.
+POISONS = [0x5A, 0xA5, 0xFF, 0x7F, 0xC3]
+_random = secrets.SystemRandom()
+
 
 @dataclass(frozen=True)
 class PlannedCall:
@@ -108,6 +113,8 @@ def make_plan(
                 for k in range(seeds if i == small else 1):
                     s = seed + 7919 * k + 104_729 * i
                     first = len(calls)
+                    # Two different bytes: equal poison would leave equal leftovers.
+                    poisons = _random.sample(POISONS, 2)
                     for j in range(2):
                         calls.append(
                             PlannedCall(
@@ -115,7 +122,7 @@ def make_plan(
                                 shape=i,
                                 dtype=dtype,
                                 seed=s,
-                                poison=secrets.choice([0x5A, 0xA5, 0xFF, 0x7F, 0xC3]),
+                                poison=poisons[j],
                                 twin=first + 1 - j,
                             )
                         )

@@ -236,6 +236,17 @@ def test_the_plan_text_holds_every_call_and_pair() -> None:
     assert len(twins) * 2 == len(plan.calls)  # each case runs twice on the same inputs
 
 
+def test_the_two_calls_of_a_case_run_over_different_poison() -> None:
+    """Equal bytes would leave equal leftovers, and an output that reads memory it never
+    wrote would pass as deterministic (one case in five did, with a NaN byte in both)."""
+    for _ in range(50):
+        plan = _plan_of(3)
+        for i, call in enumerate(plan.calls):
+            twin = plan.calls[call.twin]
+            assert call.twin != i and twin.twin == i
+            assert call.poison != twin.poison and call.poison in _plan.POISONS
+
+
 @pytest.mark.parametrize("stage", ["correctness", "timing"])
 def test_a_stage_plan_holds_only_that_stage(stage: str) -> None:
     timing = {"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5}
