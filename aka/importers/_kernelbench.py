@@ -162,7 +162,7 @@ def probe(
     }
     res = run_module(
         "aka.importers._kb_probe", request, mark=MARK,
-        timeout_s=timeout_s, memory_bytes=PROBE_MEMORY_MB << 20,
+        timeout_s=timeout_s, memory_bytes=PROBE_MEMORY_MB << 20, env=OFFLINE,
     )  # fmt: skip
     docs = res.docs
     tail = f"stopped after {timeout_s:.0f} s" if res.code is None else res.last_error_line()[:300]
@@ -171,6 +171,36 @@ def probe(
     analysis = docs[0] if docs else {"error": f"the reading process failed: {tail}"}
     cpu = docs[1] if len(docs) > 1 else {"error": f"the CPU run did not finish: {tail}"}
     return analysis, cpu
+
+
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+"""A problem is read without the network, as it is evaluated: a file that fetches its
+model (KernelBench level 4's ``from_pretrained``) works from the local cache or is
+refused at once, instead of after the hub's connection time-outs."""
+NETWORK_ERRORS = ("huggingface", "offline mode", "couldn't connect", "connection",
+                  "name resolution", "network is unreachable", "urlopen")  # fmt: skip
+
+
+def refusal_fix(error: str) -> str:
+    """The fix for a problem that does not run, from what went wrong."""
+    missing = re.search(r"No module named '([\w.]+)'", error)
+    if missing:
+        top = missing.group(1).split(".")[0]
+        return (
+            f"install {top} where aka runs (pip install {top}): the evaluation processes "
+            "import the problem file too"
+        )
+    if any(w in error.lower() for w in NETWORK_ERRORS):
+        return (
+            "the problem fetches files from the network (the Hugging Face Hub) as it is "
+            "built, and aka reads problems offline so that a task never depends on what a "
+            "server returns: download them once into the local cache (`huggingface-cli "
+            "download MODEL`, or run the file once with the network), then import again"
+        )
+    return (
+        "the file must import and build its inputs with only torch installed; "
+        "run it with `python FILE` to see the error"
+    )
 
 
 @dataclass(frozen=True)
@@ -196,11 +226,7 @@ FIX_SIZES = (
 def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: bool) -> Plan:
     """Decide the task's shapes from what the problem built (pure: tested on its own)."""
     if "error" in analysis:
-        return Plan(
-            "refused", str(analysis["error"]),
-            "the file must import and build its inputs with only torch installed; "
-            "run it with `python FILE` to see the error",
-        )  # fmt: skip
+        return Plan("refused", str(analysis["error"]), refusal_fix(str(analysis["error"])))
     movers: dict[str, int] = analysis.get("tuning", analysis["movers"])
     kept = "; ".join(f"{k}: {why}" for k, why in analysis.get("kept", {}).items())
     if not movers:
