@@ -41,6 +41,7 @@ from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Guards
+from aka.eval._warm import CACHE_KEYS
 from aka.eval._wire import CandidateReport, CandidateRequest, decode, encode_report
 
 MAX_ERROR_CHARS = 4000
@@ -140,9 +141,6 @@ def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, g
     return notes
 
 
-KERNEL_CACHES = ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
-
-
 def _kernel_caches(contained: bool) -> tuple[str, ...]:
     """The folders where this process may build kernels, created now.
 
@@ -152,7 +150,7 @@ def _kernel_caches(contained: bool) -> tuple[str, ...]:
     turns read-only).
     """
     out = []
-    for name in KERNEL_CACHES:
+    for name in CACHE_KEYS:
         if not os.environ.get(name):
             if not contained:
                 continue

@@ -5,9 +5,9 @@ them once capabilities are dropped.
 
 - :func:`contain_descendants` (first thing in the process, before CUDA starts): the
   process becomes non-dumpable (:func:`not_dumpable`: no other process of the same user
-  can read or write its memory) and forks; the parent, which never runs candidate code, is a child subreaper that
-  kills every descendant left when the evaluation ends, so a double-forked, ``setsid``
-  daemon cannot outlive it; for CPU evaluations the child is also PID 1 of a new PID
+  can read or write its memory) and forks; the parent, which never runs candidate code,
+  is a child subreaper that kills every descendant left when the evaluation ends, so a
+  double-forked, ``setsid`` daemon cannot outlive it; for CPU evaluations the child is also PID 1 of a new PID
   namespace (the kernel kills the rest with it). CUDA evaluations skip the namespace:
   under gVisor's GPU proxy (the H200 machines) CUDA does not start inside one.
 - :func:`hide` (after the harness has loaded the reference's ``make_inputs`` and the
@@ -202,10 +202,10 @@ def hide(
         return "not contained: " + _err("making mounts private")
     replaced = sorted({os.path.realpath(p) for p in private if os.path.isdir(p)})
     back = _kept(keep, replaced)
+    opts = f"size={private_bytes},mode=1777"  # every private tmpfs, fresh ones included
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in back}
     try:
         for folder in replaced:
-            opts = f"size={private_bytes},mode=1777"
             if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
                 return "not contained: " + _err(f"replacing {folder}")
         for path, fd in held.items():
@@ -215,7 +215,6 @@ def hide(
     finally:
         for fd in held.values():
             os.close(fd)
-    opts = f"size={private_bytes},mode=1777"
     for folder in sorted({os.path.realpath(p) for p in fresh if os.path.isdir(p)}):
         if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
             return "not contained: " + _err(f"replacing {folder}")

@@ -26,7 +26,8 @@ from typing import IO, Any
 
 CACHE_ROOT = Path.home() / ".cache" / "aka"
 START_TIMEOUT_S = 300.0
-_CACHE_KEYS = ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
+CACHE_KEYS = ("TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
+"""The variables that name a process's kernel caches (Triton's, torch extensions')."""
 
 
 def tree_digest(root: Path) -> str:
@@ -49,7 +50,7 @@ def cache_env(module: str, cand: Path | None, *, warm: bool = True) -> dict[str,
     if not warm or module != "aka.eval._candidate" or cand is None or not cand.is_dir():
         return {}
     base = CACHE_ROOT / "kernels" / tree_digest(cand)
-    return {"TRITON_CACHE_DIR": str(base / "triton"), "TORCH_EXTENSIONS_DIR": str(base / "torch")}
+    return dict(zip(CACHE_KEYS, (str(base / "triton"), str(base / "torch")), strict=True))
 
 
 class WarmProcess:
@@ -137,7 +138,7 @@ class _Zygote:
 
 
 def _key(env: dict[str, str]) -> str:
-    return json.dumps({k: v for k, v in sorted(env.items()) if k not in _CACHE_KEYS})
+    return json.dumps({k: v for k, v in sorted(env.items()) if k not in CACHE_KEYS})
 
 
 class Zygotes:
@@ -152,7 +153,7 @@ class Zygotes:
         key = _key(env)
         with self._lock:
             if key not in self._zygotes:
-                self._zygotes[key] = _Zygote({k: v for k, v in env.items() if k not in _CACHE_KEYS})
+                self._zygotes[key] = _Zygote({k: v for k, v in env.items() if k not in CACHE_KEYS})
             return self._zygotes[key]
 
     def status(self, env: dict[str, str]) -> dict[str, Any]:
