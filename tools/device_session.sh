@@ -67,10 +67,15 @@
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
 #                                    red-team corpus through warm workers, profiles
+#   bash tools/device_session.sh d [N] [SECONDS]
+#                                    the core's build, the red-team corpus through warm workers,
+#                                    then N (default 40) distinct new candidates of four tasks
+#                                    with 8 in flight at a trainer's timing budget of 0.1 s per
+#                                    shape (aka bench eval --distinct --max-time-s 0.1)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|d|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -244,6 +249,12 @@ l)
   ;;
 k)
   step "kb_$(basename $2)_$3" 560 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --start "$3" --limit "$4" --out "$R/$(basename $2)_$3.json"
+  ;;
+d)
+  sealbuild
+  AKA_EVAL_WARM=1 step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json
+  step distinct "${3:-300}" python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-40}" \
+    --in-flight 8 --tasks 4 --max-time-s 0.1 --output $R/distinct.json
   ;;
 u)
   step distinct 420 python3 -m aka.cli._bench_distinct --device cuda --distinct 40 --in-flight 4 --tasks 5 --output $R/distinct.json

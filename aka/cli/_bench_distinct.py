@@ -21,6 +21,7 @@ machine runs ``python -m aka.cli._bench_distinct``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import secrets
 import shutil
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aka.cli._bench_eval import TASKS_ROOT, _job, triton_tasks
+from aka.cli._bench_eval import TASKS_ROOT, TIMING, _job, triton_tasks
 from aka.eval import Switches, Workers, run_job
 from aka.tunables import variants
 
@@ -67,9 +68,12 @@ def distinct_sources(tasks: list[Path], n: int) -> list[Variant]:
     return out[:n]
 
 
-def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Workers
-                     ) -> dict[str, Any]:  # fmt: skip
-    """One candidate through the real pipeline; wall time, kernel time, verdict."""
+def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Workers,
+                     max_time_s: float = TIMING["max_time_s"]) -> dict[str, Any]:  # fmt: skip
+    """One candidate through the real pipeline; wall time, kernel time, verdict.
+
+    ``max_time_s``: the timing budget per shape, the knob a trainer sets (``timing`` in
+    its aka settings) since each candidate holds the device alone while it is timed."""
     ignore = shutil.ignore_patterns("__pycache__")
     with tempfile.TemporaryDirectory(prefix="aka-bench-distinct-") as tmp:
         root = Path(tmp)
@@ -78,7 +82,9 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
             shutil.copytree(task / "source", root / name, ignore=ignore)
         (root / "cand" / entry).write_text(text)
         start = time.perf_counter()
-        verdict = run_job(_job(task, device), root, workers=workers)
+        job = _job(task, device)
+        job = dataclasses.replace(job, timing={**job.timing, "max_time_s": max_time_s})
+        verdict = run_job(job, root, workers=workers)
         wall = time.perf_counter() - start
     kernel = sum(arm["median_s"] * arm["n"] for item in verdict.timing
                  for arm in (item["pair"]["baseline"], item["pair"]["candidate"]))  # fmt: skip
@@ -87,23 +93,33 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
 
 
 def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
-             workers: Workers) -> dict[str, Any]:  # fmt: skip
-    """Evaluate every item (tagged ``tag``) with ``in_flight`` at once; rate and runs."""
+             workers: Workers, max_time_s: float = TIMING["max_time_s"]
+             ) -> dict[str, Any]:  # fmt: skip
+    """Evaluate every item (tagged ``tag``) with ``in_flight`` at once; rate and runs.
+
+    ``device_held_s`` sums the stages that hold the device alone (``timing``, ``finish``):
+    one device cannot take the stream faster than that sum, whatever overlaps around it."""
 
     def one(i: int) -> dict[str, Any]:
         v = items[i]
         text = v.text + f"\n# aka bench eval --distinct: {tag} {i}\n"  # a new digest
-        run = evaluate_variant(v.task, v.entry, text, device, workers)
+        run = evaluate_variant(v.task, v.entry, text, device, workers, max_time_s)
         return {"task": str(v.task.relative_to(TASKS_ROOT)), "values": v.values, **run}
 
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
         runs = list(pool.map(one, range(len(items))))
     total = time.perf_counter() - start
+    held = sum((r.get("stage_s") or {}).get(k, 0.0) for r in runs for k in HELD)
     return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
+            "device_held_s": round(held, 3),
             "candidates_per_min": round(60 * len(runs) / total, 2),
             "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
             "stage_median_s": stage_medians(runs), "runs": runs}  # fmt: skip
+
+
+HELD = ("timing", "finish")
+"""The stages during which a candidate process holds the device alone (the timing gate)."""
 
 
 def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -116,7 +132,8 @@ def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3,
-                 output: Path | None = None) -> dict[str, Any]:  # fmt: skip
+                 output: Path | None = None, max_time_s: float = TIMING["max_time_s"]
+                 ) -> dict[str, Any]:  # fmt: skip
     """The three passes over one stream of ``distinct`` variants; see the module doc.
 
     ``output``: each finished pass is written there at once, so a run cut short by a
@@ -125,7 +142,8 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
     items = distinct_sources(triton_tasks(tasks), distinct)
     salt = secrets.token_hex(4)
     workers = Workers(Switches.from_env().with_warm(True))
-    done: dict[str, Any] = {"device": device, "distinct": distinct, "in_flight": in_flight}
+    done: dict[str, Any] = {"device": device, "distinct": distinct, "in_flight": in_flight,
+                            "max_time_s": max_time_s}  # fmt: skip
 
     def finished(name: str, report: dict[str, Any]) -> dict[str, Any]:
         done[name] = report
@@ -134,12 +152,15 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
         return report
 
     try:
-        serial = finished("serial", one_pass(items, f"{salt} serial", device, 1, workers))
+        serial = finished(
+            "serial", one_pass(items, f"{salt} serial", device, 1, workers, max_time_s)
+        )
         flight = finished(
-            "in_flight_pass", one_pass(items, f"{salt} in-flight", device, in_flight, workers)
+            "in_flight_pass",
+            one_pass(items, f"{salt} in-flight", device, in_flight, workers, max_time_s),
         )
         cached = finished("cached",  # the same digests: kernels cached
-                          one_pass(items, f"{salt} in-flight", device, 1, workers))  # fmt: skip
+                          one_pass(items, f"{salt} in-flight", device, 1, workers, max_time_s))  # fmt: skip
     finally:
         workers.shutdown()
     key = [(r["correct"], sorted(r["flags"])) for r in serial["runs"]]
@@ -151,6 +172,7 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
         "device": device,
         "distinct": distinct,
         "in_flight": in_flight,
+        "max_time_s": max_time_s,
         "serial": serial,
         "in_flight_pass": flight,
         "cached": cached,
@@ -164,11 +186,15 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
 
 def render(report: dict[str, Any]) -> str:
     """One line per pass and the comparisons."""
-    lines = [f"device {report['device']}, {report['distinct']} distinct candidates"]
+    lines = [
+        f"device {report['device']}, {report['distinct']} distinct candidates, "
+        f"timing budget {report.get('max_time_s', TIMING['max_time_s'])} s per shape"
+    ]
     for name in ("serial", "in_flight_pass", "cached"):
         p = report[name]
         lines.append(f"{name:<15} in flight {p['in_flight']}: {p['candidates_per_min']:.2f}/min, "
-                     f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s")  # fmt: skip
+                     f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s, "
+                     f"device held alone {p.get('device_held_s', 0.0):.1f} s")  # fmt: skip
         stages = ", ".join(f"{k} {v:.2f}" for k, v in p.get("stage_median_s", {}).items())
         lines.append(f"{'':<15} stage medians (s): {stages}")
     lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']}; "
@@ -185,10 +211,12 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=4)
     parser.add_argument("--in-flight", type=int, default=2)
     parser.add_argument("--tasks", type=int, default=3)
+    parser.add_argument("--max-time-s", type=float, default=TIMING["max_time_s"])
     parser.add_argument("--output")
     args = parser.parse_args()
     out = Path(args.output) if args.output else None
-    report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks, out)
+    report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks, out,
+                          args.max_time_s)  # fmt: skip
     if out is not None:
         out.write_text(json.dumps(report, indent=2))
     print(render(report))

@@ -226,6 +226,14 @@ else:
         in_flight: Annotated[
             int, typer.Option("--in-flight", min=1, help="With --distinct: evaluations at once.")
         ] = 2,
+        max_time_s: Annotated[
+            float,
+            typer.Option(
+                "--max-time-s",
+                min=0.01,
+                help="With --distinct: the timing budget per shape (a trainer's `timing`).",
+            ),
+        ] = TIMING["max_time_s"],
         fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     ) -> None:
         """Candidates per minute and overhead per candidate: warm workers vs fresh interpreters.
@@ -242,7 +250,9 @@ else:
             from aka.cli import _bench_distinct
 
             try:
-                found = _bench_distinct.run_distinct(device, distinct, in_flight, tasks)
+                found = _bench_distinct.run_distinct(
+                    device, distinct, in_flight, tasks, max_time_s=max_time_s
+                )
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--distinct") from None
             out = json.dumps(found, indent=2) if fmt == "json" else _bench_distinct.render(found)

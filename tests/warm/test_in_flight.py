@@ -106,11 +106,15 @@ def test_verdicts_in_flight_equal_one_at_a_time(tmp_path: Path, warm: Workers) -
 
 def test_bench_distinct_reports_a_stream_and_agreeing_verdicts(cli: Callable[..., Any]) -> None:
     res = cli("bench", "eval", "--device", "cpu", "--distinct", "2", "--in-flight", "2",
-              "--tasks", "2", "--format", "json")  # fmt: skip
+              "--tasks", "2", "--max-time-s", "0.05", "--format", "json")  # fmt: skip
     assert res.code == 0, res.err
     report = json.loads(res.out)
     assert report["verdicts_identical"] is True
+    assert report["max_time_s"] == 0.05
     flight = report["in_flight_pass"]
+    # What held the device alone: the timing and finish stages of every candidate.
+    held = sum(r["stage_s"].get(k, 0.0) for r in flight["runs"] for k in ("timing", "finish"))
+    assert flight["device_held_s"] == round(held, 3) > 0
     assert flight["in_flight"] == 2 and flight["candidates"] == 2
     # Two tasks' first variants: distinct sources, each evaluated in every pass.
     assert len({(r["task"], json.dumps(r["values"])) for r in flight["runs"]}) == 2
