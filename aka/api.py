@@ -187,6 +187,7 @@ class Evaluator:
             tasks_root=str(self.root),
             arms=[ArmConfig(name=EXTERNAL, agent="noop")],
             device="cuda" if len(self.devices.devices) > 1 else self.device,
+            timing=self.timing,  # the run records the timing its candidates were given
         )
         started = ev.RunStarted(
             label=self.label,

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+import types
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, get_args
 
 from aka.errors import InputError
 
 if TYPE_CHECKING:
     from aka.api import Evaluator, Sample
+    from aka.config import TimingSettings
 
 __all__ = [
     "ENV_DEVICE",
@@ -42,6 +44,7 @@ __all__ = [
     "score_response",
     "score_responses",
     "shared_scorer",
+    "timing_settings",
 ]
 
 ENV_URL = "AKA_SERVE_URL"
@@ -250,6 +253,8 @@ def open_scorer(
     policy: str = "agentkernelarena",
     label: str = "trainer",
     in_flight: int | None = None,
+    timing: TimingSettings | Mapping[str, Any] | None = None,
+    where: str = "open_scorer",
 ) -> Scorer:
     """A scorer from arguments, falling back to the environment.
 
@@ -259,16 +264,34 @@ def open_scorer(
     ``auto``). ``in_flight`` (or ``AKA_IN_FLIGHT``) is how many of a batch are scored at
     once (:mod:`aka.inflight`; for a server, how many requests are sent at once).
 
+    ``timing`` is the in-process evaluator's timing budget (:func:`timing_settings`;
+    default :class:`aka.config.TimingSettings`). Each candidate holds its device alone
+    while it is timed, so the per-shape budget bounds how many new samples a device
+    scores per minute; a trainer sets a short one. ``where`` names the caller's config
+    section in errors (``custom_reward_function.reward_kwargs``, ``env_config``).
+
     Raises:
-        InputError: neither a URL nor a ledger is given, or a bad in-flight limit.
+        InputError: neither a URL nor a ledger is given, a bad in-flight limit, a bad
+            timing setting, or a timing setting for a server (which times with its own).
     """
     url = url or os.environ.get(ENV_URL)
     if url:
         from aka.integrations._http import HttpScorer
 
+        if timing is not None:
+            raise InputError(
+                f"rewards from {url} are timed by that `aka serve` process with its own "
+                "evaluator's settings (it has no timing option: the defaults of "
+                "TimingSettings, docs/config.md#timingsettings); a trainer's timing cannot "
+                "reach it",
+                where=f"{where}.timing",
+                fix="drop timing to score at the server, or score in this process to set it "
+                f"(ledger=, tasks_root=, device=; no url and no {ENV_URL})",
+            )
         return HttpScorer(url, in_flight=in_flight)
-    where = ledger or os.environ.get(ENV_LEDGER)
-    if not where:
+    budget = timing_settings(timing, where=f"{where}.timing")
+    folder = ledger or os.environ.get(ENV_LEDGER)
+    if not folder:
         raise InputError(
             "no ledger to record rewards in",
             where="aka.integrations",
@@ -278,17 +301,93 @@ def open_scorer(
 
     return LocalScorer(
         Evaluator(
-            where,
+            folder,
             tasks_root=tasks_root or os.environ.get(ENV_TASKS, "tasks"),
             device=device or os.environ.get(ENV_DEVICE, "auto"),
             policy=policy,
             label=label,
             in_flight=in_flight,
+            timing=budget,
         )
     )
 
 
-SETTINGS = ("tasks_root", "device", "ledger", "url", "policy", "in_flight")
+def timing_settings(value: object, *, where: str) -> TimingSettings | None:
+    """A trainer's ``timing`` setting as the evaluator takes it, or None for its default.
+
+    ``value`` is a :class:`aka.config.TimingSettings`, or a mapping of its keys as a
+    trainer config gives it (a dict, an OmegaConf ``DictConfig``; numbers written as
+    strings are read as numbers). It is checked when the scorer opens, so a bad budget
+    stops the trainer before its first step rather than failing every reward.
+
+    Raises:
+        InputError: not a mapping, an unknown key, or a value out of range; ``where`` (the
+            setting's place in the trainer's config) plus the key names the field, and
+            the fix says what the field takes.
+    """
+    from pydantic import ValidationError
+
+    from aka.config import TimingSettings
+
+    if value is None or isinstance(value, TimingSettings):
+        return value
+    keys = ", ".join(TimingSettings.model_fields)
+    if not isinstance(value, Mapping):
+        raise InputError(
+            f"expected a mapping of timing settings, got {value!r}",
+            where=where,
+            fix=f"give a mapping of {keys}, e.g. {{max_time_s: 0.2, min_samples: 5}}",
+        )
+    try:
+        return TimingSettings.model_validate(dict(value))
+    except ValidationError as exc:
+        errors = exc.errors()
+    fields = [".".join(str(p) for p in e["loc"]) for e in errors]
+    said = [
+        "unknown key" if e["type"] == "extra_forbidden" else f"{e['msg']} (got {e['input']!r})"
+        for e in errors
+    ]
+    if len(said) > 1:  # ``where`` names the first field; the message names each
+        said = [f"{field}: {text}" for field, text in zip(fields, said, strict=True)]
+    fixes = dict.fromkeys(
+        f"{field}: {_takes(field)}"
+        if field in TimingSettings.model_fields
+        else f"remove {field}: the timing keys are {keys}"
+        for field in fields
+    )
+    raise InputError(
+        "; ".join(said),
+        where=f"{where}.{fields[0]}",
+        fix="; ".join(fixes) + " (docs/trainers.md#the-timing-budget)",
+    )
+
+
+_KINDS: dict[object, str] = {float: "a number", int: "an integer"}
+
+
+def _takes(name: str) -> str:
+    """What a :class:`aka.config.TimingSettings` field takes, from the model itself (its
+    type, bounds and description), so the fix never drifts from what is validated."""
+    from aka.config import TimingSettings
+
+    info = TimingSettings.model_fields[name]
+    union = get_args(info.annotation) if isinstance(info.annotation, types.UnionType) else ()
+    kinds = [k for k in union or (info.annotation,) if k is not type(None)]
+    what = " or ".join(_KINDS.get(k, str(k)) for k in kinds)
+    bounds = [
+        f"{op} {getattr(m, attr)}"
+        for m in info.metadata
+        for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+        if getattr(m, attr, None) is not None
+    ]
+    if bounds:
+        what += " " + " and ".join(bounds)
+    if type(None) in union:
+        what += ", or null"
+    return f"{what} ({info.description})" if info.description else what
+
+
+SETTINGS = ("tasks_root", "device", "ledger", "url", "policy", "in_flight", "timing")
 """What a trainer config may set for aka (verl ``reward_kwargs``, SkyRL ``env_config``)."""
 _shared: dict[tuple[Any, ...], Scorer] = {}
 _shared_lock = threading.Lock()
@@ -298,7 +397,8 @@ def shared_scorer(settings: dict[str, Any], *, label: str, where: str) -> Scorer
     """One scorer per process and settings, for trainers that call plain functions.
 
     verl calls a module function and SkyRL builds an environment per episode; both must
-    not open a ledger (and start evaluator processes) per call.
+    not open a ledger (and start evaluator processes) per call. Settings that differ
+    (a timing budget among them) get scorers of their own.
 
     Raises:
         InputError: a setting other than :data:`SETTINGS` (``where`` names the config
@@ -309,7 +409,14 @@ def shared_scorer(settings: dict[str, Any], *, label: str, where: str) -> Scorer
         raise InputError(
             f"unknown settings {unknown}", where=where, fix=f"use only {list(SETTINGS)}"
         )
-    key = (label, *(settings.get(k) for k in SETTINGS))
+    timing = timing_settings(settings.get("timing"), where=f"{where}.timing")
+    # A mapping is not hashable: the key holds the validated settings' JSON, so equal
+    # budgets written differently ("0.2" or 0.2) share a scorer.
+    key = (
+        label,
+        *(settings.get(k) for k in SETTINGS if k != "timing"),
+        timing.model_dump_json() if timing is not None else None,
+    )
     with _shared_lock:
         if key not in _shared:
             opts = {
@@ -320,6 +427,8 @@ def shared_scorer(settings: dict[str, Any], *, label: str, where: str) -> Scorer
                 policy=settings.get("policy") or "agentkernelarena",
                 label=label,
                 in_flight=_limit(settings.get("in_flight"), where),
+                timing=timing,
+                where=where,
             )
         return _shared[key]
 

@@ -9,9 +9,11 @@ an attempt in the ledger, recorded with its episode id and turn number.
 ``import aka.integrations.skyrl`` registers the environment (``register()`` does it
 again if a registry was reset). Rows come from ``aka export prompts --format skyrl``
 (``env_class: aka``, the task in ``extra_info`` and ``reward_spec.ground_truth``); the
-environment's settings (``tasks_root``, ``device``, ``ledger``, ``url``, ``policy``) come
-from ``env_config`` or the ``AKA_*`` environment variables, and ``max_turns`` from the row
-(``max_turns`` or ``extra_info.max_turns``), then ``env_config``, else 3.
+environment's settings (``tasks_root``, ``device``, ``ledger``, ``url``, ``policy``,
+``in_flight``, ``timing``) come from ``env_config`` or the ``AKA_*`` environment
+variables, and ``max_turns`` from the row (``max_turns`` or ``extra_info.max_turns``),
+then ``env_config``, else 3. ``timing`` (a mapping of :class:`aka.config.TimingSettings`
+keys) is the timing budget of each turn's candidate.
 """
 
 from __future__ import annotations

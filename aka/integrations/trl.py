@@ -11,17 +11,19 @@ column as a list, plus ``trainer_state``; completions are strings, or lists of c
 messages for conversational data. Each completion is read as a candidate
 (docs/trainers.md), evaluated, and recorded as an attempt with the policy step
 (``trainer_state.global_step``) and its sample index within that step. The completions of
-one call are scored several at once, up to the in-flight limit (``in_flight=``).
+one call are scored several at once, up to the in-flight limit (``in_flight=``), and each
+candidate is timed within the timing budget (``timing=``, docs/trainers.md).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from aka.api import Sample
+from aka.config import TimingSettings
 from aka.integrations._scorer import Reward, Scorer, Submission, open_scorer
 from aka.integrations._text import chat_text, message_text, row_task
 
@@ -45,6 +47,11 @@ class AkaReward:
         in_flight: completions of a call scored at once (default ``AKA_IN_FLIGHT``, else
             the evaluator's default, :func:`aka.inflight.default_in_flight`; for a server,
             its limit); 1 scores them in turn.
+        timing: the timing budget of each candidate: a :class:`aka.config.TimingSettings`
+            or a mapping of its keys (``{"max_time_s": 0.2, "min_samples": 5}``); default
+            the evaluator's. Each candidate holds the device alone while it is timed, so
+            this bounds completions scored per minute. Not with ``url`` (the server times
+            with its own settings).
         scorer: a ready :class:`~aka.integrations._scorer.Scorer` (tests, custom setups).
 
     Attributes:
@@ -64,6 +71,7 @@ class AkaReward:
         run_name: str | None = None,
         task_column: str = "task",
         in_flight: int | None = None,
+        timing: TimingSettings | Mapping[str, Any] | None = None,
         scorer: Scorer | None = None,
     ):
         self.__name__ = "aka_reward"
@@ -78,6 +86,8 @@ class AkaReward:
             policy=policy,
             label="trl",
             in_flight=in_flight,
+            timing=timing,
+            where="AkaReward",
         )
         self.last: list[Reward] = []
         self._seen: Counter[int | None] = Counter()

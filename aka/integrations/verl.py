@@ -5,7 +5,11 @@ In the verl config::
     custom_reward_function:
       path: <site-packages>/aka/integrations/verl.py   # or a file that imports it
       name: compute_score          # compute_score_batch with reward_model.reward_manager=batch
-      reward_kwargs: {tasks_root: tasks, device: cuda, ledger: /data/aka-ledger}
+      reward_kwargs:
+        tasks_root: tasks
+        device: cuda
+        ledger: /data/aka-ledger
+        timing: {max_time_s: 0.2, min_samples: 5}   # per shape: see docs/trainers.md
 
 verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info)`` for
 each response (the naive manager) or ``compute_score_batch(data_sources=...,
@@ -18,7 +22,8 @@ Settings not in ``reward_kwargs`` come from the environment (``AKA_LEDGER``,
 ``AKA_TASKS_ROOT``, ``AKA_DEVICE``, ``AKA_SERVE_URL``). verl does not pass the policy
 step to reward functions; each sample is recorded with a running index and its dataset
 row (``extra_info.index``). ``compute_score_batch`` scores its responses several at once
-(``reward_kwargs.in_flight``, docs/trainers.md).
+(``reward_kwargs.in_flight``, docs/trainers.md); ``reward_kwargs.timing`` is the timing
+budget of each candidate (the keys of :class:`aka.config.TimingSettings`).
 """
 
 from __future__ import annotations
