@@ -35,11 +35,17 @@ _guard = threading.Lock()
 _MAX = 256  # keys kept: tasks x devices x settings one evaluator sees
 
 
-def clean_key(files: list[Path], *parts: Any) -> str:
-    """What a clean timing depends on: the bytes of ``files`` and the plain values ``parts``."""
+def clean_key(root: Path, files: list[Path], *parts: Any) -> str:
+    """What a clean timing depends on: the names under ``root`` and bytes of ``files``, and
+    the plain values ``parts``.
+
+    Names are taken relative to the evaluation's folder, never whole: each evaluation gets
+    a folder of its own, so a key holding it would never be found again and every
+    candidate would pay (and hold the device for) a clean timing of its own.
+    """
     h = hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=16)
     for f in files:
-        h.update(f.as_posix().encode())
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
         h.update(f.read_bytes() if f.is_file() else b"")
     return h.hexdigest()
 

@@ -340,9 +340,11 @@ def rebase_slowed(
     a process without it settled (:func:`aka.eval._detect.baseline_slowed`), and a note for
     each such shape: the candidate is timed once more in a fresh process, and a baseline
     slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`)."""
-    files = sorted(p for p in (root / "base").rglob("*") if p.is_file())
+    files = sorted(  # sources only: bytecode the processes left there differs per folder
+        p for p in (root / "base").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
     key = _baseline_ref.clean_key(
-        [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
+        root, [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
         job.shapes, job.dtypes, job.timing, job.device, job.pass_shape,
     )  # fmt: skip
     slack = _detect.BASELINE_SLACK["cuda" if job.device.startswith("cuda") else "cpu"]

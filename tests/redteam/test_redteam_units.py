@@ -391,3 +391,21 @@ def test_the_interpreters_own_folders_inside_a_private_one_are_bound_back(
     kept = _contain._kept(str(evald), [str(tmp_path)])
     assert kept == sorted([str(repo.resolve()), str(evald.resolve())], key=len)
     assert _contain._kept(None, ["/nonexistent-private"]) == []
+
+
+def test_the_clean_timing_key_holds_names_within_the_evaluation_not_its_folder(
+    tmp_path: Path,
+) -> None:
+    """Every evaluation lays its trees out in a folder of its own: a key holding the folder
+    would never be found again, and each candidate would pay for a clean timing."""
+    from aka.eval._baseline_ref import clean_key
+
+    def key(root: Path, text: str = "def f(): pass\n", name: str = "kernel.py") -> str:
+        (root / "base").mkdir(parents=True)
+        (root / "base" / name).write_text(text)
+        return clean_key(root, [root / "base" / name], "kernel.py", "f", [{"N": 8}])
+
+    same = key(tmp_path / "one")
+    assert key(tmp_path / "two") == same
+    assert key(tmp_path / "bytes", text="def f(): return 1\n") != same
+    assert key(tmp_path / "name", name="other.py") != same

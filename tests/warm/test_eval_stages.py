@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,6 +108,29 @@ def test_a_process_killed_by_a_signal_is_not_blamed_for_what_it_left_running(
     assert not verdict.correct
     assert "background_process" not in verdict.flags
     assert not verdict.timing  # it died in its first call: nothing was timed
+
+
+def test_evaluations_of_one_task_in_their_own_folders_share_one_clean_timing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The baseline is timed alone once per task (and device and settings), not once per
+    evaluation: each evaluation's folder is new, and the clean timing must not be keyed by it."""
+    from aka.eval import _baseline_ref
+
+    monkeypatch.setattr(_baseline_ref, "_cache", {})
+    calls: list[Path] = []
+    measure = _pipeline.clean_baseline_timing
+
+    def counted(job: Any, root: Path, workers: Any) -> Any:
+        calls.append(root)
+        return measure(job, root, workers)
+
+    monkeypatch.setattr(_pipeline, "clean_baseline_timing", counted)
+    text = (CORPUS / "honest_vectorized.py").read_text()
+    for name in ("one", "two"):
+        verdict = run_job(*scale_job(tmp_path / name, text))
+        assert verdict.correct and verdict.timing, verdict.error
+    assert calls == [tmp_path / "one" / "eval"]
 
 
 def test_stage_times_follow_the_marks_and_skip_stages_not_reached() -> None:
