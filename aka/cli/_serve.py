@@ -17,6 +17,8 @@ import typer
 from aka.api import Evaluator
 from aka.cli._app import app
 from aka.cli._common import DEFAULT_LEDGER, SERVE_PORT, LedgerOpt, bind, open_ledger
+from aka.config import TimingSettings
+from aka.errors import InputError
 
 MAX_BODY = 16 << 20
 
@@ -55,6 +57,7 @@ def make_server(evaluator: Evaluator, host: str, port: int) -> ThreadingHTTPServ
                         "run_id": evaluator.run_id,
                         "device": evaluator.device,
                         "in_flight": evaluator.in_flight,
+                        "timing": evaluator.timing.model_dump(),
                     },
                 )
             else:
@@ -137,6 +140,21 @@ def _probe(host: str, port: int) -> ThreadingHTTPServer:
     return ThreadingHTTPServer((host, port), BaseHTTPRequestHandler)
 
 
+def _timing(**given: float | int | None) -> TimingSettings | None:
+    """The timing options given (None when none is), checked before anything is bound or
+    recorded; a bad one names its option and what it takes."""
+    from aka.integrations._scorer import timing_settings
+
+    chosen = {k: v for k, v in given.items() if v is not None}
+    if not chosen:
+        return None
+    try:
+        return timing_settings(chosen, where="aka serve")
+    except InputError as exc:
+        option = "--" + (exc.where or "").rsplit(".", 1)[-1].replace("_", "-")
+        raise typer.BadParameter(f"{exc.message} ({exc.fix})", param_hint=option) from None
+
+
 @app.command()
 def serve(
     tasks_root: Annotated[Path, typer.Option("--root", help="Tasks folder.")] = Path("tasks"),
@@ -162,6 +180,25 @@ def serve(
             "(only for candidates you trust; default AKA_UNSEALED=1, else refused).",
         ),
     ] = False,
+    max_time_s: Annotated[
+        float | None,
+        typer.Option(
+            "--max-time-s",
+            help="Timing budget per shape, seconds (default 2): each candidate holds its GPU "
+            "alone while timed, so this bounds rewards per minute (docs/trainers.md).",
+        ),
+    ] = None,
+    target_rel_ci: Annotated[
+        float | None,
+        typer.Option("--target-rel-ci", help="Stop a shape at this CI half-width (0.005)."),
+    ] = None,
+    min_samples: Annotated[
+        int | None, typer.Option("--min-samples", help="Samples per arm at least (10).")
+    ] = None,
+    eval_timeout_s: Annotated[
+        float | None,
+        typer.Option("--eval-timeout-s", help="Whole-evaluation limit, seconds (per task)."),
+    ] = None,
     ledger: LedgerOpt = DEFAULT_LEDGER,
 ) -> None:
     """Evaluate candidates sent over HTTP; each lands in the ledger as an attempt."""
@@ -169,6 +206,12 @@ def serve(
     from aka.inflight import resolve
 
     limit = resolve(in_flight, where="--in-flight")  # a bad AKA_IN_FLIGHT fails before binding
+    timing = _timing(
+        max_time_s=max_time_s,
+        target_rel_ci=target_rel_ci,
+        min_samples=min_samples,
+        eval_timeout_s=eval_timeout_s,
+    )
     led = open_ledger(ledger, create=True)
     # Bind before the evaluator records a run, so a taken port leaves nothing behind.
     probe = bind(lambda: _probe(host, port), host=host, port=port, command="serve")
@@ -177,7 +220,7 @@ def serve(
     try:
         with Evaluator(
             led, tasks_root=tasks_root, device=device, in_flight=limit,
-            unsealed=True if unsealed else None,
+            unsealed=True if unsealed else None, timing=timing,
         ) as evaluator:  # fmt: skip
             server = bind(
                 lambda: make_server(evaluator, host, port), host=host, port=port, command="serve"

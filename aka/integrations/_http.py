@@ -12,6 +12,7 @@ from aka.errors import InputError
 from aka.integrations._scorer import ENV_URL, Reward, Submission
 
 if TYPE_CHECKING:
+    from aka.config import TimingSettings
     from aka.sample import Sample
 
 __all__ = ["HttpScorer"]
@@ -85,6 +86,31 @@ class HttpScorer:
             raise self._unreachable(exc) from None
         self.in_flight = limit if isinstance(limit, int) and limit >= 1 else 1
         return self.in_flight
+
+    def require_timing(self, wanted: TimingSettings, *, where: str) -> None:
+        """Check that the server times as ``wanted``: it times every request with its own
+        settings, so a trainer that asked for another budget would silently get the
+        server's.
+
+        Raises:
+            InputError: the server is unreachable, or times otherwise (the fix gives the
+                ``aka serve`` options that would match).
+        """
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=60) as resp:
+                found = json.loads(resp.read()).get("timing")
+        except urllib.error.URLError as exc:
+            raise self._unreachable(exc) from None
+        want = wanted.model_dump()
+        if found == want:
+            return
+        options = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in want.items() if v is not None)
+        raise InputError(
+            f"{self.url} times with {found if found else 'settings it does not report'}, "
+            f"not {want}",
+            where=where,
+            fix=f"start the server with `aka serve {options}`, or drop timing to take the server's",
+        )
 
     def _unreachable(self, exc: urllib.error.URLError) -> InputError:
         return InputError(

@@ -265,30 +265,26 @@ def open_scorer(
     once (:mod:`aka.inflight`; for a server, how many requests are sent at once).
 
     ``timing`` is the in-process evaluator's timing budget (:func:`timing_settings`;
-    default :class:`aka.config.TimingSettings`). Each candidate holds its device alone
+    default :class:`aka.config.TimingSettings`); with a server it is checked against the
+    server's (``GET /health``), since the server times every request with its own. Each candidate holds its device alone
     while it is timed, so the per-shape budget bounds how many new samples a device
     scores per minute; a trainer sets a short one. ``where`` names the caller's config
     section in errors (``custom_reward_function.reward_kwargs``, ``env_config``).
 
     Raises:
         InputError: neither a URL nor a ledger is given, a bad in-flight limit, a bad
-            timing setting, or a timing setting for a server (which times with its own).
+            timing setting, or a timing setting other than the server's (an ``aka
+            serve`` process times with its own: ``--max-time-s`` and the like).
     """
     url = url or os.environ.get(ENV_URL)
     if url:
         from aka.integrations._http import HttpScorer
 
-        if timing is not None:
-            raise InputError(
-                f"rewards from {url} are timed by that `aka serve` process with its own "
-                "evaluator's settings (it has no timing option: the defaults of "
-                "TimingSettings, docs/config.md#timingsettings); a trainer's timing cannot "
-                "reach it",
-                where=f"{where}.timing",
-                fix="drop timing to score at the server, or score in this process to set it "
-                f"(ledger=, tasks_root=, device=; no url and no {ENV_URL})",
-            )
-        return HttpScorer(url, in_flight=in_flight)
+        wanted = timing_settings(timing, where=f"{where}.timing")
+        server = HttpScorer(url, in_flight=in_flight)
+        if wanted is not None:  # the server times; a trainer's budget must be the server's
+            server.require_timing(wanted, where=f"{where}.timing")
+        return server
     budget = timing_settings(timing, where=f"{where}.timing")
     folder = ledger or os.environ.get(ENV_LEDGER)
     if not folder:

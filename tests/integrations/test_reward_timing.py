@@ -141,21 +141,54 @@ def test_a_bad_timing_names_its_field_and_the_fix(
     assert not ledger_dir.exists()  # refused before a ledger was opened
 
 
-def test_timing_for_aka_serve_is_refused(
-    base: dict[str, str], monkeypatch: pytest.MonkeyPatch
+def test_a_trainer_s_timing_must_be_the_server_s(
+    tasks_root: Path, ledger_dir: Path, base: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """``aka serve`` times every request with its own settings: a trainer asking for a
+    budget gets the server only when the server times with that budget, else an error
+    with the ``aka serve`` options that would."""
+    import threading
+
+    from aka.api import Evaluator
+    from aka.cli._serve import make_server
+    from aka.integrations._http import HttpScorer
     from aka.integrations.trl import AkaReward
     from aka.integrations.verl import compute_score
 
-    url = "http://127.0.0.1:9"  # never reached: the refusal comes first
-    with pytest.raises(InputError, match="own evaluator's settings") as exc:
-        AkaReward(task=TASK, url=url, timing={"max_time_s": 0.2})
-    assert exc.value.where == "AkaReward.timing"
-    assert "drop timing" in (exc.value.fix or "") and "score in this process" in (
-        exc.value.fix or ""
-    )
-    monkeypatch.setenv("AKA_SERVE_URL", url)  # a server named by the environment too
-    with pytest.raises(InputError, match="no timing option") as exc:
-        compute_score("aka", "", json.dumps({"task": TASK}), None, **base, timing=EXPECTED)
-    assert exc.value.where == "custom_reward_function.reward_kwargs.timing"
-    assert not isinstance(open_scorer(), LocalScorer)  # without timing it scores there
+    led = Ledger.open(ledger_dir, registry=REGISTRY)
+    with Evaluator(led, tasks_root=tasks_root, device="cpu", timing=EXPECTED) as ev:
+        server = make_server(ev, "127.0.0.1", 0)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            assert isinstance(open_scorer(url=url, timing=BUDGET), HttpScorer)  # the same budget
+            with pytest.raises(InputError, match="times with") as exc:
+                AkaReward(task=TASK, url=url, timing={"max_time_s": 0.5})
+            assert exc.value.where == "AkaReward.timing"
+            fix = exc.value.fix or ""
+            assert "aka serve --target-rel-ci 0.005 --max-time-s 0.5 --min-samples 10" in fix
+            assert "drop timing" in fix
+            monkeypatch.setenv("AKA_SERVE_URL", url)  # a server named by the environment too
+            with pytest.raises(InputError, match="times with") as exc:
+                compute_score(
+                    "aka", "", json.dumps({"task": TASK}), None, timing={"min_samples": 3}
+                )
+            assert exc.value.where == "custom_reward_function.reward_kwargs.timing"
+            assert not isinstance(open_scorer(), LocalScorer)  # without timing it scores there
+        finally:
+            server.shutdown()
+            server.server_close()
+    led.close()
+    with pytest.raises(InputError, match="cannot reach aka serve"):  # nothing to check against
+        open_scorer(url="http://127.0.0.1:9", timing=BUDGET)
+
+
+def test_aka_serve_takes_the_timing_options_and_names_a_bad_one(cli: Any, tmp_path: Path) -> None:
+    from aka.cli._serve import _timing
+
+    assert _timing(max_time_s=None, min_samples=None) is None  # the evaluator's default
+    assert _timing(max_time_s=0.2, target_rel_ci=0.01, min_samples=5) == EXPECTED
+    res = cli("serve", "--max-time-s", "-1", "--ledger", str(tmp_path / "led"), "--port", "0")
+    assert res.code == 2
+    assert "--max-time-s" in res.err and "greater than 0" in res.err
+    assert not (tmp_path / "led").exists()  # refused before a ledger or a port was taken
