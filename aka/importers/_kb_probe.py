@@ -62,10 +62,31 @@ CPU_SECONDS = 5.0
 Shape = dict[str, int]
 
 
+_LOADED: dict[str, Any] = {}
+
+
+def _loaded() -> dict[str, Any]:
+    """The task's loader as this process runs it: ``load_problem`` and the float64 helpers
+    the reference uses (``float64_model``, ``forward64``), so the probe runs the problem
+    exactly as the reference will."""
+    if not _LOADED:
+        namespace: dict[str, Any] = {"__name__": "_aka_kb_loader", "__file__": __file__}
+        exec(compile(KERNELBENCH_LOADER, "kb_loader.py", "exec"), namespace)
+        _LOADED.update(namespace)
+    return _LOADED
+
+
 def _loader() -> Any:
-    namespace: dict[str, Any] = {"__name__": "_aka_kb_loader", "__file__": __file__}
-    exec(compile(KERNELBENCH_LOADER, "kb_loader.py", "exec"), namespace)
-    return namespace["load_problem"]
+    return _loaded()["load_problem"]
+
+
+def _float64(module: Any) -> Any:
+    """The problem's Model built from its init inputs, in float64 as the reference has it."""
+    return _loaded()["float64_model"](module.Model(*module.get_init_inputs())).eval()
+
+
+def _forward(model: Any, args: list[Any]) -> Any:
+    return _loaded()["forward64"](model, args)
 
 
 def roots(source: str) -> set[str]:
@@ -302,13 +323,12 @@ def depends_on_inputs(load: Any, path: Path, shape: Shape) -> bool:
     try:
         module = load(shape, path)
         torch.manual_seed(0)
-        model = module.Model(*module.get_init_inputs()).double().eval()
+        model = _float64(module)
         for seed in (0, 1):
             torch.manual_seed(seed)
             args = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                     for x in module.get_inputs()]  # fmt: skip
-            with torch.no_grad():
-                outs.append(model(*args))
+            outs.append(_forward(model, args))
     except Exception:
         return True
     return not repeats(*outs)
@@ -351,8 +371,7 @@ def widened_inputs(model: Any, inputs: list[Any], out: Any) -> dict[int, tuple[f
             continue
         for low, high in RANGES:
             moved = [*inputs[:i], low + (high - low) * x, *inputs[i + 1 :]]
-            with torch.no_grad():
-                again = model(*moved)
+            again = _forward(model, moved)
             if (
                 isinstance(again, torch.Tensor)
                 and bool(torch.isfinite(again).all())
@@ -361,6 +380,24 @@ def widened_inputs(model: Any, inputs: list[Any], out: Any) -> dict[int, tuple[f
                 picks[i] = (low, high)
                 break
     return picks
+
+
+RANDOM_FORWARD = (
+    "two forwards on the same inputs differ: the forward draws random numbers (an initial "
+    "state made with torch.randn in forward), so no output can be checked against it"
+)
+"""Why a problem whose forward is random cannot be a task, whatever the device."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two forward outputs are identical (tensors bitwise, NaNs where NaNs are)."""
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a.nan_to_num(), b.nan_to_num()))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
@@ -379,11 +416,12 @@ def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
                 x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                 for x in module.get_inputs()
             ]
-            model = module.Model(*module.get_init_inputs()).double().eval()
+            model = _float64(module)
             t0 = time.perf_counter()
-            with torch.no_grad():
-                out = model(*inputs)
+            out = _forward(model, inputs)
             seconds.append(time.perf_counter() - t0)
+            if not _same(out, _forward(model, inputs)):
+                return {"error": f"at {shape}: {RANDOM_FORWARD}"}
             if len(seconds) == 1:
                 widened = widened_inputs(model, inputs, out)
         except Exception as exc:

@@ -40,7 +40,7 @@ from aka.importers._common import (
     unique_names,
     write_spec,
 )
-from aka.importers._kb_probe import GPU_ELEMENTS, MARK, TOLERANCE
+from aka.importers._kb_probe import GPU_ELEMENTS, MARK, RANDOM_FORWARD, TOLERANCE
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 from aka.pyast import dotted_name, import_aliases, resolve
 
@@ -217,6 +217,10 @@ class Plan:
     (:func:`aka.importers._kb_probe.widened_inputs`)."""
 
 
+FIX_RANDOM = (
+    "draw the random tensors in get_inputs() (or once in __init__, under the weight seed) "
+    "and pass them to forward"
+)
 FIX_SIZES = (
     "give each size a module-level name (batch_size = 128) that get_inputs() and "
     "get_init_inputs() use, so it can be scaled"
@@ -258,6 +262,8 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
             f"no CPU held-out shape near {cpu} builds the problem"
         )  # fmt: skip
         return Plan("imported GPU-only", why, FIX_SIZES, shapes=shapes)
+    if RANDOM_FORWARD in cpu_run.get("error", ""):  # no device makes it checkable
+        return Plan("refused", cpu_run["error"], FIX_RANDOM)
     if "error" in cpu_run:
         why = f"the reference fails on the CPU shapes {cpu}, {cpu_held}: {cpu_run['error']}"
         return Plan("imported GPU-only", why, "", shapes=shapes)

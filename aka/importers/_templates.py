@@ -58,6 +58,34 @@ def load_problem(shape, path=None):
     return module
 
 
+def float64_model(model):
+    """``model`` in float64, with the tensors it keeps as plain attributes (an initial
+    state drawn in __init__, ``self.h0 = torch.randn(...)``): Module.double() casts only
+    parameters and buffers, and a float32 state beside float64 inputs fails the forward."""
+    import torch
+
+    model = model.double()
+    for module in model.modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                setattr(module, name, value.double())
+    return model
+
+
+def forward64(model, args):
+    """``model(*args)`` with float64 as torch's default dtype, so that tensors the forward
+    creates without a dtype (``torch.zeros(n, device=x.device)``) match its inputs."""
+    import torch
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with torch.no_grad():
+            return model(*args)
+    finally:
+        torch.set_default_dtype(before)
+
+
 def share_values(problem, module_name):
     """Give the module named module_name the problem's module-level values at this shape,
     for the names it defines too (a Model that reads batch_size from its module)."""
@@ -125,10 +153,9 @@ def reference(*inputs, **shape):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(WEIGHT_SEED)
             model = problem.Model(*problem.get_init_inputs())
-        model = _MODELS.setdefault(key, model.double().to(device).eval())
+        model = _MODELS.setdefault(key, float64_model(model).to(device).eval())
     args = [_cast(x, torch.float64, device) for x in inputs]
-    with torch.no_grad():
-        return model(*args)
+    return forward64(model, args)
 """
 )
 

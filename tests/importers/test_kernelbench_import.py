@@ -314,3 +314,97 @@ def test_cpu_shapes_that_make_the_output_ignore_the_inputs_are_passed_over(
     detail = next(c.detail for c in out.checks if c.name == "output_depends_on_seed")
     assert "the inputs differ between seeds but the output does not" in detail
     assert "fix: change the problem" in detail  # not "draw every input from its seed"
+
+
+# Upstream level-3 recurrent models keep their initial state two ways: drawn once in
+# __init__ as a plain attribute (Module.double() does not cast it), or drawn in forward on
+# every call without a dtype (float32 beside the float64 reference's inputs, and random).
+GRU_STATE_IN_INIT = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, input_size, hidden_size, num_layers=2):
+        super(Model, self).__init__()
+        self.gru = nn.GRU(input_size, hidden_size, num_layers, batch_first=False)
+        self.h0 = torch.randn((num_layers, batch_size, hidden_size))
+
+    def forward(self, x):
+        self.h0 = self.h0.to(x.device)
+        output, h_n = self.gru(x, self.h0)
+        zeros = torch.zeros(h_n.shape[-1], device=x.device)  # made in forward, no dtype
+        return h_n + zeros
+
+# Test code (upstream's sizes shrunk: 512 steps, 6 layers of 256)
+batch_size = 10
+seq_len = 16
+input_size = 32
+hidden_size = 32
+num_layers = 2
+
+def get_inputs():
+    return [torch.rand(seq_len, batch_size, input_size)]
+
+def get_init_inputs():
+    return [input_size, hidden_size, num_layers]
+"""
+
+LSTM_STATE_IN_FORWARD = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, input_size, hidden_size, num_layers, output_size):
+        super(Model, self).__init__()
+        self.hidden_size, self.num_layers = hidden_size, num_layers
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True)
+        self.fc = nn.Linear(hidden_size, output_size)
+
+    def forward(self, x, h0=None, c0=None):
+        batch_size = x.size(0)
+        if h0 is None:
+            h0 = torch.randn(self.num_layers, batch_size, self.hidden_size, device=x.device)
+        if c0 is None:
+            c0 = torch.randn(self.num_layers, batch_size, self.hidden_size, device=x.device)
+        out, _ = self.lstm(x, (h0, c0))
+        return self.fc(out[:, -1, :])
+
+# === Test configuration === (upstream's sizes shrunk: 512 steps, 6 layers of 256)
+batch_size = 10
+sequence_length = 16
+input_size = 32
+hidden_size = 32
+num_layers = 2
+output_size = 10
+
+def get_inputs():
+    return [torch.rand(batch_size, sequence_length, input_size)]
+
+def get_init_inputs():
+    return [input_size, hidden_size, num_layers, output_size]
+"""
+
+
+def test_recurrent_states_run_in_float64_and_a_random_forward_is_refused(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    folder = tmp_path / "level3"
+    folder.mkdir()
+    (folder / "39_GRU.py").write_text(GRU_STATE_IN_INIT)
+    (folder / "35_LSTM.py").write_text(LSTM_STATE_IN_FORWARD)
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(folder), "--root", str(root))
+    assert "1 imported, 0 imported GPU-only, 1 refused" in res.out, res.out + res.err
+    (lstm,) = re.split(r"(?m)^refused ", res.err)[1:]
+    assert "35_LSTM.py" in lstm and "forward draws random numbers" in lstm
+    assert "get_inputs()" in lstm  # the fix: draw them there and pass them in
+    task = root / "torch2triton/kernelbench/39_gru"
+    spec = yaml.safe_load((task / "task.yaml").read_text())
+    assert spec["devices"] == ["cuda", "cpu"]
+    ref = load_file_module(task / "reference.py", "kb_ref_gru")
+    shape = spec["shapes"]["cpu"][0]
+    inputs = ref.make_inputs(shape, torch.float32, "cpu", 1)
+    out = ref.reference(*inputs, **shape)
+    assert out.dtype == torch.float64 and torch.isfinite(out).all()
+    assert torch.get_default_dtype() == torch.float32  # given back after the forward
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+        checked = validate_task(led, task, root=root, device="cpu", run_id="v", quick=True)
+    assert checked.ok, [c for c in checked.checks if c.status == "fail"]
