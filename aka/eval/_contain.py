@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import glob
 import os
 import resource
+import stat
 import sys
 
 CLONE_NEWNS = 0x00020000
@@ -267,24 +269,74 @@ def mounts() -> list[tuple[str, set[str]]]:
 
 
 def _read_only(skip: set[str]) -> list[str]:
-    """Remount every mount read-only except those at ``skip``, ``/proc`` (which :func:`hide`
-    mounts afresh) and ``/dev`` (device nodes, which no process reads files from, opened
-    for writing by CUDA; ``/dev/shm`` is private); the mount points that refused.
+    """Remount every mount read-only except those at ``skip`` and ``/proc`` (which
+    :func:`hide` mounts afresh); the mount points that refused.
 
     A bind remount changes this namespace's view only. Writes fail with ``EROFS``, which
-    Python (bytecode) and CUDA (its JIT cache) take as "no cache".
+    Python (bytecode) and CUDA (its JIT cache) take as "no cache". ``/dev`` is included:
+    it is shared by every process of the machine, and a candidate that could rename or
+    remove an entry there (``/dev/null``, a GPU's node) would break the processes that
+    come after it, the clean baseline timing that checks its own among them. Device nodes
+    still open for writing on a read-only mount (the kernel exempts them); where a
+    platform does not, :func:`_dev_checked` gives ``/dev`` back its writes.
     """
     refused = []
-    for point, options in mounts():
-        special = any(point == d or point.startswith(d + "/") for d in ("/proc", "/dev"))
-        if point in skip or special or "ro" in options:
-            continue
-        flags = MS_BIND | MS_REMOUNT | MS_RDONLY
-        for name in options & _KEPT_OPTIONS.keys():
-            flags |= _KEPT_OPTIONS[name]
-        if _mount(None, point, None, flags, None) != 0:
+    before = _openable_devices()
+    for point, options in _remountable(skip):
+        if _remount(point, options, read_only=True) != 0:
             refused.append(point)
-    return refused
+    return refused + _dev_checked(before, skip)
+
+
+def _remountable(skip: set[str]) -> list[tuple[str, set[str]]]:
+    """The writable mounts :func:`_read_only` makes read-only, with their options."""
+    out = []
+    for point, options in mounts():
+        special = point == "/proc" or point.startswith("/proc/")
+        if point not in skip and not special and "ro" not in options:
+            out.append((point, options))
+    return out
+
+
+def _remount(point: str, options: set[str], *, read_only: bool) -> int:
+    flags = MS_BIND | MS_REMOUNT | (MS_RDONLY if read_only else 0)
+    for name in options & _KEPT_OPTIONS.keys():
+        flags |= _KEPT_OPTIONS[name]
+    return _mount(None, point, None, flags, None)
+
+
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+"""Device nodes a process opens for writing after it is contained (``subprocess.DEVNULL``,
+a compiler's output), besides every GPU node (``/dev/nvidia*``)."""
+
+
+def _openable_devices() -> set[str]:
+    """The device nodes this process can open for writing now."""
+    found = set()
+    for path in (*DEVICES, *sorted(glob.glob("/dev/nvidia*"))):
+        try:
+            if not stat.S_ISCHR(os.stat(path).st_mode):
+                continue
+            os.close(os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK))
+        except OSError:
+            continue
+        found.add(path)
+    return found
+
+
+def _dev_checked(before: set[str], skip: set[str]) -> list[str]:
+    """``/dev`` made writable again when a node that opened before it turned read-only no
+    longer does (a platform that applies a read-only mount to device nodes); the mount
+    points given back, to report as left writable."""
+    lost = before - _openable_devices()
+    if not lost:
+        return []
+    given = []
+    for point, options in mounts():
+        under = point == "/dev" or point.startswith("/dev/")
+        if under and point not in skip and _remount(point, options, read_only=False) == 0:
+            given.append(f"{point} (read-only refused {sorted(lost)[0]})")
+    return given
 
 
 def _kept(keep: str | None, replaced: list[str]) -> list[str]:

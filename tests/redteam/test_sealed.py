@@ -67,16 +67,16 @@ def test_a_baseline_slowed_in_the_first_process_only_earns_nothing(tmp_path: Pat
 
 def test_a_candidate_writes_nothing_another_process_reads(tmp_path: Path) -> None:
     """s12 tries to make a folder in site-packages, the environment, aka's caches, the
-    home folder and the evaluation's folders; outside its private ones, every mount is
-    read-only, so none is there afterwards (and its kernel is still judged)."""
+    home folder, /dev and the evaluation's folders; outside its private ones, every mount
+    is read-only, so none is there afterwards (and its kernel is still judged)."""
     import site
     import sys
 
     job, root = scale_job(tmp_path, (CORPUS / "s12_write_what_others_read.py").read_text())
     home = Path.home()
     places = [*map(Path, site.getsitepackages()), Path(sys.prefix), home, home / ".cache/aka",
-              home / ".cache/aka/native", home / ".triton", root, *(root / n for n in
-              ("task", "base", "cand", "scratch"))]  # fmt: skip
+              home / ".cache/aka/native", home / ".triton", Path("/dev"), root,
+              *(root / n for n in ("task", "base", "cand", "scratch"))]  # fmt: skip
     try:
         v = run_job(job, root)
         left = [str(p) for p in places if (p / "aka-s12-probe").exists()]

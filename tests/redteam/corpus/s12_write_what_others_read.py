@@ -7,7 +7,9 @@ reads from: site-packages (where a ``.pth`` file runs in every new interpreter),
 environment's prefix, aka's caches (the sealed core's built library, the kernel caches
 the baseline's clean timing uses), the home folder, and the evaluation's own folders
 (the task's reference the checker loads, the baseline's sources, the shared working
-folder). A folder is harmless; a file with code in it is not, and the two need the same
+folder), and ``/dev``, where renaming ``/dev/null`` or a GPU's node would break every
+process started after it (the clean baseline timing that checks this one's among them).
+A folder is harmless; a file with code in it is not, and the two need the same
 permission. ``os.mkdir`` is what no tripwire watches.
 """
 
@@ -26,6 +28,7 @@ def _places():
     yield os.path.expanduser("~/.cache/aka")
     yield os.path.expanduser("~/.cache/aka/native")
     yield os.path.expanduser("~/.triton")
+    yield "/dev"  # shared by every process: a node renamed there breaks the next one
     for name in ("task", "base", "cand", "scratch", ""):
         yield os.path.join(root, name)
 
