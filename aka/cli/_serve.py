@@ -143,7 +143,7 @@ def _probe(host: str, port: int) -> ThreadingHTTPServer:
 def _timing(**given: float | int | None) -> TimingSettings | None:
     """The timing options given (None when none is), checked before anything is bound or
     recorded; a bad one names its option and what it takes."""
-    from aka.integrations._scorer import timing_settings
+    from aka.integrations import timing_settings
 
     chosen = {k: v for k, v in given.items() if v is not None}
     if not chosen:

@@ -2,7 +2,8 @@
 
 Public surface: the response format (:func:`parse_response`, :class:`Candidate`,
 :class:`ResponseError`), :func:`score_response` (one response scored, locally or through
-``aka serve``) and :func:`export_prompts` with :data:`PROMPT_FORMATS` (the prompt
+``aka serve``), :func:`timing_settings` (a trainer's or a server's timing budget,
+checked) and :func:`export_prompts` with :data:`PROMPT_FORMATS` (the prompt
 datasets). The trainer adapters are modules of their own, named after the trainer, so a
 trainer config can point at them: ``aka.integrations.verl:compute_score``,
 ``aka.integrations.trl:AkaReward``, ``aka.integrations.skyrl:AkaEnv``. None imports torch
@@ -16,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from aka.integrations._response import MAX_RESPONSE_CHARS, Candidate, ResponseError, parse_response
-from aka.integrations._scorer import score_response
+from aka.integrations._scorer import score_response, timing_settings
 
 if TYPE_CHECKING:
     from aka.integrations._dataset import PROMPT_FORMATS, export_prompts
@@ -29,6 +30,7 @@ __all__ = [
     "export_prompts",
     "parse_response",
     "score_response",
+    "timing_settings",
 ]
 
 _LAZY = {"PROMPT_FORMATS", "export_prompts"}
