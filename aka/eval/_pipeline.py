@@ -315,10 +315,19 @@ def clean_baseline_timing(job: Job, root: Path, workers: Workers) -> list[dict[s
 
 
 def _timing_only(
-    job: Job, root: Path, workers: Workers, cand_dir: Path, name: str
+    job: Job,
+    root: Path,
+    workers: Workers,
+    cand_dir: Path,
+    name: str,
+    fingerprint: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The timing pairs of one more sealed process that only times ``cand_dir`` as the
-    candidate (no timing when it fails: its callers then fall back on what they had)."""
+    candidate (no timing when it fails: its callers then fall back on what they had).
+
+    ``fingerprint``: the device as the evaluation's checker read it, for pairs that may
+    stand in the verdict (no checker runs after this process, and a pair without it made
+    the attempt's device read as another one to ``aka compare``)."""
     native = str(_native.ensure_built(job.device))
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)
@@ -330,6 +339,8 @@ def _timing_only(
                                workers=workers)  # fmt: skip
     if assembled["error"] or not assembled["timing"]:
         return []
+    for item in assembled["timing"]:
+        item.setdefault("fingerprint", dict(fingerprint or {}))
     return timing_results(job, assembled["timing"])
 
 
@@ -354,7 +365,7 @@ def rebase_slowed(
     )  # fmt: skip
     if not slowed:
         return timing, []
-    again = _timing_only(job, root, workers, root / "cand", "again")
+    again = _timing_only(job, root, workers, root / "cand", "again", _device_of(timing))
     return _detect.settle_slowed(timing, again, slowed, slack)
 
 

@@ -63,6 +63,9 @@ def test_a_baseline_slowed_in_the_first_process_only_earns_nothing(tmp_path: Pat
     assert pair["speedup"] < 2 * honest.timing[0]["pair"]["speedup"], (pair, honest.timing)
     assert any(n.startswith(("baseline_noise: shape", "baseline_slowed: shape"))
                for n in forged.notes), forged.notes  # fmt: skip
+    # Whichever timing stands, it was read on the same device (aka compare matches arms
+    # on it): a pair from the second process carries the checker's fingerprint too.
+    assert forged.device and pair.get("fingerprint") == forged.device == honest.device
 
 
 def test_a_candidate_writes_nothing_another_process_reads(tmp_path: Path) -> None:
