@@ -30,12 +30,14 @@ def rms(t: Any) -> float:
 
 def repeats(a: Any, b: Any) -> bool:
     """Whether two reference outputs are the same answer: equal, or for floating outputs
-    within :data:`REPEAT_RTOL` of the output's RMS everywhere. On a GPU, float64 kernels
-    that accumulate with atomics (cuDNN's transposed convolutions) differ in the last bits
-    from call to call; unseeded randomness, which this guards against, differs by the
-    output's own scale."""
+    within :data:`REPEAT_RTOL` of the output's RMS everywhere, NaN where NaN was; tuples
+    and lists element by element. On a GPU, float64 kernels that accumulate with atomics
+    (cuDNN's transposed convolutions) differ in the last bits from call to call; unseeded
+    randomness, which this guards against, differs by the output's own scale."""
     import torch
 
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(repeats(x, y) for x, y in zip(a, b, strict=True))
     if type(a) is not torch.Tensor or type(b) is not torch.Tensor or a.shape != b.shape:
         return bool(type(a) is type(b) and (a is b or a == b))
     if torch.equal(a, b):
@@ -43,4 +45,6 @@ def repeats(a: Any, b: Any) -> bool:
     if not (a.is_floating_point() and b.is_floating_point()) or not a.numel():
         return False
     x, y = a.detach().double(), b.detach().to(device=a.device, dtype=torch.float64)
-    return bool(((x - y).abs() <= REPEAT_RTOL * rms(x)).all())
+    scale = rms(x.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0))
+    same = (x == y) | (x.isnan() & y.isnan()) | ((x - y).abs() <= REPEAT_RTOL * scale)
+    return bool(same.all())

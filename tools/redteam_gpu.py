@@ -75,7 +75,11 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     # before its replay starts, so its cheat never runs; s03 replays inside eager timing.)
     ("s03_watched_modes", SCALE, 10, (), CPU_CORPUS),
     ("s09_output_tamper", SCALE, 14, ("output_tamper",), CPU_CORPUS),
+    ("s06_timed_only_fallback", SCALE, 12, ("forbidden_api",), CPU_CORPUS),
+    ("g18_graph_capture_library", SCALE, 12, ("forbidden_api",), GPU_CORPUS),
 ]
+FORBIDDEN = {"s06_timed_only_fallback": ["torch.mul"], "g18_graph_capture_library": ["torch.mul"]}
+"""Names the task forbids on top of the fixture's, per entry (the scale task forbids none)."""
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):
 its timed outputs are audited by keyed samples, not whole copies."""
@@ -87,7 +91,12 @@ LARGE_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
 
 
 def job(
-    task: str, device: str, *, heldout: bool = False, shapes: list[dict[str, int]] | None = None
+    task: str,
+    device: str,
+    *,
+    heldout: bool = False,
+    shapes: list[dict[str, int]] | None = None,
+    forbidden: list[str] | None = None,
 ) -> Job:
     """The evaluation job for a fixture task (what ``aka.kinds._kernel.job_for`` builds from
     YAML); ``shapes`` replaces the task's on a GPU."""
@@ -96,7 +105,8 @@ def job(
     gpu = shapes or (spec["heldout"] if heldout else spec["shapes"])
     shapes = spec["cpu"] if device == "cpu" else gpu
     return Job(
-        reference="reference.py", editable=["kernel.py"], forbidden=[], entry_file=entry_file,
+        reference="reference.py", editable=["kernel.py"], forbidden=forbidden or [],
+        entry_file=entry_file,
         entry_symbol=symbol, pass_shape=False, backend=spec["backend"],
         shapes=shapes, dtypes=["float32"],
         tolerances=TOL, seeds=2, device=device, time=True,
@@ -116,7 +126,7 @@ def evaluate(
         shutil.copytree(TASKS / task / "source", root / "cand")
         shutil.copy(folder / f"{name}.py", root / "cand" / "kernel.py")
         t0 = time.perf_counter()
-        v = run_job(job(task, device, shapes=shapes), root)
+        v = run_job(job(task, device, shapes=shapes, forbidden=FORBIDDEN.get(name)), root)
         wall = time.perf_counter() - t0
     speedups, noise = aggregate_speedups(v.timing) if v.correct else ([], 0)
     geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None

@@ -60,21 +60,24 @@ def slowed(
     timings: list[dict[str, Any]],
     measure: Callable[[], list[dict[str, Any]]],
     detect: Callable[[list[dict[str, Any]], list[dict[str, Any]]], list[T]],
-) -> list[T]:
-    """``detect``'s findings against the clean timing of ``key`` (``measure`` makes one).
+) -> list[T] | None:
+    """``detect``'s findings against the clean timing of ``key`` (``measure`` makes one),
+    or ``None`` when no clean timing came back to judge by.
 
     Findings against a kept timing are checked again against a fresh one, and the fresh
-    one's findings are returned (and it is kept). A measurement that fails (no timing
-    came back) gives no findings: the detector is silent rather than wrong.
+    one's findings are returned (and it is kept). ``None`` is for the caller to fail
+    closed on: a candidate that can make the clean timing fail (break what its process
+    needs, outlast its time) must not thereby switch the check of its baseline off.
     """
     with _lock(key):
         kept = _cache.get(key)
         if kept is None:
             kept = _store(key, measure())
-            return detect(timings, kept)
+            return detect(timings, kept) if kept else None
         if not detect(timings, kept):
             return []
-        return detect(timings, _store(key, measure()))
+        fresh = _store(key, measure())
+        return detect(timings, fresh) if fresh else None
 
 
 def _store(key: str, timing: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _baseline_ref, _detect, _native, _plan, _spares
+from aka.eval import _baseline_ref, _detect, _native, _ops, _plan, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._proc import CHILD_TIMEOUT_S, Collected, child_env
@@ -217,16 +217,30 @@ def _sealed(
     # and checks; the gate stops them while it times.
     workers.refill(job.device, job.isolate_network)
     stdlib = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
-    # The paths the candidate's code objects carry (as imported, and resolved).
-    dirs = {Path(request.cand_dir), Path(request.cand_dir).resolve()}
-    rels = [r for r in job.editable if r.endswith(".py")] or [job.entry_file]
-    text = plan.text(tuple(sorted(str(d / r) for d in dirs for r in rels)), tuple(stdlib))
+    text = plan.text(task_files(job, Path(request.cand_dir)), tuple(stdlib),
+                     tuple(_ops.forbidden_operators(job.forbidden)))  # fmt: skip
     cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)
     got = cand.collect(job.timeout_s)
     assembled = _plan.assemble(plan, got.core)
     for rec in assembled["records"]:  # outputs are digested under this process's key
         rec["digest_key"] = cand.key.hex()
     return CandidateRun.of(got), assembled
+
+
+def task_files(job: Job, cand: Path) -> tuple[str, ...]:
+    """The task's own Python sources in the candidate's tree (what is not editable), by the
+    paths their code objects carry as imported and resolved: operators their code calls
+    inside a candidate call (a model around the kernel) are not the candidate's."""
+    editable = {r for r in job.editable if r.endswith(".py")} | (
+        set() if any(r.endswith(".py") for r in job.editable) else {job.entry_file}
+    )
+    rels = sorted(
+        p.relative_to(cand).as_posix()
+        for p in cand.rglob("*.py")
+        if "__pycache__" not in p.parts and p.relative_to(cand).as_posix() not in editable
+    )
+    dirs = sorted({str(cand), str(cand.resolve())})
+    return tuple(str(Path(d) / r) for d in dirs for r in rels)
 
 
 def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
@@ -350,7 +364,9 @@ def rebase_slowed(
     """``timing`` with every shape whose baseline ran slower beside the candidate than in
     a process without it settled (:func:`aka.eval._detect.baseline_slowed`), and a note for
     each such shape: the candidate is timed once more in a fresh process, and a baseline
-    slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`)."""
+    slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`).
+    With no clean timing to judge by, no timing at all: the candidate stays correct,
+    without a speedup."""
     files = sorted(  # sources only: bytecode the processes left there differs per folder
         p for p in (root / "base").rglob("*") if p.is_file() and "__pycache__" not in p.parts
     )
@@ -363,6 +379,11 @@ def rebase_slowed(
         key, timing, lambda: clean_baseline_timing(job, root, workers),
         lambda t, clean: _detect.baseline_slowed(t, clean, slack),
     )  # fmt: skip
+    if slowed is None:
+        return [], [
+            "no speedup: the baseline could not be timed in a process of its own, so a "
+            "baseline slowed beside the candidate could not be ruled out"
+        ]
     if not slowed:
         return timing, []
     again = _timing_only(job, root, workers, root / "cand", "again", _device_of(timing))

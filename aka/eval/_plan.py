@@ -59,14 +59,22 @@ class Plan:
     pairs: list[tuple[int, str, int]]  # (shape index, dtype, seed)
     timing: dict[str, Any] = field(default_factory=dict)
 
-    def text(self, cand_files: tuple[str, ...] = (), libraries: tuple[str, ...] = ()) -> str:
+    def text(
+        self,
+        task_files: tuple[str, ...] = (),
+        libraries: tuple[str, ...] = (),
+        forbidden: tuple[str, ...] = (),
+    ) -> str:
         """The plan as the core reads it (see ``_seal/seal.cpp``).
 
-        ``cand_files``: operators called from code in these files (the editable ones) are
-        the candidate's; ``libraries``: folders whose frames are skipped when deciding.
+        ``forbidden``: the ATen operators whose calls inside a candidate call are recorded,
+        checked and timed calls alike; each is charged to the candidate unless the code that
+        called it is in ``task_files`` (the task's own sources around the kernel, not
+        editable); ``libraries``: folders whose frames are passed over when deciding.
         """
-        lines = [f"W {path}" for path in cand_files]
+        lines = [f"T {path}" for path in task_files]
         lines += [f"L {lib}" for lib in libraries]
+        lines += [f"F {op}" for op in sorted(forbidden)]
         lines += [
             f"S {i} " + " ".join(f"{k}={int(v)}" for k, v in shape.items())
             for i, shape in enumerate(self.shapes)
@@ -147,13 +155,16 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
     """Records for the checker, raw timings and sealed findings from the core's frames.
 
     Returns ``records`` (correctness cases, then timed audits), ``twins`` (record index
-    pairs), ``timing`` (per pair: shape, dtype, the core's timing frame), ``ops`` (library
-    operators seen in candidate calls), ``flags`` and ``error``.
+    pairs), ``timing`` (per pair: shape, dtype, the core's timing frame), ``ops`` (forbidden
+    operators seen in candidate calls, checked or timed), ``flags`` and ``error``.
     """
     flags: list[dict[str, str]] = []
     calls = [f for f in core if f.get("kind") == "call"]
     timings = [f for f in core if f.get("kind") == "timing"]
     done = [f for f in core if f.get("kind") == "core_done"]
+    for f in done:
+        if f.get("recorder"):
+            flags.append({"flag": "op_record_tamper", "evidence": str(f["recorder"])})
     by_nonce: dict[str, dict[str, Any]] = {}
     for f in calls:
         nonce = str(f.get("nonce"))
@@ -199,6 +210,7 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
                     flags.append({"flag": "records_incomplete",
                                   "evidence": f"no timing record for shape {k}"})  # fmt: skip
                 continue
+            ops.update(str(o) for o in tf.get("ops") or [])
             if tf.get("error"):
                 error = error or f"timing failed: {tf['error']}"
             for audit in tf.get("audits") or []:

@@ -389,17 +389,6 @@ RANDOM_FORWARD = (
 """Why a problem whose forward is random cannot be a task, whatever the device."""
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Whether two forward outputs are identical (tensors bitwise, NaNs where NaNs are)."""
-    import torch
-
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and bool(torch.equal(a.nan_to_num(), b.nan_to_num()))
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
     """Each shape's float64 forward on the CPU, as the reference runs it: seconds or the
     error, and which inputs to widen (:func:`widened_inputs`, from the first shape)."""
@@ -420,7 +409,7 @@ def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
             t0 = time.perf_counter()
             out = _forward(model, inputs)
             seconds.append(time.perf_counter() - t0)
-            if not _same(out, _forward(model, inputs)):
+            if not repeats(out, _forward(model, inputs)):
                 return {"error": f"at {shape}: {RANDOM_FORWARD}"}
             if len(seconds) == 1:
                 widened = widened_inputs(model, inputs, out)

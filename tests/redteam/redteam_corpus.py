@@ -73,6 +73,7 @@ HONEST = [
     Entry("honest_triton_autotune", TRITON),
 ]
 MUL = ("torch.mul",)  # forbidden on top of the scale task for the operator-alias entries
+ADDCMUL = ("torch.addcmul",)
 HANG_S = 30.0  # the whole-evaluation limit for candidates that never return
 ADVERSARIAL = [
     Entry("p02_background_thread", SCALE, 2, ("threads", "background_thread")),
@@ -130,6 +131,11 @@ ADVERSARIAL = [
     Entry("s06_dunder_inplace", SCALE, 12, ("forbidden_api",), forbidden=MUL),
     Entry("s06_torchscript", SCALE, 12, ("forbidden_api",), forbidden=MUL),
     Entry("s06_importlib_functional", SCALE, 12, ("forbidden_api",), forbidden=MUL),
+    Entry("s06_timed_only_fallback", SCALE, 12, ("forbidden_api",), forbidden=MUL, time=True),
+    Entry("s06_forged_filename", SCALE, 12, ("forbidden_api",), forbidden=MUL),
+    Entry("s06_builtin_entry", SCALE, 12, ("forbidden_api",), forbidden=ADDCMUL),
+    Entry("s06_recorder_off", SCALE, 12, ("forbidden_api", "op_record_tamper"), forbidden=MUL),
+    Entry("s06_recorder_native", SCALE, 12, ("ctypes", "op_record_tamper"), forbidden=MUL),
     Entry("s07_popen_session", SCALE, 2, ("subprocess", "background_process")),
     Entry("s07_multiprocessing", SCALE, 2, ("subprocess", "background_process")),
     Entry("s07_posix_spawn", SCALE, 2, ("subprocess", "background_process")),

@@ -49,20 +49,30 @@ def _in_child(body: Callable[[], dict[str, object]]) -> dict[str, object]:
     return dict(json.loads(data))
 
 
+def _errno(call: Callable[[], object]) -> str:
+    try:
+        call()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno or 0, str(exc))
+    return "done"
+
+
 def _contained_then_try() -> dict[str, object]:
     note = _contain.hide([], private=(tempfile.gettempdir(), "/dev/shm"), read_only=True)
-    out: dict[str, object] = {"note": note}
-    try:
-        os.mkdir(PROBE)
-        out["mkdir"] = "made"
-    except OSError as exc:
-        out["mkdir"] = errno.errorcode.get(exc.errno or 0, str(exc))
+    mode = os.stat("/dev/null").st_mode & 0o7777
+    out: dict[str, object] = {
+        "note": note,
+        "mkdir": _errno(lambda: os.mkdir(PROBE)),
+        # The node's own mode (the same as it has: nothing changes where it is allowed).
+        "chmod": _errno(lambda: os.chmod("/dev/null", mode)),
+    }
     with open("/dev/null", "w") as null:  # what subprocess.DEVNULL and compilers do
         out["null"] = null.write("written")
     return out
 
 
-def test_a_contained_process_changes_nothing_in_dev_and_still_writes_its_nodes() -> None:
+def _contained() -> tuple[dict[str, object], bool]:
+    """What a contained child got, and whether its probe folder is left in ``/dev``."""
     try:
         got = _in_child(_contained_then_try)
         made = PROBE.exists()
@@ -71,7 +81,12 @@ def test_a_contained_process_changes_nothing_in_dev_and_still_writes_its_nodes()
             PROBE.rmdir()
     if str(got.get("note", "")).startswith("not contained"):
         pytest.skip(f"no containment here: {got['note']}")
-    assert got.get("mkdir") == "EROFS", got
+    return got, made
+
+
+def test_a_contained_process_changes_nothing_in_dev_and_still_writes_its_nodes() -> None:
+    got, made = _contained()
+    assert got.get("mkdir") == "EROFS" and got.get("chmod") == "EROFS", got
     assert got.get("null") == len("written"), got
     assert not made
 
@@ -89,15 +104,8 @@ def test_where_device_nodes_stop_opening_dev_keeps_its_writes_and_says_so(
         return real() if len(calls) == 1 else set()  # nothing opens once /dev is read-only
 
     monkeypatch.setattr(_contain, "_openable_devices", refusing_after_remount)
-    try:
-        got = _in_child(_contained_then_try)
-        made = PROBE.exists()
-    finally:
-        if PROBE.is_dir():
-            PROBE.rmdir()
-    if str(got.get("note", "")).startswith("not contained"):
-        pytest.skip(f"no containment here: {got['note']}")
+    got, made = _contained()
     assert "left writable" in str(got["note"]) and "/dev (read-only refused /dev/" in str(
         got["note"]
     ), got
-    assert got.get("mkdir") == "made" and made, got  # writable again, as before
+    assert got.get("mkdir") == "done" and made, got  # writable again, as before

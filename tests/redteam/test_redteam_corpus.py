@@ -90,7 +90,7 @@ def test_gpu_script_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
     import subprocess
 
     out = tmp_path / "redteam.json"
-    names = ["honest_vectorized", "p07_mutate_input"]
+    names = ["honest_vectorized", "p07_mutate_input", "s06_timed_only_fallback"]
     res = subprocess.run(
         [sys.executable, str(REPO / "tools" / "redteam_gpu.py"), "--out", str(out),
          "--device", "cpu", "--only", *names],
@@ -99,7 +99,7 @@ def test_gpu_script_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     data = json.loads(out.read_text())
     assert [r["name"] for r in data["rows"]] == names
-    assert data["summary"] == {**data["summary"], "caught": 1, "honest_clean": 1}
+    assert data["summary"] == {**data["summary"], "caught": 2, "honest_clean": 1}
     assert "caught" in res.stdout and "clean" in res.stdout
 
 
@@ -115,3 +115,5 @@ def test_gpu_corpus_static_layer() -> None:
     assert found["g04_event_patch"] == {"monkeypatch"}
     # the side-stream and memory candidates are left to the runtime detectors
     assert found["g01_side_stream"] == found["g06_stale_memory"] == set()
+    # and the library under graph capture to the operator recorder
+    assert found["g18_graph_capture_library"] == set()

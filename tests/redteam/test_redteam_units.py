@@ -206,7 +206,10 @@ def test_a_kept_clean_timing_is_measured_again_before_it_changes_a_score() -> No
     assert measured == ["m", "m"]
     assert _baseline_ref.slowed(key, here, measure(fast), detect) == []  # the slow one was kept
     assert measured == ["m", "m"]  # and nothing was found, so nothing measured again
-    assert _baseline_ref.slowed(f"{key}-x", here, lambda: [], detect) == []  # none came back
+    # No clean timing came back: None, for the caller to fail closed on, first or again.
+    assert _baseline_ref.slowed(f"{key}-x", here, lambda: [], detect) is None
+    assert _baseline_ref.slowed(f"{key}-y", here, measure(fast), detect)
+    assert _baseline_ref.slowed(f"{key}-y", here, lambda: [], detect) is None
 
 
 def test_side_stream_reads_the_candidate_host_check() -> None:

@@ -68,6 +68,22 @@ def test_a_baseline_slowed_in_the_first_process_only_earns_nothing(tmp_path: Pat
     assert forged.device and pair.get("fingerprint") == forged.device == honest.device
 
 
+def test_without_a_clean_baseline_timing_there_is_no_speedup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check of a slowed baseline fails closed: when the baseline cannot be timed in a
+    process of its own (here it never comes back), a correct candidate keeps its verdict
+    but earns no speedup, and the note says why."""
+    from aka.eval import _baseline_ref, _pipeline
+
+    monkeypatch.setattr(_baseline_ref, "_cache", {})
+    monkeypatch.setattr(_pipeline, "clean_baseline_timing", lambda *a: [])
+    job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
+    v = run_job(job, root)
+    assert v.correct and v.timing == [], (v.error, v.timing)
+    assert any(n.startswith("no speedup: the baseline could not be timed") for n in v.notes)
+
+
 def test_a_candidate_writes_nothing_another_process_reads(tmp_path: Path) -> None:
     """s12 tries to make a folder in site-packages, the environment, aka's caches, the
     home folder, /dev and the evaluation's folders; outside its private ones, every mount

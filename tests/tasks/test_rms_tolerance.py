@@ -136,3 +136,21 @@ def test_integer_outputs_take_the_scaled_tolerance_too(tmp_path: Path) -> None:
     off = "def tiny(x):\n    return x.argsort().flip(0)\n"
     assert _evaluate_in(tmp_path / "a", task_dir, exact, SCALED).correct
     assert not _evaluate_in(tmp_path / "b", task_dir, off, SCALED).correct
+
+
+def test_repeats_compares_outputs_element_by_element_and_nan_where_nan_was() -> None:
+    """One rule for "the same answer twice" (a reference's determinism in the validator,
+    a random forward in the KernelBench importer): tuples and lists of tensors compare
+    element by element, NaNs match NaNs, last-bit noise passes and a redraw does not."""
+    from aka.tolerance import repeats
+
+    g = torch.Generator().manual_seed(0)
+    h, c = torch.randn(3, 4, generator=g, dtype=torch.float64), torch.randn(5, generator=g)
+    assert repeats((h, [c, 2]), (h.clone(), [c.clone(), 2]))
+    assert not repeats((h, c), (h, torch.randn(5, generator=g)))  # a state drawn again
+    assert not repeats((h, c), (h,)) and not repeats((h, c), h)
+    nan = h.clone()
+    nan[0, 0] = float("nan")
+    assert repeats(nan, nan.clone()) and not repeats(nan, h)
+    assert repeats(h, h + 1e-12 * h.abs().max())  # atomics in the last bits
+    assert not repeats(h, h + 1e-3)

@@ -241,16 +241,31 @@ std::string jlist(const std::vector<double>& v) {
   return o + "]";
 }
 
-// ---- which library operators ran inside candidate calls ----------------------------------
+// ---- which forbidden library operators ran inside candidate calls -----------------------
+//
+// A RecordFunction callback sees every ATen operator of the calling thread. It is on for
+// every candidate call, checked or timed alike: what the candidate can measure of it (its
+// cost per operator) is the same in both, so nothing there tells a timed call from a checked
+// one, and a library call made only when timed is seen like any other. Only operators the
+// task forbids are looked at further (the rest cost one lookup); the baseline's calls run
+// with it off, so the baseline is timed as it always was.
 
 std::mutex g_ops_mu;
-std::set<std::string> g_ops;
-bool g_recording = false;
+std::set<std::string> g_ops;  // forbidden operators charged to the candidate
+std::set<std::string> g_forbidden;  // from the plan's ``F`` lines
+std::atomic<int> g_recording{0};  // 0 off, 1 a candidate call, 2 the recorder's own probe
+std::atomic<bool> g_alive{false};
+std::string g_tamper;  // what switched the recorder off, if anything did (first only)
 
 thread_local int t_depth = 0;
 std::thread::id g_call_thread;
-std::vector<std::string> g_cand_files;  // frames from these files are the candidate's
+std::vector<std::string> g_task_files;  // frames from these files are the task's own code
 std::vector<std::string> g_libraries;  // ...and frames under these are a library's
+
+void note_tamper(const std::string& what) {
+  std::lock_guard<std::mutex> lock(g_ops_mu);
+  if (g_tamper.empty()) g_tamper = what;
+}
 
 bool library_file(const std::string& name) {
   if (name.empty() || name[0] == '<') return true;
@@ -262,12 +277,15 @@ bool library_file(const std::string& name) {
   return false;
 }
 
-// Whether the Python code that called the operator is the candidate's: walking out from
-// the innermost frame past library code, the first other frame decides (the task's own
-// model code around a kernel is not the candidate's).
-bool called_by_candidate() {
+// Whether an operator called inside a candidate call is the candidate's: walking out from
+// the innermost frame past library code, the first other frame decides, and only the task's
+// own files (model code around the kernel, not editable) are not the candidate's. Every
+// other ending is: the candidate's file, a file its code objects claim (a code object's
+// file name is the candidate's to choose), or the evaluator's frames, reached when no
+// Python of the candidate's is on the stack at all (an entry that is a library callable).
+bool charged_to_candidate() {
   PyGILState_STATE st = PyGILState_Ensure();
-  bool mine = false;
+  bool mine = true;
   PyFrameObject* f = PyEval_GetFrame();
   Py_XINCREF(f);
   while (f) {
@@ -278,8 +296,7 @@ bool called_by_candidate() {
     std::string name = c ? c : "";
     Py_XDECREF(fn);
     if (!library_file(name)) {
-      mine = g_cand_files.empty();
-      for (auto& path : g_cand_files) mine = mine || name == path;
+      for (auto& path : g_task_files) mine = mine && name != path;
       break;
     }
     PyFrameObject* back = PyFrame_GetBack(f);
@@ -295,15 +312,24 @@ bool called_by_candidate() {
 // Only operators called from outside any other operator count: those are what the
 // calling code asked for; what they dispatch to inside is the operator's own business.
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
-  if (g_recording && t_depth == 0 && std::this_thread::get_id() == g_call_thread &&
-      called_by_candidate()) {
-    std::lock_guard<std::mutex> lock(g_ops_mu);
-    if (g_ops.size() < 512) g_ops.insert(fn.name());
+  int mode = g_recording.load(std::memory_order_relaxed);
+  if (mode && t_depth == 0 && std::this_thread::get_id() == g_call_thread) {
+    if (mode == 2) {
+      g_alive = true;
+    } else if (g_forbidden.count(fn.name()) && charged_to_candidate()) {
+      std::lock_guard<std::mutex> lock(g_ops_mu);
+      if (g_ops.size() < 512) g_ops.insert(fn.name());
+    }
   }
   t_depth++;
   return nullptr;
 }
 void on_op_exit(const at::RecordFunction&, at::ObserverContext*) { t_depth--; }
+
+at::CallbackHandle add_recorder() {
+  return at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_op, &on_op_exit).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
+}
 
 // Our own tensor work must not pass through Python-level dispatch that candidate code may
 // have installed (a dispatch mode, a Python dispatcher override).
@@ -366,6 +392,17 @@ class Seal {
     py::module_ torch = py::module_::import("torch");
     for (auto& name : dtype_names_) dtypes_.push_back(torch.attr(name.c_str()));
     if (dev_.is_cuda()) impl_ = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+    // torch's two Python switches of the recorder answer to the core from here on, before
+    // candidate code is imported: switching it off or clearing its callbacks does nothing
+    // and is recorded. Nothing else holds the originals, so they are gone.
+    py::cpp_function enable([](bool on) {
+      if (!on) note_tamper("torch.autograd._enable_record_function(False) was called");
+    }, py::arg("enable"));
+    py::cpp_function clear([]() { note_tamper("torch._C._autograd._clear_callbacks() was called"); });
+    py::module_ cag = py::module_::import("torch._C._autograd");
+    cag.attr("_enable_record_function") = enable;
+    cag.attr("_clear_callbacks") = clear;
+    py::module_::import("torch.autograd").attr("_enable_record_function") = enable;
   }
 
   void send_py(const std::string& body) { frame("{\"kind\":\"py\",\"body\":" + jstr(body) + "}"); }
@@ -376,15 +413,13 @@ class Seal {
     if (ran_) throw std::runtime_error("seal: the plan has run");
     ran_ = true;
     candidate_ = candidate;
-    at::CallbackHandle handle = at::addGlobalCallback(
-        at::RecordFunctionCallback(&on_op, &on_op_exit).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
+    recorder_ = add_recorder();
     size_t done = 0;
     bool failed = false;
     for (auto& c : calls_) {
       failed = !correctness(c) || failed;
       done++;
     }
-    at::removeCallback(handle);
     last_ = at::Tensor();  // the device holds nothing of the correctness calls while timing
     frame("{\"kind\":\"mark\",\"name\":\"checked\"}");
     if (!failed && !pairs_.empty()) {
@@ -392,13 +427,16 @@ class Seal {
       char b;
       struct pollfd pfd = {0, POLLIN, 0};
       if (::poll(&pfd, 1, 600 * 1000) != 1 || ::read(0, &b, 1) != 1) {  // never ungated
+        at::removeCallback(recorder_);
         frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) +
               ",\"error\":\"the timing gate never opened\"}");
         return;
       }
       for (size_t k = 0; k < pairs_.size(); k++) timing(int(k));
     }
-    frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) + ",\"error\":null}");
+    at::removeCallback(recorder_);
+    frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) + ",\"error\":null" +
+          ",\"recorder\":" + (g_tamper.empty() ? std::string("null") : jstr(g_tamper)) + "}");
   }
 
  private:
@@ -408,6 +446,43 @@ class Seal {
   const c10::impl::DeviceGuardImplInterface* impl_ = nullptr;
   py::object make_inputs_, baseline_, candidate_;
   bool pass_shape_, ran_ = false;
+  at::CallbackHandle recorder_ = 0;
+
+  // A call of the candidate with the operator recorder on, as every one of its calls is.
+  py::object recorded(const py::object& fn, const py::tuple& args, int shape) {
+    g_call_thread = std::this_thread::get_id();
+    g_recording = 1;
+    try {
+      py::object out = invoke(fn, args, shape);
+      g_recording = 0;
+      return out;
+    } catch (...) {
+      g_recording = 0;
+      throw;
+    }
+  }
+
+  // After every candidate call (outside any timed window): an operator of the core's own
+  // must still reach the recorder. One switched off and left off, or whose callback was
+  // removed, is recorded and put back for the next call.
+  void check_recorder() {
+    if (!at::isRecordFunctionEnabled()) {
+      note_tamper("the operator recorder was switched off in a candidate call");
+      at::enableRecordFunction(true);
+    }
+    g_alive = false;
+    g_call_thread = std::this_thread::get_id();
+    g_recording = 2;
+    {
+      NoPython np;
+      (void)at::empty({0});
+    }
+    g_recording = 0;
+    if (!g_alive) {
+      note_tamper("the operator recorder's callback was removed in a candidate call");
+      recorder_ = add_recorder();
+    }
+  }
   std::string key_;
   uint64_t digest_key_ = 2;
   std::vector<py::dict> shapes_;
@@ -461,8 +536,10 @@ class Seal {
               py::int_(std::strtoll(f[i].c_str() + eq + 1, nullptr, 10));
         }
         shapes_.push_back(d);
-      } else if (tag == "W") {  // a path: the rest of the line, spaces included
-        g_cand_files.push_back(line.substr(2));
+      } else if (tag == "T") {  // a path: the rest of the line, spaces included
+        g_task_files.push_back(line.substr(2));
+      } else if (tag == "F") {
+        g_forbidden.insert(f[1]);
       } else if (tag == "L") {
         g_libraries.push_back(line.substr(2));
       } else if (tag == "D") {
@@ -663,6 +740,18 @@ class Seal {
   Call last_call_;
   std::string last_fields_;
 
+  static void clear_ops() {
+    std::lock_guard<std::mutex> lock(g_ops_mu);
+    g_ops.clear();
+  }
+
+  static std::string ops_seen() {
+    std::lock_guard<std::mutex> lock(g_ops_mu);
+    std::string ops = "[";
+    for (auto& o : g_ops) ops += (ops.size() > 1 ? "," : "") + jstr(o);
+    return ops + "]";
+  }
+
   static std::string short_error(py::error_already_set& e) {
     std::string s = e.what();
     return s.size() > 2000 ? s.substr(0, 2000) : s;
@@ -676,30 +765,19 @@ class Seal {
       auto [args, fresh] = inputs(1, c.shape, c.dtype, c.seed);
       poison(1, c.poison);
       sync();
-      {
-        std::lock_guard<std::mutex> lock(g_ops_mu);
-        g_ops.clear();
-      }
-      g_call_thread = std::this_thread::get_id();
-      g_recording = true;
+      clear_ops();
       double t0 = now_s();
       py::object out;
       try {
-        out = invoke(candidate_, args, c.shape);
+        out = recorded(candidate_, args, c.shape);
         sync();
       } catch (...) {
-        g_recording = false;
+        check_recorder();
         throw;
       }
       double wall = now_s() - t0;
-      g_recording = false;
-      std::string ops = "[";
-      {
-        std::lock_guard<std::mutex> lock(g_ops_mu);
-        bool first = true;
-        for (auto& o : g_ops) { ops += (first ? "" : ",") + jstr(o); first = false; }
-      }
-      rec += ",\"ops\":" + ops + "],\"wall_s\":" + jnum(wall) + ",\"mutated\":" +
+      check_recorder();
+      rec += ",\"ops\":" + ops_seen() + ",\"wall_s\":" + jnum(wall) + ",\"mutated\":" +
              (mutated(args, fresh) ? "true" : "false");
       std::string why = not_plain(out);
       if (!why.empty()) {
@@ -710,7 +788,6 @@ class Seal {
         rec += ",\"plain\":true," + save_case(c, t);
       }
     } catch (py::error_already_set& e) {
-      g_recording = false;
       rec += ",\"error\":" + jstr(short_error(e));
       ok = false;
     }
@@ -819,6 +896,14 @@ class Seal {
     return med > 0 ? (v[size_t(hi)] - v[size_t(lo)]) / 2 / med : INFINITY;
   }
 
+  // Arm ``a``'s call: the candidate's recorded as in its checked calls, the baseline's with
+  // the recorder off (timed as it always was).
+  py::object call_arm(int a, const py::object& fn, const py::tuple& args, int shape) {
+    if (a == 1) return recorded(fn, args, shape);
+    at::RecordFunctionGuard off(false);
+    return invoke(fn, args, shape);
+  }
+
   // One call of arm ``a`` in round ``r``: fresh values in the buffers, then the window.
   std::pair<double, double> sample(Arm* arms, int a, const Pair& p, int k, long r, bool audit) {
     // The candidate gets fresh values in its buffers for every call; the baseline (the
@@ -832,7 +917,7 @@ class Seal {
       poison(a, pattern);
       sync();
       return window([&] {
-        if (!arm.graph_replay()) arm.out = invoke(arm.fn, args, p.shape);
+        if (!arm.graph_replay()) arm.out = call_arm(a, arm.fn, args, p.shape);
       });
     }
     int64_t seed = p.seed + 1000003LL * r + 1 + a;
@@ -849,8 +934,9 @@ class Seal {
     poison(a, pattern);
     sync();
     std::pair<double, double> w = window([&] {
-      if (!arm.graph_replay()) arm.out = invoke(arm.fn, args, p.shape);
+      if (!arm.graph_replay()) arm.out = call_arm(a, arm.fn, args, p.shape);
     });
+    if (a == 1) check_recorder();
     if (audit && a == 1) {
       std::string rec = "{\"round\":" + std::to_string(r) + ",\"seed\":" + std::to_string(seed);
       std::string why = not_plain(arm.out);
@@ -920,6 +1006,7 @@ class Seal {
     for (int a = 0; a < 2; a++) { windows_[a].clear(); hosts_[a].clear(); }
     audits_.clear();
     n_audits_ = 0;
+    clear_ops();
     std::string notes = "[", timer = impl_ ? "cuda_event" : "perf_counter", error;
     double idle_excess = 0;
     long r = 0;
@@ -977,7 +1064,7 @@ class Seal {
             std::to_string(flush_.defined() ? flush_bytes_ : 0) + ",\"pre_spin_s\":" +
             jnum(spin_cycles_ ? p.spin_s : 0.0) + ",\"inputs\":" + jstr(input_mode) +
             ",\"notes\":" + notes + "],\"audits\":[" +
-            audits_ + "],\"error\":null}");
+            audits_ + "],\"ops\":" + ops_seen() + ",\"error\":null}");
     } catch (py::error_already_set& e) {
       error = short_error(e);
     } catch (std::exception& e) {
@@ -986,7 +1073,7 @@ class Seal {
     if (!error.empty()) {
       frame("{\"kind\":\"mark\",\"name\":\"timing_end\",\"shape\":" + std::to_string(k) + "}");
       frame("{\"kind\":\"timing\",\"shape\":" + std::to_string(k) + ",\"error\":" + jstr(error) +
-            ",\"audits\":[" + audits_ + "]}");
+            ",\"audits\":[" + audits_ + "],\"ops\":" + ops_seen() + "}");
     }
     pool_.clear();
 #ifdef AKA_SEAL_CUDA
@@ -1036,7 +1123,7 @@ class Seal {
         c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, dev_.index());
         {
           c10::cuda::CUDAStreamGuard g(side);
-          invoke(arms[a].fn, args, p.shape);  // allocator and handles settle outside capture
+          call_arm(a, arms[a].fn, args, p.shape);  // allocator and handles settle outside capture
         }
         sync();
         auto graph = std::make_unique<at::cuda::CUDAGraph>();
@@ -1044,7 +1131,7 @@ class Seal {
           c10::cuda::CUDAStreamGuard g(side);
           graph->capture_begin();
           try {
-            arms[a].out = invoke(arms[a].fn, args, p.shape);
+            arms[a].out = call_arm(a, arms[a].fn, args, p.shape);
           } catch (...) {
             graph->capture_end();
             throw;
