@@ -9,6 +9,8 @@ unit-testable without a GPU:
   the parent saw pass (a patched clock inflating the baseline or a forged result);
 - :func:`side_stream`: the engine's host-clock cross-check says work escaped the timed
   events (side streams);
+- :func:`input_replay`: the candidate ran much faster on the timing pool's repeated input
+  sets than on sets it never saw (a cache of its outputs);
 - :func:`baseline_slowed`: the baseline, timed beside the candidate in its process, ran
   slower than the same baseline timed in a process where no candidate code ever ran
   (:func:`against_clean` then scores the candidate against the latter);
@@ -100,6 +102,42 @@ def side_stream(timings: Sequence[dict[str, Any]]) -> list[str]:
                 f"shape {item['shape']}: host time exceeds event time by "
                 f"{cand.get('excess_s', 0.0) * 1e6:.3g} us (event median "
                 f"{cand.get('event_median_s', 0.0) * 1e6:.3g} us): work escaped the timed stream"
+            )
+    return out
+
+
+REPLAY_RATIO = 1.5
+"""How much slower a candidate may run on input sets it never saw than on the timing
+pool's repeated sets before :func:`input_replay` calls it a cache of its outputs."""
+
+
+def input_replay(raw: Sequence[dict[str, Any]]) -> list[str]:
+    """Evidence for every shape whose candidate ran much faster on the timing pool's sets,
+    which repeat, than on the sets it had never seen.
+
+    Inputs that are slow to generate are drawn from a pool of eight sets, so they repeat;
+    a kernel that keys a cache of its outputs on them (a fingerprint of a few values)
+    returns right answers at the cost of a copy. About one round in four gets a set never
+    seen before (the core tags each sample), and an honest kernel runs at the same speed
+    on both: the flag needs the fresh median above ``REPLAY_RATIO`` times the pool's and
+    the two middle halves apart (the pool's upper quartile below the fresh lower one).
+    """
+    out = []
+    for item in raw:
+        f = item["raw"]
+        tags, cand = f.get("fresh"), list(f["windows"][1])
+        if not tags or len(tags) != len(cand):
+            continue
+        fresh = sorted(w for w, t in zip(cand, tags, strict=True) if t)
+        pooled = sorted(w for w, t in zip(cand, tags, strict=True) if not t)
+        if len(fresh) < 3 or len(pooled) < 3:
+            continue
+        mf, mp = fresh[len(fresh) // 2], pooled[len(pooled) // 2]
+        if mf > REPLAY_RATIO * mp and pooled[(3 * len(pooled)) // 4] < fresh[len(fresh) // 4]:
+            out.append(
+                f"shape {item['shape']}: the candidate took {mp * 1e6:.4g} us on repeated input "
+                f"sets but {mf * 1e6:.4g} us on sets it had not seen ({len(pooled)} and "
+                f"{len(fresh)} calls): its outputs come from a cache keyed on its inputs"
             )
     return out
 

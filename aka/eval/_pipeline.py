@@ -445,6 +445,8 @@ def run_job(
     found += forbidden_ops(job.forbidden, assembled["ops"])
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
+    found += [{"flag": "input_replay", "evidence": e}
+              for e in _detect.input_replay(assembled["timing"])]  # fmt: skip
     rebased: list[str] = []
     if timing and not found and all(c["ok"] for c in cases):  # a speedup would be scored
         timing, rebased = rebase_slowed(job, root, timing, workers or current())

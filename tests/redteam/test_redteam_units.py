@@ -25,6 +25,7 @@ from aka.eval._detect import (
     baseline_slowed,
     ceilings_for,
     implausible_speed,
+    input_replay,
     settle_slowed,
     side_stream,
     timing_inconsistent,
@@ -210,6 +211,28 @@ def test_a_kept_clean_timing_is_measured_again_before_it_changes_a_score() -> No
     assert _baseline_ref.slowed(f"{key}-x", here, lambda: [], detect) is None
     assert _baseline_ref.slowed(f"{key}-y", here, measure(fast), detect)
     assert _baseline_ref.slowed(f"{key}-y", here, lambda: [], detect) is None
+
+
+def test_input_replay_needs_new_sets_much_slower_than_repeated_ones() -> None:
+    """A cache of outputs is fast on the pool's repeated sets only; an honest kernel's
+    speed does not depend on having seen its inputs, noise or not."""
+
+    def raw(cand: list[float], fresh: list[int] | None) -> list[dict[str, Any]]:
+        f: dict[str, Any] = {"windows": [[1e-3] * len(cand), cand]}
+        if fresh is not None:
+            f["fresh"] = fresh
+        return [{"shape": {"N": 8}, "dtype": "float32", "raw": f}]
+
+    tags = [1, 0, 0, 0] * 6
+    cache = [1e-3 if t else 5e-5 for t in tags]
+    (evidence,) = input_replay(raw(cache, tags))
+    assert "not seen" in evidence and "6 calls" in evidence
+    noisy = [(1.3 if i % 2 else 0.8) * 1e-4 for i in range(len(tags))]  # 1.6x spread, mixed
+    assert input_replay(raw(noisy, tags)) == []
+    assert input_replay(raw([1.4e-4 if t else 1e-4 for t in tags], tags)) == []  # 1.4x
+    assert input_replay(raw(cache[:8], tags[:8])) == []  # two new sets: too few to say
+    assert input_replay(raw(cache, None)) == []  # fresh values every call: no pool
+    assert input_replay(raw(cache, tags[:-1])) == []  # tags that do not match the samples
 
 
 def test_side_stream_reads_the_candidate_host_check() -> None:

@@ -11,6 +11,7 @@ the tripwires see.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -82,6 +83,22 @@ def test_without_a_clean_baseline_timing_there_is_no_speedup(
     v = run_job(job, root)
     assert v.correct and v.timing == [], (v.error, v.timing)
     assert any(n.startswith("no speedup: the baseline could not be timed") for n in v.notes)
+
+
+def test_a_cache_of_outputs_keyed_on_repeated_inputs_is_caught(tmp_path: Path) -> None:
+    """With inputs slow to generate, timing draws them from a pool of eight sets, which
+    repeat. s05 serves a seen set a copy of its cached (right) output and computes a new
+    one the slow way; about one round in four gets a set never seen, and the candidate's
+    speed there gives it away. An honest kernel timed the same way is not flagged."""
+    pool = {"target_rel_ci": 0.05, "max_time_s": 0.4, "min_samples": 40, "fresh_max_s": 0.0}
+    job, root = scale_job(tmp_path / "cache", (CORPUS / "s05_pool_replay.py").read_text())
+    cached = run_job(dataclasses.replace(job, timing=pool), root)
+    assert "input_replay" in cached.flags and not cached.correct, (cached.flags, cached.error)
+    assert any("on sets it had not seen" in e for e in cached.evidence), cached.evidence
+    job, root = scale_job(tmp_path / "honest", (CORPUS / "honest_vectorized.py").read_text())
+    honest = run_job(dataclasses.replace(job, timing=pool), root)
+    assert honest.correct and honest.flags == [], (honest.flags, honest.error)
+    assert "a new set in about 1 round in 4" in honest.timing[0]["pair"]["method"]
 
 
 def test_a_candidate_writes_nothing_another_process_reads(tmp_path: Path) -> None:
