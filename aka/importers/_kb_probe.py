@@ -82,11 +82,28 @@ def _loader() -> Any:
 
 def _float64(module: Any) -> Any:
     """The problem's Model built from its init inputs, in float64 as the reference has it."""
-    return _loaded()["float64_model"](module.Model(*module.get_init_inputs())).eval()
+    with _placed("cpu"):
+        return _loaded()["float64_model"](module.Model(*module.get_init_inputs())).eval()
 
 
 def _forward(model: Any, args: list[Any]) -> Any:
-    return _loaded()["forward64"](model, args)
+    with _placed("cpu"):
+        return _loaded()["forward64"](model, args)
+
+
+def _placed(device: str) -> Any:
+    """The loader's ``placed``: the problem's own CUDA placements land on ``device``."""
+    return _loaded()["placed"](device)
+
+
+def _inputs(module: Any, seed: int) -> list[Any]:
+    """``get_inputs()`` on the CPU as the reference draws them for ``seed`` (the problem's
+    own seeding folded in), floating ones in float64."""
+    import torch
+
+    with _loaded()["seeded"](seed), _placed("cpu"):
+        return [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in module.get_inputs()]  # fmt: skip
 
 
 def roots(source: str) -> set[str]:
@@ -145,7 +162,7 @@ def describe(load: Any, path: Path, shape: Shape) -> dict[str, Any]:
     try:
         module = load(shape, path)
         out["stages"].append("load")
-        with torch.device("meta"):
+        with torch.device("meta"), _placed("meta"):
             init = module.get_init_inputs()
             inputs = module.get_inputs()
             out["inputs"] = _shapes(inputs)
@@ -317,18 +334,14 @@ def depends_on_inputs(load: Any, path: Path, shape: Shape) -> bool:
     """Whether the problem's float64 output at ``shape`` (a CPU shape) changes with the
     seed its inputs are drawn from (:func:`aka.tolerance.repeats`); a shape that fails to
     run answers True (it is rejected elsewhere)."""
-    import torch
 
     outs = []
     try:
         module = load(shape, path)
-        torch.manual_seed(0)
-        model = _float64(module)
+        with _loaded()["seeded"](0):
+            model = _float64(module)
         for seed in (0, 1):
-            torch.manual_seed(seed)
-            args = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                    for x in module.get_inputs()]  # fmt: skip
-            outs.append(_forward(model, args))
+            outs.append(_forward(model, _inputs(module, seed)))
     except Exception:
         return True
     return not repeats(*outs)
@@ -392,7 +405,6 @@ RANDOM_FORWARD = (
 def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
     """Each shape's float64 forward on the CPU, as the reference runs it: seconds or the
     error, and which inputs to widen (:func:`widened_inputs`, from the first shape)."""
-    import torch
 
     load = _loader()
     seconds: list[float] = []
@@ -400,12 +412,9 @@ def run_on_cpu(path: Path, shapes: list[Shape]) -> dict[str, Any]:
     for shape in shapes:
         try:
             module = load(shape, path)
-            torch.manual_seed(0)
-            inputs = [
-                x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                for x in module.get_inputs()
-            ]
-            model = _float64(module)
+            inputs = _inputs(module, 0)
+            with _loaded()["seeded"](0):
+                model = _float64(module)
             t0 = time.perf_counter()
             out = _forward(model, inputs)
             seconds.append(time.perf_counter() - t0)

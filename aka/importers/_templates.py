@@ -86,13 +86,99 @@ def forward64(model, args):
         torch.set_default_dtype(before)
 
 
-def share_values(problem, module_name):
-    """Give the module named module_name the problem's module-level values at this shape,
-    for the names it defines too (a Model that reads batch_size from its module)."""
-    target = sys.modules.get(module_name)
-    for name in problem.__aka_assigned__ if target is not None else []:
-        if hasattr(target, name):
-            setattr(target, name, getattr(problem, name))
+def placed(device):
+    """A context in which the problem's own placements on CUDA (``.cuda()``,
+    ``device="cuda"``, ``.to("cuda")``) land on ``device`` instead: files in the wild
+    write them, and the evaluation's device decides (the CPU, meta while the problem is
+    read, one GPU of several)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    target = torch.device(device)
+
+    def moved(value):
+        if isinstance(value, (str, torch.device)) and torch.device(value).type == "cuda":
+            return target
+        return value
+
+    class Placed(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = {k: moved(v) if k == "device" else v for k, v in (kwargs or {}).items()}
+            if func is torch.Tensor.cuda:
+                return args[0].to(target)
+            if func is torch.Tensor.to:
+                args = tuple(moved(a) for a in args)
+            return func(*args, **kwargs)
+
+    return Placed()
+
+
+class seeded:
+    """torch's, numpy's and random's generators seeded from ``seed`` for a call of the
+    problem (their states put back after), and the problem's own seeding inside it
+    (``torch.manual_seed(42)`` in get_inputs()) folded with ``seed``: otherwise every call
+    would get the same inputs, which no seed varies and a kernel could answer from a
+    cache of its outputs."""
+
+    def __init__(self, seed):
+        self.seed = int(seed)
+        self.saved = []
+
+    def _fold(self, real, bits):
+        return lambda n=0, *a, **k: real((int(n or 0) * 1000003 + self.seed) % (1 << bits), *a, **k)
+
+    def __enter__(self):
+        import random
+
+        import torch
+
+        self.rng = torch.random.fork_rng(devices=[])
+        self.rng.__enter__()
+        places = [(torch, "manual_seed", 63), (torch.random, "manual_seed", 63),
+                  (torch.cuda, "manual_seed", 63), (torch.cuda, "manual_seed_all", 63),
+                  (random, "seed", 63)]
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            places.append((numpy.random, "seed", 32))
+            self.np_state = numpy.random.get_state()
+        self.py_state = random.getstate()
+        torch.manual_seed(self.seed)
+        random.seed(self.seed)
+        if numpy is not None:
+            numpy.random.seed(self.seed % (1 << 32))
+        for owner, name, bits in places:
+            real = getattr(owner, name)
+            self.saved.append((owner, name, real))
+            setattr(owner, name, self._fold(real, bits))
+        return self
+
+    def __exit__(self, *exc):
+        import random
+
+        for owner, name, real in reversed(self.saved):
+            setattr(owner, name, real)
+        self.saved.clear()
+        random.setstate(self.py_state)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and hasattr(self, "np_state"):
+            numpy.random.set_state(self.np_state)
+        return self.rng.__exit__(*exc)
+
+
+def share_values(problem, where):
+    """Give the module of ``where`` (a function of it, or the module's name) the
+    problem's module-level values at this shape, for the names it defines too (a Model
+    that reads batch_size from its module). Through the function, not a lookup in
+    sys.modules: the evaluator loads the baseline's copy of the file under a name it
+    does not keep there, and that copy would build its model at the file's own sizes."""
+    if isinstance(where, str):
+        module = sys.modules.get(where)
+        namespace = vars(module) if module is not None else {}
+    else:
+        namespace = where.__globals__
+    for name in problem.__aka_assigned__:
+        if name in namespace:
+            namespace[name] = getattr(problem, name)
 '''
 KERNELBENCH_LOADER = (
     '''"""Loads the KernelBench problem beside this file with a shape's sizes (not editable).
@@ -136,8 +222,7 @@ def make_inputs(shape, dtype, device, seed):
     # Factory calls in get_inputs() run on the evaluation device: upstream sizes are
     # gigabytes, too slow to draw on the CPU and copy over for every call.
     problem = load_problem(shape)
-    with torch.random.fork_rng(devices=[]), torch.device(device):
-        torch.manual_seed(seed)
+    with seeded(seed), torch.device(device), placed(device):
         inputs = list(problem.get_inputs())
     for i, (low, high) in INPUT_RANGES.items():
         inputs[i] = low + (high - low) * inputs[i]
@@ -150,12 +235,12 @@ def reference(*inputs, **shape):
     key = (tuple(sorted(shape.items())), str(device))
     model = _MODELS.get(key)
     if model is None:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(WEIGHT_SEED)
+        with seeded(WEIGHT_SEED), placed("cpu"):
             model = problem.Model(*problem.get_init_inputs())
         model = _MODELS.setdefault(key, float64_model(model).to(device).eval())
     args = [_cast(x, torch.float64, device) for x in inputs]
-    return forward64(model, args)
+    with placed(device):
+        return forward64(model, args)
 """
 )
 
@@ -171,7 +256,7 @@ evaluator calls the model: leave it as it is.
 
 {imports}
 import problem as _problem
-from kb_loader import load_problem, share_values
+from kb_loader import load_problem, placed, seeded, share_values
 
 {body}
 
@@ -183,18 +268,20 @@ _MODELS = {{}}
 def kernelbench_entry(*inputs, **shape):
     """Build ModelNew once per shape, device and dtype (seeded like the reference), run it."""
     problem = load_problem(shape)
-    share_values(problem, __name__)
+    share_values(problem, kernelbench_entry)
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     device = tensors[0].device if tensors else torch.device("cpu")
     dtype = next((x.dtype for x in tensors if x.is_floating_point()), torch.float32)
     key = (tuple(sorted(shape.items())), str(device), dtype)
     model = _MODELS.get(key)
     if model is None:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(WEIGHT_SEED)
+        with seeded(WEIGHT_SEED), placed("cpu"):
             model = ModelNew(*problem.get_init_inputs())
         model = _MODELS.setdefault(key, model.to(device=device, dtype=dtype).eval())
-    with torch.no_grad():
+    if device.type == "cuda":  # the model's own .cuda() calls are right as they are
+        with torch.no_grad():
+            return model(*inputs)
+    with torch.no_grad(), placed(device):
         return model(*inputs)
 '''
 

@@ -408,3 +408,134 @@ def test_recurrent_states_run_in_float64_and_a_random_forward_is_refused(  # typ
     with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
         checked = validate_task(led, task, root=root, device="cpu", run_id="v", quick=True)
     assert checked.ok, [c for c in checked.checks if c.status == "fail"]
+
+
+# Shapes of files found beside upstream KernelBench (its prompt examples, forks, datasets
+# built from it): inputs placed on CUDA by hand, get_inputs() that seeds itself, inputs
+# drawn with numpy, Windows line endings.
+CUDA_PLACED = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+        self.bias = nn.Parameter(torch.randn(N).cuda())
+
+    def forward(self, a, b):
+        scale = torch.ones(1, device="cuda")
+        return torch.relu(a + self.bias) * scale + b.to("cuda")
+
+
+M = 4096
+N = 2048
+
+
+def get_inputs():
+    a = torch.randn(M, N).cuda()
+    b = torch.randn(M, N, device="cuda")
+    return [a, b]
+
+
+def get_init_inputs():
+    return []
+"""
+
+SELF_SEEDED = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+    def forward(self, x, mask):
+        return torch.where(mask, x, torch.zeros_like(x)).sum(dim=self.dim)
+
+batch_size = 64
+seq_len = 4096
+hidden = 256
+dim = 1
+
+def get_inputs():
+    torch.manual_seed(42)
+    x = torch.randn(batch_size, seq_len, hidden)
+    mask = torch.rand(batch_size, seq_len, hidden) > 0.5
+    return [x, mask]
+
+def get_init_inputs():
+    return [dim]
+""".replace("\n", "\r\n")
+
+NUMPY_DRAWN = """import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, idx):
+        return x[idx].cumsum(dim=0)
+
+
+n_rows = 4096
+n_cols = 512
+
+
+def get_inputs():
+    x = torch.from_numpy(np.random.randn(n_rows, n_cols).astype(np.float32))
+    idx = torch.from_numpy(np.random.permutation(n_rows))
+    return [x, idx]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_problems_that_place_on_cuda_or_seed_themselves_import_with_inputs_the_seed_decides(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """``.cuda()`` and ``device="cuda"`` land on the evaluation's device (here the CPU,
+    where they used to refuse the file: "Torch not compiled with CUDA"); a get_inputs()
+    that calls ``torch.manual_seed(42)`` or draws with numpy still gets inputs that the
+    evaluator's seed decides: the same for one seed, new for another (otherwise every
+    call's inputs are the same, and a kernel could answer them from a cache)."""
+    folder = tmp_path / "level1"
+    folder.mkdir()
+    for name, text in [("1_cuda_placed.py", CUDA_PLACED), ("2_self_seeded.py", SELF_SEEDED),
+                       ("3_numpy_drawn.py", NUMPY_DRAWN)]:  # fmt: skip
+        (folder / name).write_bytes(text.encode())
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(folder), "--root", str(root))
+    assert "3 imported, 0 imported GPU-only, 0 refused" in res.out, res.out + res.err
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+        for name in ("1_cuda_placed", "2_self_seeded", "3_numpy_drawn"):
+            task = root / "torch2triton/kernelbench" / name
+            spec = yaml.safe_load((task / "task.yaml").read_text())
+            assert spec["devices"] == ["cuda", "cpu"], name
+            ref = load_file_module(task / "reference.py", f"kb_ref_{name}")
+            shape = spec["shapes"]["cpu"][0]
+            one, same, other = (ref.make_inputs(shape, torch.float32, "cpu", s) for s in (1, 1, 2))
+            assert all(x.device.type == "cpu" for x in one), name
+            assert all(torch.equal(x, y) for x, y in zip(one, same, strict=True)), name
+            assert not torch.equal(one[0], other[0]), name
+            out = ref.reference(*one, **shape)
+            assert out.device.type == "cpu" and out.dtype == torch.float64, name
+            # The first through the evaluator too: its Model's size N is a module-level
+            # value, which the baseline's copy of the file (timed beside the candidate)
+            # must get at the shape's size as well (it was built at the file's own N).
+            quick = name != "1_cuda_placed"
+            checked = validate_task(led, task, root=root, device="cpu", run_id="v", quick=quick)
+            assert checked.ok, (name, [c for c in checked.checks if c.status == "fail"])
+    # numpy's and torch's generators are given back as they were
+    import numpy as np
+
+    np.random.seed(7)
+    torch.manual_seed(7)
+    before = (np.random.rand(), torch.rand(1))
+    np.random.seed(7)
+    torch.manual_seed(7)
+    ref.make_inputs(shape, torch.float32, "cpu", 3)
+    assert (np.random.rand(), torch.rand(1)) == before
