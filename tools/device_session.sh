@@ -72,6 +72,11 @@
 #                                    then N (default 40) distinct new candidates of four tasks
 #                                    with 8 in flight at a trainer's timing budget of 0.1 s per
 #                                    shape (aka bench eval --distinct --max-time-s 0.1)
+#   bash tools/device_session.sh o [SECONDS]
+#                                    the core's build, the red-team corpus through warm workers,
+#                                    three warm passes over three tasks' baselines (A/A with
+#                                    the operator recorder on in timed candidate calls), then
+#                                    40 distinct new candidates, 8 in flight first, at 0.1 s
 #   bash tools/device_session.sh i N SECONDS
 #                                    the core's build, then N distinct new candidates of four
 #                                    tasks, 8 in flight first (then one at a time, then cached),
@@ -79,7 +84,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|d|i|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|d|i|o|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -259,6 +264,13 @@ d)
   AKA_EVAL_WARM=1 step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json
   step distinct "${3:-300}" python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-40}" \
     --in-flight 8 --tasks 4 --max-time-s 0.1 --output $R/distinct.json
+  ;;
+o)
+  sealbuild
+  AKA_EVAL_WARM=1 step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json
+  step aa 110 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 3, warm=True), indent=1))"
+  step distinct "${2:-200}" python3 -m aka.cli._bench_distinct --device cuda --distinct 40 \
+    --in-flight 8 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
   ;;
 i)
   sealbuild
