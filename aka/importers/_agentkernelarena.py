@@ -74,6 +74,10 @@ def _joined(v: object) -> object:
     return v
 
 
+TASK_TYPE = re.compile(r"[a-z]+2[a-z]+|repository|image_kernel")
+"""Names of AgentKernelArena's task-type folders (``tasks/triton2triton/...``)."""
+
+
 class ArenaConfig(BaseModel):
     """An AgentKernelArena ``config.yaml``; keys aka does not use are ignored."""
 
@@ -89,6 +93,8 @@ class ArenaConfig(BaseModel):
     repo_url: str | None = None
     repository_language: str | None = None
     image_repo_path: str | None = None
+    task_type_from: str | None = Field(default=None, exclude=True)
+    """The folder ``task_type`` was read from when config.yaml gives none."""
 
     @field_validator("source_file_path", mode="before")
     @classmethod
@@ -125,6 +131,11 @@ def read_config(folder: Path) -> ArenaConfig:
         missing_fix="pass an AgentKernelArena task folder",
         docs="docs/authoring.md",
     )
+    raw.pop("task_type_from", None)
+    if not raw.get("task_type"):  # upstream keeps tasks under tasks/<type>/...
+        typed = next((p for p in folder.parents if TASK_TYPE.fullmatch(p.name)), None)
+        if typed is not None:
+            raw = {**raw, "task_type": typed.name, "task_type_from": str(typed)}
     try:
         cfg = ArenaConfig.model_validate(raw)
     except ValidationError as exc:
@@ -132,6 +143,9 @@ def read_config(folder: Path) -> ArenaConfig:
         fix = (
             f"add {', '.join(missing)} (the shell command run in the task folder for that stage)"
             if any(m.endswith("_command") for m in missing)
+            else "add task_type (triton2triton, torch2hip, ...), or keep the folder under one "
+            "named for its type as upstream does (tasks/triton2triton/NAME)"
+            if "task_type" in missing
             else "see the AgentKernelArena config format in docs/authoring.md"
         )
         raise InputError(format_errors(exc), where=str(path), fix=fix) from None
@@ -407,4 +421,6 @@ def import_folder(
         folder, cfg, dest, name=dest.name, platform=platform, reference=reference,
         editable=editable,
     )  # fmt: skip
+    if cfg.task_type_from:
+        done += f"; task_type {cfg.task_type} from the folder {cfg.task_type_from} (config.yaml has none)"
     return Outcome(folder, "imported", done, dest=dest)

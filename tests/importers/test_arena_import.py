@@ -337,3 +337,28 @@ def test_unique_names_never_repeat_and_keep_a_lone_name(rels: list[str]) -> None
     for p in paths:
         if sum(slug(q.name) == slug(p.name) for q in paths) == 1:
             assert names[p] == slug(p.name)
+
+
+def test_a_config_without_task_type_takes_it_from_the_folder_it_sits_in(
+    tmp_path: Path, cli
+) -> None:
+    """Upstream keeps every task under tasks/<type>/...; a config.yaml that leaves
+    task_type out is read as that type, and the import line says so. Outside such a
+    folder it is refused with the two ways to fix it."""
+    src = next((UPSTREAM / "triton2triton" / "vllm").iterdir())
+    typed = tmp_path / "tasks" / "triton2triton" / "vllm" / src.name
+    shutil.copytree(src, typed)
+    cfg = yaml.safe_load((typed / "config.yaml").read_text())
+    del cfg["task_type"]
+    (typed / "config.yaml").write_text(yaml.safe_dump(cfg))
+    res = cli("tasks", "import", "aka", str(typed), "--root", str(tmp_path / "t"),
+              "--platform", "sm_90")  # fmt: skip
+    assert res.code == 0, res.err
+    assert (
+        f"task_type triton2triton from the folder {tmp_path / 'tasks' / 'triton2triton'}" in res.out
+    )
+    loose = tmp_path / "loose" / src.name
+    shutil.copytree(typed, loose)
+    res = cli("tasks", "import", "aka", str(loose), "--root", str(tmp_path / "u"))
+    assert res.code != 0
+    assert "task_type" in res.err and "tasks/triton2triton/NAME" in res.err, res.err
