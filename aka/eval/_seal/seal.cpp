@@ -45,6 +45,7 @@
 #include <thread>
 #include <poll.h>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace py = pybind11;
@@ -247,12 +248,12 @@ std::string jlist(const std::vector<double>& v) {
 // every candidate call, checked or timed alike: what the candidate can measure of it (its
 // cost per operator) is the same in both, so nothing there tells a timed call from a checked
 // one, and a library call made only when timed is seen like any other. Only operators the
-// task forbids are looked at further (the rest cost one lookup); the baseline's calls run
-// with it off, so the baseline is timed as it always was.
+// task forbids are looked at further (the rest cost one lookup). It stays on through the
+// baseline's timed calls too (keeping nothing), so both arms of a pair pay alike.
 
 std::mutex g_ops_mu;
 std::set<std::string> g_ops;  // forbidden operators charged to the candidate
-std::set<std::string> g_forbidden;  // from the plan's ``F`` lines
+std::set<std::string, std::less<>> g_forbidden;  // the plan's ``F`` lines (found by view)
 std::atomic<int> g_recording{0};  // 0 off, 1 a candidate call, 2 the recorder's own probe
 std::atomic<bool> g_alive{false};
 std::string g_tamper;  // what switched the recorder off, if anything did (first only)
@@ -316,7 +317,8 @@ std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   if (mode && t_depth == 0 && std::this_thread::get_id() == g_call_thread) {
     if (mode == 2) {
       g_alive = true;
-    } else if (g_forbidden.count(fn.name()) && charged_to_candidate()) {
+    } else if (!g_forbidden.empty() && g_forbidden.find(std::string_view(fn.name())) != g_forbidden.end() &&
+               charged_to_candidate()) {
       std::lock_guard<std::mutex> lock(g_ops_mu);
       if (g_ops.size() < 512) g_ops.insert(fn.name());
     }
@@ -903,12 +905,11 @@ class Seal {
     return med > 0 ? (v[size_t(hi)] - v[size_t(lo)]) / 2 / med : INFINITY;
   }
 
-  // Arm ``a``'s call: the candidate's recorded as in its checked calls, the baseline's with
-  // the recorder off (timed as it always was).
+  // Arm ``a``'s call: the candidate's recorded as in its checked calls; the baseline's
+  // with the same callback on but nothing kept, so both arms pay the same per operator
+  // and a baseline timed against itself still reads 1.
   py::object call_arm(int a, const py::object& fn, const py::tuple& args, int shape) {
-    if (a == 1) return recorded(fn, args, shape);
-    at::RecordFunctionGuard off(false);
-    return invoke(fn, args, shape);
+    return a == 1 ? recorded(fn, args, shape) : invoke(fn, args, shape);
   }
 
   // One call of arm ``a`` in round ``r``: fresh values in the buffers, then the window.
