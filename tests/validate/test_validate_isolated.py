@@ -107,6 +107,25 @@ def test_a_task_for_another_device_says_so(tasks_root: Path, tmp_path: Path, cli
     assert "runs on ['cuda'] only" in res.out and "--device cuda" in res.out
 
 
+def test_a_task_for_another_device_too_big_to_run_here_is_skipped_not_failed(
+    tasks_root: Path, tmp_path: Path, cli
+) -> None:
+    """Its smallest shape is small, so the reference checks run here as a courtesy; what
+    the forward builds is not (attention over many tokens): out of memory here is a skip
+    that names the device to validate on, not a failure of the task."""
+    gpu = _clone(tasks_root, "gpu_only_greedy", GREEDY)
+    spec = yaml.safe_load((gpu / "task.yaml").read_text())
+    spec["devices"] = ["cuda"]
+    (gpu / "task.yaml").write_text(yaml.safe_dump(spec))
+    res = cli(
+        "tasks", "validate", "torch/ops/gpu_only_greedy", "--root", str(tasks_root),
+        "--device", "cpu", "--quick", "--memory-gb", "4", "--ledger", str(tmp_path / "led"),
+    )  # fmt: skip
+    assert res.code == 0, res.out + res.err
+    assert "needs more memory than cpu gives this check" in res.out, res.out
+    assert "--device cuda" in res.out
+
+
 HOLDER = """
 
 import os as _os
