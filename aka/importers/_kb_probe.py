@@ -154,6 +154,21 @@ def _numel(shapes: list[list[int]]) -> int:
     return total
 
 
+def _model_on_meta(module: Any, init: Any) -> Any:
+    """The problem's Model on meta: built there, or where its ``__init__`` reads values
+    (``torch.linspace(...).item()`` for drop-path rates, as Swin models do), built on the
+    CPU and moved to meta, so its forward can still check a shape without running it."""
+    import torch
+
+    try:
+        return module.Model(*init)
+    except RuntimeError as exc:
+        if "meta" not in str(exc) or any(isinstance(x, torch.Tensor) for x in init):
+            raise
+    with torch.device("cpu"), _placed("cpu"), _loaded()["seeded"](0):
+        return module.Model(*init).to("meta")
+
+
 def describe(load: Any, path: Path, shape: Shape) -> dict[str, Any]:
     """What the problem builds at ``shape`` on meta: shapes per stage, or where it failed."""
     import torch
@@ -167,7 +182,7 @@ def describe(load: Any, path: Path, shape: Shape) -> dict[str, Any]:
             inputs = module.get_inputs()
             out["inputs"] = _shapes(inputs)
             out["stages"].append("inputs")
-            model = module.Model(*init)
+            model = _model_on_meta(module, init)
             out["params"] = [list(p.shape) for p in (*model.parameters(), *model.buffers())]
             out["stages"].append("model")
             with torch.no_grad():

@@ -539,3 +539,58 @@ def test_problems_that_place_on_cuda_or_seed_themselves_import_with_inputs_the_s
     torch.manual_seed(7)
     ref.make_inputs(shape, torch.float32, "cpu", 3)
     assert (np.random.rand(), torch.rand(1)) == before
+
+
+# Swin-like: __init__ reads values (drop-path rates through .item(), which meta cannot
+# give) and the forward accepts only the image size the model was built for.
+FIXED_IMAGE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, img_size=64, dim=32, depth=4, drop_path_rate=0.1):
+        super().__init__()
+        self.img_size = img_size
+        rates = [x.item() for x in torch.linspace(0, drop_path_rate, depth)]
+        self.embed = nn.Conv2d(3, dim, 8, stride=8)
+        self.blocks = nn.ModuleList(nn.Linear(dim, dim) for _ in rates)
+
+    def forward(self, x):
+        B, C, H, W = x.shape
+        assert H == self.img_size and W == self.img_size, \\
+            f"Input image size ({H}*{W}) doesn't match model ({self.img_size}*{self.img_size})."
+        x = self.embed(x).flatten(2).transpose(1, 2)
+        for block in self.blocks:
+            x = x + block(x)
+        return x.mean(1)
+
+
+batch_size = 10
+image_size = 64
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 3, image_size, image_size)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_model_that_reads_values_in_init_is_still_checked_on_meta(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """Its __init__ cannot run on meta, so no shape used to be checked there and the image
+    size was scaled into held-out and CPU shapes the model refuses. Built on the CPU and
+    moved to meta, the forward checks each shape: only the batch is scaled."""
+    folder = tmp_path / "level3"
+    folder.mkdir()
+    (folder / "29_SwinLike.py").write_text(FIXED_IMAGE)
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(folder), "--root", str(root))
+    assert res.code == 0 and "1 imported" in res.out, res.out + res.err
+    spec = yaml.safe_load((root / "torch2triton/kernelbench/29_swinlike/task.yaml").read_text())
+    shapes = [s for kind in spec["shapes"].values() for s in kind]
+    assert len(shapes) >= 2 and all(s.get("image_size", 64) == 64 for s in shapes), shapes
+    assert spec["shapes"]["heldout"][0] != spec["shapes"]["tuning"][0]
