@@ -134,17 +134,37 @@ def read_problem(path: Path) -> Problem:
 
 
 def _body(source: str, tree: ast.Module) -> str:
-    """Everything ModelNew may need from the file (helpers, module-level values), Model renamed."""
-    keep = []
-    for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            continue
-        if isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"):
-            continue
-        if isinstance(node, ast.If) and "__main__" in ast.dump(node.test):
-            continue
-        keep.append(ast.get_source_segment(source, node, padded=True) or "")
+    """What ModelNew needs from the file (helpers, and the module-level values they read,
+    directly or through other values), Model renamed.
+
+    Values only get_inputs() and get_init_inputs() read are left out: the starting code is
+    the candidate's, judged by the candidate's rules, and a size read from the
+    environment there (``int(os.environ.get("BATCH", 16))``) failed the baseline.
+    """
+    nodes = [
+        node for node in tree.body
+        if not isinstance(node, ast.Import | ast.ImportFrom)
+        and not (isinstance(node, ast.FunctionDef) and node.name in ("get_inputs", "get_init_inputs"))
+        and not (isinstance(node, ast.If) and "__main__" in ast.dump(node.test))
+    ]  # fmt: skip
+    values = [n for n in nodes if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)]
+    used = {name for n in nodes if n not in values for name in _reads(n)}
+    kept: list[ast.stmt] = []
+    while grown := [n for n in values if n not in kept and _binds(n) & used]:
+        kept += grown
+        used |= {name for n in grown for name in _reads(n)}
+    keep = [ast.get_source_segment(source, n, padded=True) or "" for n in nodes
+            if n not in values or n in kept]  # fmt: skip
     return re.sub(r"\bModel\b", "ModelNew", "\n\n\n".join(keep))
+
+
+def _reads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _binds(node: ast.stmt) -> set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def probe(

@@ -594,3 +594,52 @@ def test_a_model_that_reads_values_in_init_is_still_checked_on_meta(  # type: ig
     shapes = [s for kind in spec["shapes"].values() for s in kind]
     assert len(shapes) >= 2 and all(s.get("image_size", 64) == 64 for s in shapes), shapes
     assert spec["shapes"]["heldout"][0] != spec["shapes"]["tuning"][0]
+
+
+ENV_SIZES = """import os
+import torch
+import torch.nn as nn
+
+SCALE = 0.5
+OFFSET = SCALE * 2
+
+
+def helper(x):
+    return x * OFFSET
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return helper(torch.nn.functional.gelu(self.linear(x)))
+
+
+batch_size = int(os.environ.get("KB_BATCH", 512))
+n_out = 2048
+
+
+def get_inputs():
+    return [torch.rand(batch_size, 1024)]
+
+
+def get_init_inputs():
+    return [1024, n_out]
+"""
+
+
+def test_the_starting_code_keeps_the_values_its_code_reads_and_not_the_input_sizes(
+    tmp_path: Path,
+) -> None:
+    """Module-level values only get_inputs() and get_init_inputs() read stay in problem.py:
+    copied into the starting code (the candidate's, judged by its rules), a size read from
+    the environment failed the baseline with env_access. Values the helpers read, and the
+    values those are computed from, are kept."""
+    path = tmp_path / "4_EnvSizes.py"
+    path.write_text(ENV_SIZES)
+    body = read_problem(path).body
+    assert "os.environ" not in body and "batch_size" not in body and "n_out" not in body
+    assert "SCALE = 0.5" in body and "OFFSET = SCALE * 2" in body and "def helper" in body
+    assert "class ModelNew" in body
