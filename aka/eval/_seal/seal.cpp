@@ -310,6 +310,15 @@ bool charged_to_candidate() {
   return mine;
 }
 
+// Records ``name`` against the candidate when the task forbids it and the candidate called
+// it (from a RecordFunction callback, or the core's redispatch wrapper).
+void charge(std::string_view name) {
+  if (g_forbidden.empty() || g_forbidden.find(name) == g_forbidden.end()) return;
+  if (!charged_to_candidate()) return;
+  std::lock_guard<std::mutex> lock(g_ops_mu);
+  if (g_ops.size() < 512) g_ops.insert(std::string(name));
+}
+
 // Only operators called from outside any other operator count: those are what the
 // calling code asked for; what they dispatch to inside is the operator's own business.
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
@@ -317,10 +326,8 @@ std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   if (mode && t_depth == 0 && std::this_thread::get_id() == g_call_thread) {
     if (mode == 2) {
       g_alive = true;
-    } else if (!g_forbidden.empty() && g_forbidden.find(std::string_view(fn.name())) != g_forbidden.end() &&
-               charged_to_candidate()) {
-      std::lock_guard<std::mutex> lock(g_ops_mu);
-      if (g_ops.size() < 512) g_ops.insert(fn.name());
+    } else {
+      charge(fn.name());
     }
   }
   t_depth++;
@@ -414,11 +421,7 @@ class Seal {
     handle.attr("redispatch_boxed") = py::cpp_function(
         [redispatch](py::object self, py::args args, py::kwargs kwargs) {
           if (g_recording.load() == 1 && t_depth == 0 && std::this_thread::get_id() == g_call_thread) {
-            std::string name = py::str(self.attr("schema")().attr("name"));
-            if (g_forbidden.count(name) && charged_to_candidate()) {
-              std::lock_guard<std::mutex> lock(g_ops_mu);
-              if (g_ops.size() < 512) g_ops.insert(name);
-            }
+            charge(std::string(py::str(self.attr("schema")().attr("name"))));
           }
           return redispatch(self, *args, **kwargs);
         },
