@@ -76,7 +76,9 @@
 #                                    the core's build, the red-team corpus through warm workers,
 #                                    three warm passes over three tasks' baselines (A/A with
 #                                    the operator recorder on in timed candidate calls), then
-#                                    40 distinct new candidates, 8 in flight first, at 0.1 s
+#                                    40 distinct new candidates, 8 in flight first, at 0.1 s;
+#                                    between, two e2e tasks validated (their model's own
+#                                    forbidden calls learned from the baseline run alone)
 #   bash tools/device_session.sh i N SECONDS
 #                                    the core's build, then N distinct new candidates of four
 #                                    tasks, 8 in flight first (then one at a time, then cached),
@@ -268,6 +270,8 @@ d)
 o)
   sealbuild
   AKA_EVAL_WARM=1 step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json
+  AKA_EVAL_WARM=1 step e2e 120 aka tasks validate --device cuda --format json \
+    e2e/llama/decode_attention e2e/llama/prefill_rmsnorm
   step aa 110 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 3, warm=True), indent=1))"
   step distinct "${2:-200}" python3 -m aka.cli._bench_distinct --device cuda --distinct 40 \
     --in-flight 8 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _baseline_ref, _detect, _native, _ops, _plan, _spares
+from aka.eval import _baseline_ref, _detect, _native, _ops, _plan, _sites, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._proc import CHILD_TIMEOUT_S, Collected, child_env
@@ -217,8 +217,9 @@ def _sealed(
     # and checks; the gate stops them while it times.
     workers.refill(job.device, job.isolate_network)
     stdlib = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
-    text = plan.text(task_files(job, Path(request.cand_dir)), tuple(stdlib),
-                     tuple(_ops.forbidden_operators(job.forbidden)))  # fmt: skip
+    task, editable = task_files(job, Path(request.cand_dir))
+    text = plan.text(task, tuple(stdlib), tuple(_ops.forbidden_operators(job.forbidden)),
+                     editable)  # fmt: skip
     cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)
     got = cand.collect(job.timeout_s)
     assembled = _plan.assemble(plan, got.core)
@@ -227,20 +228,20 @@ def _sealed(
     return CandidateRun.of(got), assembled
 
 
-def task_files(job: Job, cand: Path) -> tuple[str, ...]:
-    """The task's own Python sources in the candidate's tree (what is not editable), by the
-    paths their code objects carry as imported and resolved: operators their code calls
-    inside a candidate call (a model around the kernel) are not the candidate's."""
-    editable = {r for r in job.editable if r.endswith(".py")} | (
-        set() if any(r.endswith(".py") for r in job.editable) else {job.entry_file}
-    )
+def task_files(job: Job, cand: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The task's own Python sources in the candidate's tree (what is not editable) and the
+    candidate's (what is), each by the paths their code objects carry as imported and
+    resolved: operators the task's code calls inside a candidate call (a model around the
+    kernel) are weighed against its baseline's, never charged outright
+    (:mod:`aka.eval._sites`)."""
+    editable = {r for r in job.editable if r.endswith(".py")} or {job.entry_file}
     rels = sorted(
-        p.relative_to(cand).as_posix()
-        for p in cand.rglob("*.py")
-        if "__pycache__" not in p.parts and p.relative_to(cand).as_posix() not in editable
+        p.relative_to(cand).as_posix() for p in cand.rglob("*.py") if "__pycache__" not in p.parts
     )
     dirs = sorted({str(cand), str(cand.resolve())})
-    return tuple(str(Path(d) / r) for d in dirs for r in rels)
+    task = tuple(str(Path(d) / r) for d in dirs for r in rels if r not in editable)
+    mine = tuple(str(Path(d) / r) for d in dirs for r in sorted(editable))
+    return task, mine
 
 
 def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
@@ -328,6 +329,22 @@ def clean_baseline_timing(job: Job, root: Path, workers: Workers) -> list[dict[s
     return _timing_only(job, root, workers, root / "base", "clean")
 
 
+def _alone(job: Job, root: Path, workers: Workers, cand_dir: Path, name: str,
+           stages: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
+    """The assembly of one more sealed process over ``stages`` with ``cand_dir`` as the
+    candidate (the baseline's folder: no candidate code is imported there)."""
+    native = str(_native.ensure_built(job.device))
+    scratch = root / "scratch"
+    scratch.mkdir(exist_ok=True)
+    with output_dir(root) as out:
+        request = dataclasses.replace(
+            candidate_request(job, root, out, native), cand_dir=str(cand_dir)
+        )
+        _, assembled = _sealed(job, request, out / name, cwd=scratch, stages=stages,
+                               workers=workers)  # fmt: skip
+    return assembled
+
+
 def _timing_only(
     job: Job,
     root: Path,
@@ -342,20 +359,45 @@ def _timing_only(
     ``fingerprint``: the device as the evaluation's checker read it, for pairs that may
     stand in the verdict (no checker runs after this process, and a pair without it made
     the attempt's device read as another one to ``aka compare``)."""
-    native = str(_native.ensure_built(job.device))
-    scratch = root / "scratch"
-    scratch.mkdir(exist_ok=True)
-    with output_dir(root) as out:
-        request = dataclasses.replace(
-            candidate_request(job, root, out, native), cand_dir=str(cand_dir)
-        )
-        _, assembled = _sealed(job, request, out / name, cwd=scratch, stages=("timing",),
-                               workers=workers)  # fmt: skip
+    assembled = _alone(job, root, workers, cand_dir, name, ("timing",))
     if assembled["error"] or not assembled["timing"]:
         return []
     for item in assembled["timing"]:
         item.setdefault("fingerprint", dict(fingerprint or {}))
     return timing_results(job, assembled["timing"])
+
+
+def _baseline_key(job: Job, root: Path, *parts: Any) -> str:
+    """What a run of the baseline alone depends on: its sources, the reference, ``parts``."""
+    files = sorted(  # sources only: bytecode the processes left there differs per folder
+        p for p in (root / "base").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
+    return _baseline_ref.clean_key(
+        root, [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
+        job.shapes, job.dtypes, job.device, job.pass_shape, *parts,
+    )  # fmt: skip
+
+
+def baseline_sites(job: Job, root: Path, workers: Workers) -> frozenset[_sites.Site] | None:
+    """Where the task's own code calls forbidden operators when the baseline runs alone: its
+    checked calls in a process of their own (``None`` when any of them failed)."""
+    assembled = _alone(job, root, workers, root / "base", "sites", ("correctness",))
+    if assembled["error"] or any(r.get("error") for r in assembled["records"]):
+        return None
+    _, raw = _sites.split(assembled["ops"])
+    parsed = (_sites.parse(text, _sites.trees(root / "base")) for text in raw)
+    return frozenset(site for site in parsed if site is not None)
+
+
+def task_site_flags(job: Job, root: Path, raw: list[str], workers: Workers) -> list[dict[str, str]]:
+    """``forbidden_api`` for every call task code made for the candidate that its baseline
+    does not make (:mod:`aka.eval._sites`)."""
+    if not raw:
+        return []
+    key = _baseline_key(job, root, "sites", sorted(_ops.forbidden_operators(job.forbidden)))
+    allowed = _sites.allowed(key, lambda: baseline_sites(job, root, workers))
+    return [{"flag": "forbidden_api", "evidence": e}
+            for e in _sites.charged(raw, root / "cand", allowed)]  # fmt: skip
 
 
 def rebase_slowed(
@@ -367,13 +409,7 @@ def rebase_slowed(
     slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`).
     With no clean timing to judge by, no timing at all: the candidate stays correct,
     without a speedup."""
-    files = sorted(  # sources only: bytecode the processes left there differs per folder
-        p for p in (root / "base").rglob("*") if p.is_file() and "__pycache__" not in p.parts
-    )
-    key = _baseline_ref.clean_key(
-        root, [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
-        job.shapes, job.dtypes, job.timing, job.device, job.pass_shape,
-    )  # fmt: skip
+    key = _baseline_key(job, root, job.timing)
     slack = _detect.BASELINE_SLACK["cuda" if job.device.startswith("cuda") else "cpu"]
     slowed = _baseline_ref.slowed(
         key, timing, lambda: clean_baseline_timing(job, root, workers),
@@ -442,7 +478,9 @@ def run_job(
         item.setdefault("fingerprint", checked.device)
     timing = timing_results(job, assembled["timing"]) if not assembled["error"] else []
     found = static + run.flags + check_flags + list(assembled["flags"])
-    found += forbidden_ops(job.forbidden, assembled["ops"])
+    plain, sites = _sites.split(assembled["ops"])
+    found += forbidden_ops(job.forbidden, plain)
+    found += task_site_flags(job, root, sites, workers or current())
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
     found += [{"flag": "input_replay", "evidence": e}

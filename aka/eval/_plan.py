@@ -64,15 +64,19 @@ class Plan:
         task_files: tuple[str, ...] = (),
         libraries: tuple[str, ...] = (),
         forbidden: tuple[str, ...] = (),
+        editable: tuple[str, ...] = (),
     ) -> str:
         """The plan as the core reads it (see ``_seal/seal.cpp``).
 
         ``forbidden``: the ATen operators whose calls inside a candidate call are recorded,
         checked and timed calls alike; each is charged to the candidate unless the code that
         called it is in ``task_files`` (the task's own sources around the kernel, not
-        editable); ``libraries``: folders whose frames are passed over when deciding.
+        editable), which makes it a site the parent weighs (:mod:`aka.eval._sites`), and no
+        frame of the ``editable`` files is on the stack; ``libraries``: folders whose frames
+        are passed over when deciding.
         """
         lines = [f"T {path}" for path in task_files]
+        lines += [f"E {path}" for path in editable]
         lines += [f"L {lib}" for lib in libraries]
         lines += [f"F {op}" for op in sorted(forbidden)]
         lines += [

@@ -435,3 +435,26 @@ def test_the_clean_timing_key_holds_names_within_the_evaluation_not_its_folder(
     assert key(tmp_path / "two") == same
     assert key(tmp_path / "bytes", text="def f(): return 1\n") != same
     assert key(tmp_path / "name", name="other.py") != same
+
+
+def test_a_task_code_site_is_judged_by_its_place_in_the_tree(tmp_path: Path) -> None:
+    """Sites name files as code objects do (folder as given or resolved, colons in it);
+    the same call in the baseline's copy of the file matches once both are relative."""
+    from aka.eval import _sites
+
+    cand = tmp_path / "eval:1" / "cand"
+    cand.mkdir(parents=True)
+    raw = f"aten::mm@{cand.resolve()}/model/llama.py:44:decode_step:118:00ff00ff00ff00ff"
+    site = _sites.parse(raw, _sites.trees(cand))
+    assert site == _sites.Site("aten::mm", "model/llama.py", 44, "decode_step", 118,
+                               "00ff00ff00ff00ff")  # fmt: skip
+    assert _sites.split(["aten::mul", raw]) == (["aten::mul"], [raw])
+    assert _sites.charged([raw], cand, frozenset({site})) == []
+    moved = raw.replace(":118:", ":120:")  # another instruction of the same function
+    (found,) = _sites.charged([moved], cand, frozenset({site}))
+    assert "aten::mm through the task's code at model/llama.py:44 (decode_step)" in found
+    elsewhere = raw.replace(str(cand.resolve()), "/tmp/other")  # a file outside the tree
+    assert _sites.charged([elsewhere], cand, frozenset({site}))
+    assert "could not be run alone" in _sites.charged([raw], cand, None)[0]
+    assert _sites.parse("aten::mm@no-fields", [cand]) is None
+    assert "unreadable" in _sites.charged(["aten::mm@x:1:f:z:d"], cand, frozenset())[0]

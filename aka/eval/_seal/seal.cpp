@@ -263,6 +263,30 @@ std::thread::id g_call_thread;
 std::vector<std::string> g_task_files;  // frames from these files are the task's own code
 std::vector<std::string> g_libraries;  // ...and frames under these are a library's
 
+std::vector<std::string> g_editable;  // ...and frames from these are the candidate's
+
+// ``op@file:line:function:instruction:digest`` for a call made by task code: the digest is
+// of the function's bytecode, so the same call in another copy of the file (the
+// baseline's tree) reads the same once the parent strips the folder.
+std::string site_of(std::string_view op, const std::string& file, PyCodeObject* code, int lasti) {
+  PyObject* obj = reinterpret_cast<PyObject*>(code);
+  PyObject* fname = PyObject_GetAttrString(obj, "co_name");
+  PyObject* line = PyObject_GetAttrString(obj, "co_firstlineno");
+  PyObject* bytes = PyCode_GetCode(code);
+  const char* n = fname ? PyUnicode_AsUTF8(fname) : nullptr;
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  if (bytes && PyBytes_Check(bytes)) {
+    const char* b = PyBytes_AS_STRING(bytes);
+    for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(bytes); i++) h = (h ^ uint8_t(b[i])) * 1099511628211ULL;
+  }
+  std::string out = std::string(op) + "@" + file + ":" + std::to_string(line ? PyLong_AsLong(line) : -1) +
+                    ":" + (n ? n : "?") + ":" + std::to_string(lasti) + ":" + hex(reinterpret_cast<uint8_t*>(&h), 8);
+  Py_XDECREF(fname);
+  Py_XDECREF(line);
+  Py_XDECREF(bytes);
+  return out;
+}
+
 void note_tamper(const std::string& what) {
   std::lock_guard<std::mutex> lock(g_ops_mu);
   if (g_tamper.empty()) g_tamper = what;
@@ -278,45 +302,56 @@ bool library_file(const std::string& name) {
   return false;
 }
 
-// Whether an operator called inside a candidate call is the candidate's: walking out from
-// the innermost frame past library code, the first other frame decides, and only the task's
-// own files (model code around the kernel, not editable) are not the candidate's. Every
-// other ending is: the candidate's file, a file its code objects claim (a code object's
-// file name is the candidate's to choose), or the evaluator's frames, reached when no
-// Python of the candidate's is on the stack at all (an entry that is a library callable).
-bool charged_to_candidate() {
+// Who called a forbidden operator inside a candidate call. Walking out from the innermost
+// frame past library code, the first other frame decides: only the task's own files (model
+// code around the kernel, not editable) are not the candidate's. Every other ending is the
+// candidate's: its file, a file its code objects claim (a code object's file name is the
+// candidate's to choose), or the evaluator's frames, reached when no Python of the
+// candidate's is on the stack at all (an entry that is a library callable).
+//
+// Task code can still be made to run on the candidate's behalf: the candidate calls one of
+// its helpers, hands one over as its own kernel (``rms_norm = model.torch_rms_norm``), or
+// labels its own code with a task file's name. So a call that task code made is kept as a
+// site (operator, file, function, instruction, bytecode digest), never dropped, and stays
+// the candidate's unless the task's baseline, run where no candidate code is, makes the
+// same call (the parent compares, :mod:`aka.eval._sites`). With the candidate's own file
+// anywhere on the stack it is the candidate's outright.
+std::string attribution(std::string_view op) {
   PyGILState_STATE st = PyGILState_Ensure();
-  bool mine = true;
+  std::string site;  // empty: the candidate's
+  bool decided = false, editable = false;
   PyFrameObject* f = PyEval_GetFrame();
   Py_XINCREF(f);
   while (f) {
     PyCodeObject* code = PyFrame_GetCode(f);
     PyObject* fn = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
-    Py_DECREF(code);
     const char* c = fn ? PyUnicode_AsUTF8(fn) : nullptr;
     std::string name = c ? c : "";
     Py_XDECREF(fn);
-    if (!library_file(name)) {
-      for (auto& path : g_task_files) mine = mine && name != path;
-      break;
+    for (auto& path : g_editable) editable = editable || name == path;
+    if (!decided && !library_file(name)) {
+      decided = true;
+      bool task = false;
+      for (auto& path : g_task_files) task = task || name == path;
+      if (task) site = site_of(op, name, code, PyFrame_GetLasti(f));
     }
+    Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);
     f = back;
   }
-  Py_XDECREF(f);
   PyErr_Clear();
   PyGILState_Release(st);
-  return mine;
+  return editable ? std::string() : site;
 }
 
-// Records ``name`` against the candidate when the task forbids it and the candidate called
-// it (from a RecordFunction callback, or the core's redispatch wrapper).
+// Records ``name`` when the task forbids it: plainly when the candidate called it, as a
+// site when task code did (from a RecordFunction callback, or the core's redispatch wrapper).
 void charge(std::string_view name) {
   if (g_forbidden.empty() || g_forbidden.find(name) == g_forbidden.end()) return;
-  if (!charged_to_candidate()) return;
+  std::string site = attribution(name);
   std::lock_guard<std::mutex> lock(g_ops_mu);
-  if (g_ops.size() < 512) g_ops.insert(std::string(name));
+  if (g_ops.size() < 512) g_ops.insert(site.empty() ? std::string(name) : site);
 }
 
 // Only operators called from outside any other operator count: those are what the
@@ -561,6 +596,8 @@ class Seal {
         shapes_.push_back(d);
       } else if (tag == "T") {  // a path: the rest of the line, spaces included
         g_task_files.push_back(line.substr(2));
+      } else if (tag == "E") {
+        g_editable.push_back(line.substr(2));
       } else if (tag == "F") {
         g_forbidden.insert(f[1]);
       } else if (tag == "L") {

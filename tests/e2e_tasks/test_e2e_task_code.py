@@ -1,0 +1,111 @@
+"""Forbidden operators that the e2e tasks' own model code calls, on the candidate's behalf.
+
+An e2e task's model file (``llama.py``, not editable) calls operators the task forbids
+the kernel (decode_attention's model runs matmuls around the attention), so a call from
+task code is not charged outright. The same file keeps a torch reference of every kernel
+(``torch_rms_norm``), so a candidate that hands that over as its kernel, calls it, or
+labels its own code with the model file's name must still be charged: task code counts
+only where the baseline, run alone, makes the same call (:mod:`aka.eval._sites`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from e2e_helpers import E2E
+
+from aka.config import TimingSettings
+from aka.eval import EvalRequest, _pipeline, _sites, evaluate
+from aka.events import REGISTRY, Scored
+from aka.tasks import load_task
+from aka_ledger import Ledger
+
+# The candidate's own copy of the model module, as model.py loaded it beside kernel.py.
+_FIND_MODEL = """
+import os
+import sys
+
+import torch
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_model = next(m for k, m in list(sys.modules.items()) if k.startswith("_aka_e2e_llama")
+              and os.path.dirname(getattr(m, "__file__", "") or "") == _here)
+"""
+HANDED_OVER = _FIND_MODEL + "rms_norm = _model.torch_rms_norm\n"
+CALLED = (
+    _FIND_MODEL
+    + """
+def rms_norm(x, weight):
+    return _model.torch_rms_norm(x, weight)
+"""
+)
+RELABELLED = """
+import os
+
+import torch
+
+
+def _norm(x, weight):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + 1e-6) * weight).to(x.dtype)
+
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_norm.__code__ = _norm.__code__.replace(co_filename=os.path.join(_here, "llama.py"))
+rms_norm = _norm
+"""
+
+
+def _score(tmp: Path, name: str, kernel: str | None = None) -> Scored:
+    """One evaluation of ``kernel`` (default: the starting one) on the CPU shapes."""
+    ledger = Ledger.open(tmp / "ledger", registry=REGISTRY, create=True)
+    task = load_task(E2E / name, root=E2E.parents[1])
+    with tempfile.TemporaryDirectory(prefix="aka-e2e-") as folder:
+        path = Path(folder) / "kernel.py"
+        path.write_text(kernel or (task.path / "source" / "kernel.py").read_text())
+        candidate = ledger.cas.snapshot(Path(folder), paths=["kernel.py"])
+    req = EvalRequest(
+        task=task, task_tree=ledger.cas.snapshot(task.path), candidate=candidate,
+        harness="b3:" + "0" * 64, device="cpu", policy="agentkernelarena",
+        timing=TimingSettings(max_time_s=0.05, min_samples=3), time=False,
+    )  # fmt: skip
+    return evaluate(ledger, "e2e-task-code", None, req)
+
+
+def _through_task_code(s: Scored) -> list[str]:
+    return [e for e in s.evidence if e.startswith("forbidden_api") and "task's code" in e]
+
+
+@pytest.mark.parametrize("kernel", [HANDED_OVER, RELABELLED], ids=["handed_over", "relabelled"])
+def test_the_model_file_s_reference_run_for_the_candidate_is_charged(
+    tmp_path: Path, kernel: str
+) -> None:
+    s = _score(tmp_path, "prefill_rmsnorm", kernel)
+    assert not s.correct and "forbidden_api" in s.hack_flags, s.evidence
+    found = _through_task_code(s)
+    assert found and any("aten::rsqrt" in e and "llama.py" in e for e in found), s.evidence
+    assert all("never makes" in e for e in found)
+
+
+def test_the_model_s_reference_called_from_the_kernel_is_the_candidate_s(tmp_path: Path) -> None:
+    s = _score(tmp_path, "prefill_rmsnorm", CALLED)
+    assert "forbidden_api" in s.hack_flags
+    assert "forbidden_api: the candidate ran aten::rsqrt" in s.evidence, s.evidence
+
+
+def test_the_model_s_own_forbidden_calls_stay_the_task_s(tmp_path: Path) -> None:
+    """decode_attention forbids matmul, and its model's projections are matmuls."""
+    s = _score(tmp_path, "decode_attention")
+    assert s.correct and not s.hack_flags, s.evidence
+
+
+def test_without_the_baseline_s_own_calls_every_call_of_task_code_is_charged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sites, "_kept", {})
+    monkeypatch.setattr(_pipeline, "baseline_sites", lambda *a, **k: None)
+    s = _score(tmp_path, "decode_attention")
+    assert not s.correct and s.hack_flags == ["forbidden_api"]
+    assert all("could not be run alone" in e for e in _through_task_code(s)), s.evidence
