@@ -18,8 +18,9 @@ from typing import Any
 
 __all__ = ["Plan", "PlannedCall", "assemble", "make_plan"]
 
-AUDIT_PERMILLE = 100  # timed candidate calls checked at random (plus the last one)...
-AUDIT_MAX = 8  # ...at most this many per timed shape (each costs the checker a reference)
+AUDIT_PERMILLE = 100  # timed candidate calls checked, drawn from all rounds alike...
+AUDIT_MAX = 8  # ...at most this many per timed shape, plus the last call (each costs the
+# checker a reference); the core keeps a reservoir of this many outputs while it times
 # ...and no more random ones than fit in this many output bytes per shape: an audit copies
 # its output off the device, to a file and through the checker (256 MiB outputs: two).
 AUDIT_BYTES = 512 << 20

@@ -101,6 +101,21 @@ def test_a_cache_of_outputs_keyed_on_repeated_inputs_is_caught(tmp_path: Path) -
     assert "a new set in about 1 round in 4" in honest.timing[0]["pair"]["method"]
 
 
+def test_wrong_answers_between_the_first_and_the_last_timed_rounds_are_caught(
+    tmp_path: Path,
+) -> None:
+    """s10 answers right for its first 220 calls and after its 1000th, zeros in between.
+    A pair of over a thousand rounds (min_samples) is judged on rounds drawn from all of
+    them alike, so about eight in ten of its audits fall where the answers are wrong."""
+    rounds = {"target_rel_ci": 1e-6, "max_time_s": 0.01, "min_samples": 1100}
+    job, root = scale_job(tmp_path, (CORPUS / "s10_late_rounds.py").read_text())
+    v = run_job(dataclasses.replace(job, timing=rounds), root)
+    assert not v.correct and "timed_output_wrong" in v.flags, (v.flags, v.error)
+    job, root = scale_job(tmp_path / "honest", (CORPUS / "honest_vectorized.py").read_text())
+    honest = run_job(dataclasses.replace(job, timing=rounds), root)
+    assert honest.correct and honest.flags == [], (honest.flags, honest.error)
+
+
 def test_a_candidate_writes_nothing_another_process_reads(tmp_path: Path) -> None:
     """s12 tries to make a folder in site-packages, the environment, aka's caches, the
     home folder, /dev and the evaluation's folders; outside its private ones, every mount

@@ -747,7 +747,10 @@ class Seal {
   // Writes the output to a new file in the output folder; returns the record's fields.
   // The bytes go straight from the device into the file's pages (one copy, no staging
   // tensor); the space is reserved first, so a full disk is an error, not a SIGBUS.
-  std::string save(const at::Tensor& out_dev) {
+  // ``kept``: the digest the bytes had when they were kept (an audit's copy waits in this
+  // process's memory until its pair ends); the record carries it, so a copy changed while
+  // it waited fails the checker's digest check like a rewritten file.
+  std::string save(const at::Tensor& out_dev, const uint64_t* kept = nullptr) {
     NoPython np;
     at::Tensor src = out_dev.detach();
     std::string name = "o" + std::to_string(files_++) + ".bin";
@@ -767,6 +770,7 @@ class Seal {
       ::munmap(m, n);
     }
     ::close(fd);
+    if (kept) dg = *kept;
     std::string sizes = "[";
     for (int64_t i = 0; i < src.dim(); i++) sizes += (i ? "," : "") + std::to_string(src.size(i));
     sizes += "]";
@@ -971,7 +975,9 @@ class Seal {
   }
 
   // One call of arm ``a`` in round ``r``: fresh values in the buffers, then the window.
-  std::pair<double, double> sample(Arm* arms, int a, const Pair& p, int k, long r, bool audit) {
+  // ``audit``: kNone (warm-up), kOffer (a round of the loop: offered to the reservoir of
+  // audits) or kNow (the last call: saved and judged whatever happened before).
+  std::pair<double, double> sample(Arm* arms, int a, const Pair& p, int k, long r, int audit) {
     // The candidate gets fresh values in its buffers for every call; the baseline (the
     // task's own code, nothing to catch) keeps its first set, generated once per pair but
     // written into its buffers before every call like the candidate's, with the same
@@ -1003,13 +1009,10 @@ class Seal {
       if (!arm.graph_replay()) arm.out = call_arm(a, arm.fn, args, p.shape);
     });
     if (a == 1) check_recorder();
-    if (audit && a == 1) {
-      std::string rec = "{\"round\":" + std::to_string(r) + ",\"seed\":" + std::to_string(seed);
-      std::string why = not_plain(arm.out);
-      if (!why.empty()) rec += ",\"error\":" + jstr(why);
-      else rec += "," + save_audit(THPVariable_Unpack(arm.out.ptr()), p, k, r);
-      if (mutated(args, fresh)) rec += ",\"mutated\":true";
-      audits_ += (audits_.empty() ? "" : ",") + rec + "}";
+    if (audit == kOffer && a == 1) offer(p, k, r, seed, arm.out, args, fresh);
+    if (audit == kNow && a == 1) {
+      Kept now = keep(p, k, r, seed, arm.out, args, fresh);
+      audits_ += (audits_.empty() ? "" : ",") + audit_record(now);
     }
     if (THPVariable_Check(arm.out.ptr())) {  // each arm's freed memory is poisoned alike
       at::Tensor t = THPVariable_Unpack(arm.out.ptr());
@@ -1018,49 +1021,121 @@ class Seal {
     return w;
   }
 
-  // An audited timed output, saved whole, or past ``audit_sample`` elements as a keyed
-  // sample of that many: elements start + i * stride (mod n), the stride coprime to n so
-  // they are distinct and spread over the whole output. Neither is known before the call
-  // returns; the checker takes the same elements of the reference. A sampled audit costs
-  // the same at any size, so large outputs get as many audits as small ones.
-  std::string save_audit(const at::Tensor& out, const Pair& p, int k, long r) {
-    int64_t n = out.numel();
-    if (p.audit_sample <= 0 || n <= p.audit_sample) return save(out);
+  // ---- audits of timed candidate calls: a uniform sample of every round -----------------
+  //
+  // Which timed calls are judged must be as likely for the last rounds of a pair as for the
+  // first: a fixed number drawn from the first rounds leaves every later call unjudged once
+  // they are spent, and a kernel that counts rounds (it can watch the baseline's calls too)
+  // would answer right early and fast and wrong after. So the rounds of the loop feed a
+  // reservoir (keyed draws, the same for every round whatever the candidate does: round t
+  // stays with probability size/t), and when the loop stops a keyed subset of it, about one
+  // round in ten of the pair, is saved and judged, plus the last call. Each round of the
+  // loop is judged with the same probability, known to no one before the pair ends.
+  static constexpr int kNone = 0, kOffer = 1, kNow = 2;
+
+  struct Kept {
+    long round = 0;
+    int64_t seed = 0;
+    std::string why, sampled;  // not a plain tensor: why; a sampled audit: where
+    at::Tensor out;  // a host copy of the output (or of its keyed sample)...
+    uint64_t digest = 0;  // ...and its keyed digest when it was taken
+    bool mutated = false;
+  };
+  std::vector<Kept> kept_;
+  long offered_ = 0;
+
+  // The output of a call as an audit keeps it: whole, or past ``audit_sample`` elements a
+  // keyed sample of that many: elements start + i * stride (mod n), the stride coprime to
+  // n so they are distinct and spread over the whole output. Neither is known before the
+  // call returns; the checker takes the same elements of the reference. A sampled audit
+  // costs the same at any size, so large outputs get as many audits as small ones.
+  Kept keep(const Pair& p, int k, long r, int64_t seed, const py::object& out,
+            const py::tuple& args, const py::tuple& fresh) {
+    Kept s;
+    s.round = r;
+    s.seed = seed;
+    s.mutated = mutated(args, fresh);
+    s.why = not_plain(out);
+    if (!s.why.empty()) return s;
+    at::Tensor t = THPVariable_Unpack(out.ptr());
+    NoPython np;
+    int64_t n = t.numel();
+    if (p.audit_sample <= 0 || n <= p.audit_sample) {
+      s.out = host_copy(t.detach(), s.digest);
+      return s;
+    }
     uint64_t key = prf("sample:" + std::to_string(k) + ":" + std::to_string(r));
     int64_t start = int64_t(key % uint64_t(n));
     int64_t stride = int64_t((key >> 20) % uint64_t(n - 1)) + 1;
     while (std::gcd(stride, n) != 1) stride = stride % (n - 1) + 1;
     std::string sizes = "[";
-    for (int64_t i = 0; i < out.dim(); i++) sizes += (i ? "," : "") + std::to_string(out.size(i));
+    for (int64_t i = 0; i < t.dim(); i++) sizes += (i ? "," : "") + std::to_string(t.size(i));
     sizes += "]";
-    at::Tensor picked;
-    {
-      NoPython np;
-      at::Tensor idx = at::arange(p.audit_sample, at::TensorOptions().dtype(at::kLong).device(out.device()));
-      // start + i * stride (mod n) without overflow: i * stride < 2^63 needs n below
-      // 2^63 / audit_sample, far above any output that fits a device.
-      idx = at::remainder(idx * stride + start, n);
-      picked = out.detach().reshape({-1}).index_select(0, idx);
-    }
-    return save(picked) + ",\"sampled\":{\"start\":" + std::to_string(start) + ",\"stride\":" +
-           std::to_string(stride) + ",\"count\":" + std::to_string(p.audit_sample) +
-           ",\"shape\":" + sizes + "}";
+    at::Tensor idx = at::arange(p.audit_sample, at::TensorOptions().dtype(at::kLong).device(t.device()));
+    // start + i * stride (mod n) without overflow: i * stride < 2^63 needs n below
+    // 2^63 / audit_sample, far above any output that fits a device.
+    idx = at::remainder(idx * stride + start, n);
+    s.out = host_copy(t.detach().reshape({-1}).index_select(0, idx), s.digest);
+    s.sampled = ",\"sampled\":{\"start\":" + std::to_string(start) + ",\"stride\":" +
+                std::to_string(stride) + ",\"count\":" + std::to_string(p.audit_sample) +
+                ",\"shape\":" + sizes + "}";
+    return s;
   }
 
-  int n_audits_ = 0;
+  // A copy of ``t`` in host memory the core owns, and its keyed digest taken now: what
+  // runs later in this process can reach the copy, but not change it unseen.
+  at::Tensor host_copy(const at::Tensor& t, uint64_t& digest) {
+    at::Tensor host = at::empty(t.sizes(), t.options().device(at::kCPU));
+    host.copy_(t);
+    size_t n = size_t(host.numel()) * host.element_size();
+    digest = poly_hash(n ? static_cast<const uint8_t*>(host.data_ptr()) : nullptr, n, digest_key_);
+    return host;
+  }
 
-  // Which timed candidate calls are checked: a keyed draw per round, so neither the
-  // candidate nor anything else in the process can predict them; at most audit_max.
-  bool audited(int k, long r, const Pair& p) {
-    if (n_audits_ >= p.audit_max) return false;
-    // Large outputs: as many as fit in audit_bytes (each is copied out and judged); a
-    // sampled audit copies at most audit_sample elements of at most 8 bytes.
+  // A kept call as the checker reads it, its output saved to a file now.
+  std::string audit_record(const Kept& s) {
+    std::string rec = "{\"round\":" + std::to_string(s.round) + ",\"seed\":" + std::to_string(s.seed);
+    if (!s.why.empty()) rec += ",\"error\":" + jstr(s.why);
+    else rec += "," + save(s.out, &s.digest) + s.sampled;
+    if (s.mutated) rec += ",\"mutated\":true";
+    return rec + "}";
+  }
+
+  // How many outputs the reservoir holds: audit_max, and no more than fit in audit_bytes
+  // (a sampled audit holds at most audit_sample elements of at most 8 bytes).
+  size_t reservoir_size(const Pair& p) const {
     int64_t each = p.audit_sample > 0 ? std::min(out_bytes_[1], 8 * p.audit_sample) : out_bytes_[1];
-    if (p.audit_bytes > 0 && each > 0 && (n_audits_ + 1) * each > p.audit_bytes) return false;
-    bool pick = prf("audit:" + std::to_string(k) + ":" + std::to_string(r)) % 1000 <
-                uint64_t(p.audit_permille);
-    n_audits_ += pick;
-    return pick;
+    int64_t size = std::max(p.audit_max, 0);
+    if (p.audit_bytes > 0 && each > 0) size = std::min(size, p.audit_bytes / each);
+    return size_t(std::max<int64_t>(size, 0));
+  }
+
+  void offer(const Pair& p, int k, long r, int64_t seed, const py::object& out,
+             const py::tuple& args, const py::tuple& fresh) {
+    size_t size = reservoir_size(p);
+    long t = offered_++;
+    size_t slot = kept_.size();
+    if (slot >= size) {
+      slot = size_t(prf("audit:" + std::to_string(k) + ":" + std::to_string(r)) % uint64_t(t + 1));
+      if (slot >= size) return;
+    } else {
+      kept_.emplace_back();
+    }
+    kept_[slot] = keep(p, k, r, seed, out, args, fresh);
+  }
+
+  // After the loop: a keyed subset of the reservoir, audit_permille of the rounds offered
+  // (rounded up), saved and recorded; the rest let go.
+  void judge_kept(const Pair& p, int k) {
+    size_t want = size_t((offered_ * int64_t(p.audit_permille) + 999) / 1000);
+    want = std::min(want, kept_.size());
+    for (size_t i = 0; i < want; i++) {  // a keyed partial shuffle
+      size_t j = i + size_t(prf("pick:" + std::to_string(k) + ":" + std::to_string(i)) % (kept_.size() - i));
+      std::swap(kept_[i], kept_[j]);
+      audits_ += (audits_.empty() ? "" : ",") + audit_record(kept_[i]);
+    }
+    kept_.clear();
+    offered_ = 0;
   }
 
   void timing(int k) {
@@ -1071,7 +1146,8 @@ class Seal {
     arms[1].fn = candidate_;
     for (int a = 0; a < 2; a++) { windows_[a].clear(); hosts_[a].clear(); }
     audits_.clear();
-    n_audits_ = 0;
+    kept_.clear();
+    offered_ = 0;
     clear_ops();
     fresh_tags_.clear();
     fresh_round_ = false;
@@ -1087,7 +1163,7 @@ class Seal {
 #endif
       std::vector<double> warm;
       for (int w = 0; w < std::max(p.warmup, 1); w++, r++)
-        for (int a = 0; a < 2; a++) warm.push_back(sample(arms, a, p, k, r, false).first);
+        for (int a = 0; a < 2; a++) warm.push_back(sample(arms, a, p, k, r, kNone).first);
       if (impl_) idle_excess = calibrate_host();
       double t0 = now_s();
       long next_check = p.min_samples;
@@ -1098,12 +1174,11 @@ class Seal {
         if (block_pos == 0) ab_first = splitmix(order_state) & 1;
         bool ab = block_pos == 0 ? ab_first : !ab_first;
         block_pos ^= 1;
-        bool audit = audited(k, r, p);
         fresh_round_ = !pool_.empty() &&
                        prf("fresh:" + std::to_string(k) + ":" + std::to_string(r)) % kFreshEvery == 0;
         for (int j = 0; j < 2; j++) {
           int a = ab ? j : 1 - j;
-          auto w = sample(arms, a, p, k, r, audit);
+          auto w = sample(arms, a, p, k, r, kOffer);
           windows_[a].push_back(w.first);
           hosts_[a].push_back(w.second);
         }
@@ -1123,8 +1198,9 @@ class Seal {
         }
         next_check = n + std::max(1L, n / 16);
       }
+      judge_kept(p, k);
       // The last call of the candidate is always checked too (the rest at random).
-      auto last = sample(arms, 1, p, k, r, true);
+      auto last = sample(arms, 1, p, k, r, kNow);
       (void)last;
       r++;
       frame("{\"kind\":\"mark\",\"name\":\"timing_end\",\"shape\":" + std::to_string(k) + "}");
@@ -1192,7 +1268,7 @@ class Seal {
     }
     std::vector<double> warm[2];
     for (int w = 0; w < std::max(p.warmup, 1); w++, r++)
-      for (int a = 0; a < 2; a++) warm[a].push_back(sample(arms, a, p, k, r, false).first);
+      for (int a = 0; a < 2; a++) warm[a].push_back(sample(arms, a, p, k, r, kNone).first);
     bool want = p.graph == 1 || (p.graph == 2 && std::min(median(warm[0]), median(warm[1])) < p.graph_below);
     if (!want) return;
     try {
