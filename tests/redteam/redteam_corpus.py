@@ -137,6 +137,7 @@ ADVERSARIAL = [
     Entry("s06_recorder_off", SCALE, 12, ("forbidden_api", "op_record_tamper"), forbidden=MUL),
     Entry("s06_recorder_native", SCALE, 12, ("ctypes", "op_record_tamper"), forbidden=MUL),
     Entry("s06_redispatch", SCALE, 12, ("forbidden_api",), forbidden=MUL),
+    Entry("s06_thread_offload", SCALE, 12, ("forbidden_api",), forbidden=MUL),
     Entry("s07_popen_session", SCALE, 2, ("subprocess", "background_process")),
     Entry("s07_multiprocessing", SCALE, 2, ("subprocess", "background_process")),
     Entry("s07_posix_spawn", SCALE, 2, ("subprocess", "background_process")),

@@ -356,11 +356,14 @@ void charge(std::string_view name) {
 
 // Only operators called from outside any other operator count: those are what the
 // calling code asked for; what they dispatch to inside is the operator's own business.
+// During a candidate call every thread counts, not only the calling one: a thread of the
+// candidate's (a Python one, or native with no Python frame at all) is the candidate's.
+// The core's own probe counts on the calling thread only.
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   int mode = g_recording.load(std::memory_order_relaxed);
-  if (mode && t_depth == 0 && std::this_thread::get_id() == g_call_thread) {
+  if (mode && t_depth == 0) {
     if (mode == 2) {
-      g_alive = true;
+      if (std::this_thread::get_id() == g_call_thread) g_alive = true;
     } else {
       charge(fn.name());
     }
@@ -455,7 +458,7 @@ class Seal {
     py::object redispatch = handle.attr("redispatch_boxed");
     handle.attr("redispatch_boxed") = py::cpp_function(
         [redispatch](py::object self, py::args args, py::kwargs kwargs) {
-          if (g_recording.load() == 1 && t_depth == 0 && std::this_thread::get_id() == g_call_thread) {
+          if (g_recording.load() == 1 && t_depth == 0) {
             charge(std::string(py::str(self.attr("schema")().attr("name"))));
           }
           return redispatch(self, *args, **kwargs);
