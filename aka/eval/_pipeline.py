@@ -218,6 +218,9 @@ def _sealed(
     workers.refill(job.device, job.isolate_network)
     stdlib = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
     task, editable = task_files(job, Path(request.cand_dir))
+    # The baseline's copies too: its calls walk the same frames as the candidate's (their
+    # findings let go), and a candidate calling into them is judged like any task code.
+    task += tuple(f for f in task_files(job, Path(request.base_dir))[0] if f not in task)
     text = plan.text(task, tuple(stdlib), tuple(_ops.forbidden_operators(job.forbidden)),
                      editable)  # fmt: skip
     cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)

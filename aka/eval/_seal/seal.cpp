@@ -249,12 +249,16 @@ std::string jlist(const std::vector<double>& v) {
 // cost per operator) is the same in both, so nothing there tells a timed call from a checked
 // one, and a library call made only when timed is seen like any other. Only operators the
 // task forbids are looked at further (the rest cost one lookup). It stays on through the
-// baseline's timed calls too (keeping nothing), so both arms of a pair pay alike.
+// baseline's timed calls too, doing the same work and keeping nothing, so both arms of a pair
+// pay alike (task code around the kernel calls the same forbidden operators in both).
 
 std::mutex g_ops_mu;
 std::set<std::string> g_ops;  // forbidden operators charged to the candidate
 std::set<std::string, std::less<>> g_forbidden;  // the plan's ``F`` lines (found by view)
-std::atomic<int> g_recording{0};  // 0 off, 1 a candidate call, 2 the recorder's own probe
+// 0 off, 1 a candidate call, 2 the recorder's own probe, 3 a baseline call (the same work
+// as a candidate call, its findings let go: both arms of a timing pair pay alike, and
+// task code around the kernel calls the same forbidden operators in both)
+std::atomic<int> g_recording{0};
 std::atomic<bool> g_alive{false};
 std::string g_tamper;  // what switched the recorder off, if anything did (first only)
 
@@ -346,12 +350,15 @@ std::string attribution(std::string_view op) {
 }
 
 // Records ``name`` when the task forbids it: plainly when the candidate called it, as a
-// site when task code did (from a RecordFunction callback, or the core's redispatch wrapper).
-void charge(std::string_view name) {
+// site when task code did (from a RecordFunction callback, or the core's redispatch
+// wrapper). In a baseline call (``mode`` 3) the same is done and let go.
+std::set<std::string> g_let_go;
+void charge(std::string_view name, int mode) {
   if (g_forbidden.empty() || g_forbidden.find(name) == g_forbidden.end()) return;
   std::string site = attribution(name);
   std::lock_guard<std::mutex> lock(g_ops_mu);
-  if (g_ops.size() < 512) g_ops.insert(site.empty() ? std::string(name) : site);
+  std::set<std::string>& into = mode == 1 ? g_ops : g_let_go;
+  if (into.size() < 512) into.insert(site.empty() ? std::string(name) : site);
 }
 
 // Only operators called from outside any other operator count: those are what the
@@ -365,7 +372,7 @@ std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
     if (mode == 2) {
       if (std::this_thread::get_id() == g_call_thread) g_alive = true;
     } else {
-      charge(fn.name());
+      charge(fn.name(), mode);
     }
   }
   t_depth++;
@@ -458,8 +465,9 @@ class Seal {
     py::object redispatch = handle.attr("redispatch_boxed");
     handle.attr("redispatch_boxed") = py::cpp_function(
         [redispatch](py::object self, py::args args, py::kwargs kwargs) {
-          if (g_recording.load() == 1 && t_depth == 0) {
-            charge(std::string(py::str(self.attr("schema")().attr("name"))));
+          int mode = g_recording.load();
+          if ((mode == 1 || mode == 3) && t_depth == 0) {
+            charge(std::string(py::str(self.attr("schema")().attr("name"))), mode);
           }
           return redispatch(self, *args, **kwargs);
         },
@@ -510,9 +518,9 @@ class Seal {
   at::CallbackHandle recorder_ = 0;
 
   // A call of the candidate with the operator recorder on, as every one of its calls is.
-  py::object recorded(const py::object& fn, const py::tuple& args, int shape) {
+  py::object recorded(const py::object& fn, const py::tuple& args, int shape, int mode = 1) {
     g_call_thread = std::this_thread::get_id();
-    g_recording = 1;
+    g_recording = mode;
     try {
       py::object out = invoke(fn, args, shape);
       g_recording = 0;
@@ -974,7 +982,7 @@ class Seal {
   // with the same callback on but nothing kept, so both arms pay the same per operator
   // and a baseline timed against itself still reads 1.
   py::object call_arm(int a, const py::object& fn, const py::tuple& args, int shape) {
-    return a == 1 ? recorded(fn, args, shape) : invoke(fn, args, shape);
+    return recorded(fn, args, shape, a == 1 ? 1 : 3);
   }
 
   // One call of arm ``a`` in round ``r``: fresh values in the buffers, then the window.
