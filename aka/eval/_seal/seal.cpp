@@ -41,6 +41,7 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 #include <system_error>
 #include <thread>
 #include <poll.h>
@@ -269,28 +270,6 @@ std::vector<std::string> g_libraries;  // ...and frames under these are a librar
 
 std::vector<std::string> g_editable;  // ...and frames from these are the candidate's
 
-// ``op@file:line:function:instruction:digest`` for a call made by task code: the digest is
-// of the function's bytecode, so the same call in another copy of the file (the
-// baseline's tree) reads the same once the parent strips the folder.
-std::string site_of(std::string_view op, const std::string& file, PyCodeObject* code, int lasti) {
-  PyObject* obj = reinterpret_cast<PyObject*>(code);
-  PyObject* fname = PyObject_GetAttrString(obj, "co_name");
-  PyObject* line = PyObject_GetAttrString(obj, "co_firstlineno");
-  PyObject* bytes = PyCode_GetCode(code);
-  const char* n = fname ? PyUnicode_AsUTF8(fname) : nullptr;
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  if (bytes && PyBytes_Check(bytes)) {
-    const char* b = PyBytes_AS_STRING(bytes);
-    for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(bytes); i++) h = (h ^ uint8_t(b[i])) * 1099511628211ULL;
-  }
-  std::string out = std::string(op) + "@" + file + ":" + std::to_string(line ? PyLong_AsLong(line) : -1) +
-                    ":" + (n ? n : "?") + ":" + std::to_string(lasti) + ":" + hex(reinterpret_cast<uint8_t*>(&h), 8);
-  Py_XDECREF(fname);
-  Py_XDECREF(line);
-  Py_XDECREF(bytes);
-  return out;
-}
-
 void note_tamper(const std::string& what) {
   std::lock_guard<std::mutex> lock(g_ops_mu);
   if (g_tamper.empty()) g_tamper = what;
@@ -306,6 +285,61 @@ bool library_file(const std::string& name) {
   return false;
 }
 
+// What a code object's frames are, read once per code object: its file's kind and, for the
+// task's own files, ``file:line:function:digest`` (the digest is of its bytecode, so the same
+// function in another copy of the file, the baseline's tree, reads the same once the parent
+// strips the folder). Every code object looked up is kept alive here, so its address is
+// never another's; reading it again for every operator made each of them cost microseconds
+// in both arms of a timing pair.
+enum class Kind : uint8_t { kLibrary, kTask, kEditable, kOther };
+struct CodeInfo {
+  Kind kind;
+  std::string where;  // the task's files only
+};
+std::unordered_map<PyCodeObject*, CodeInfo> g_codes;  // under the GIL
+constexpr size_t kMaxCodes = 1 << 16;
+
+CodeInfo read_code(PyCodeObject* code) {
+  PyObject* obj = reinterpret_cast<PyObject*>(code);
+  PyObject* fn = PyObject_GetAttrString(obj, "co_filename");
+  const char* c = fn ? PyUnicode_AsUTF8(fn) : nullptr;
+  std::string name = c ? c : "";
+  Py_XDECREF(fn);
+  CodeInfo info{Kind::kOther, ""};
+  for (auto& path : g_editable)
+    if (name == path) info.kind = Kind::kEditable;
+  if (info.kind == Kind::kOther && library_file(name)) info.kind = Kind::kLibrary;
+  for (auto& path : g_task_files)
+    if (info.kind == Kind::kOther && name == path) info.kind = Kind::kTask;
+  if (info.kind == Kind::kTask) {
+    PyObject* fname = PyObject_GetAttrString(obj, "co_name");
+    PyObject* line = PyObject_GetAttrString(obj, "co_firstlineno");
+    PyObject* bytes = PyCode_GetCode(code);
+    const char* n = fname ? PyUnicode_AsUTF8(fname) : nullptr;
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a
+    if (bytes && PyBytes_Check(bytes)) {
+      const char* b = PyBytes_AS_STRING(bytes);
+      for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(bytes); i++) h = (h ^ uint8_t(b[i])) * 1099511628211ULL;
+    }
+    info.where = name + ":" + std::to_string(line ? PyLong_AsLong(line) : -1) + ":" + (n ? n : "?") +
+                 "|" + hex(reinterpret_cast<uint8_t*>(&h), 8);
+    Py_XDECREF(fname);
+    Py_XDECREF(line);
+    Py_XDECREF(bytes);
+  }
+  PyErr_Clear();
+  return info;
+}
+
+const CodeInfo& code_info(PyCodeObject* code, CodeInfo& scratch) {
+  auto it = g_codes.find(code);
+  if (it != g_codes.end()) return it->second;
+  scratch = read_code(code);
+  if (g_codes.size() >= kMaxCodes) return scratch;
+  Py_INCREF(reinterpret_cast<PyObject*>(code));
+  return g_codes.emplace(code, scratch).first->second;
+}
+
 // Who called a forbidden operator inside a candidate call. Walking out from the innermost
 // frame past library code, the first other frame decides: only the task's own files (model
 // code around the kernel, not editable) are not the candidate's. Every other ending is the
@@ -316,34 +350,35 @@ bool library_file(const std::string& name) {
 // Task code can still be made to run on the candidate's behalf: the candidate calls one of
 // its helpers, hands one over as its own kernel (``rms_norm = model.torch_rms_norm``), or
 // labels its own code with a task file's name. So a call that task code made is kept as a
-// site (operator, file, function, instruction, bytecode digest), never dropped, and stays
-// the candidate's unless the task's baseline, run where no candidate code is, makes the
-// same call (the parent compares, :mod:`aka.eval._sites`). With the candidate's own file
+// site, ``op@file:line:function:instruction:digest``, never dropped, and stays the
+// candidate's unless the task's baseline, run where no candidate code is, makes the same
+// call (the parent compares, :mod:`aka.eval._sites`). With the candidate's own file
 // anywhere on the stack it is the candidate's outright.
 std::string attribution(std::string_view op) {
   PyGILState_STATE st = PyGILState_Ensure();
   std::string site;  // empty: the candidate's
   bool decided = false, editable = false;
+  CodeInfo scratch;
   PyFrameObject* f = PyEval_GetFrame();
   Py_XINCREF(f);
-  while (f) {
+  while (f && !editable) {
     PyCodeObject* code = PyFrame_GetCode(f);
-    PyObject* fn = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
-    const char* c = fn ? PyUnicode_AsUTF8(fn) : nullptr;
-    std::string name = c ? c : "";
-    Py_XDECREF(fn);
-    for (auto& path : g_editable) editable = editable || name == path;
-    if (!decided && !library_file(name)) {
+    const CodeInfo& info = code_info(code, scratch);
+    editable = info.kind == Kind::kEditable;
+    if (!decided && info.kind != Kind::kLibrary) {
       decided = true;
-      bool task = false;
-      for (auto& path : g_task_files) task = task || name == path;
-      if (task) site = site_of(op, name, code, PyFrame_GetLasti(f));
+      if (info.kind == Kind::kTask) {
+        size_t bar = info.where.rfind('|');
+        site = std::string(op) + "@" + info.where.substr(0, bar) + ":" +
+               std::to_string(PyFrame_GetLasti(f)) + ":" + info.where.substr(bar + 1);
+      }
     }
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);
     f = back;
   }
+  Py_XDECREF(f);
   PyErr_Clear();
   PyGILState_Release(st);
   return editable ? std::string() : site;
