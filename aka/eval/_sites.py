@@ -4,12 +4,14 @@ Some tasks wrap the kernel in code of their own (a model whose RMSNorm is the ca
 kernel), and that code may call operators the candidate must not (the model's matmuls in a
 task about attention). The sealed core charges an operator to the candidate unless a task
 file called it; a call from a task file comes back as a *site*: the operator, the file, the
-function, the instruction and a digest of the function's bytecode.
+function, the instruction, and a digest of the path that reached it (every frame out to the
+outermost one of a task file, by bytecode and instruction).
 
 A site alone proves nothing: the candidate can run the task's code on its own behalf (call
 a reference helper the model file keeps, hand one over as its kernel, or label its own
-code with a task file's name). So a site is the candidate's unless the task's baseline
-makes the same call when it runs where no candidate code is: the evaluator runs the
+code with a task file's name, or reach the model's own calls through code of its own). So
+a site is the candidate's unless the task's baseline makes the same call, by the same path,
+when it runs where no candidate code is: the evaluator runs the
 baseline's checked calls once in a process of its own, keeps the sites it saw (per task,
 for the evaluator's lifetime), and charges every other site to the candidate. The
 comparison happens here, in the parent, where candidate code never runs.
@@ -33,7 +35,7 @@ class Site(NamedTuple):
     line: int
     function: str
     instruction: int
-    digest: str
+    path: str
 
     def where(self) -> str:
         """The call as a reader finds it: file, function, first line."""
@@ -57,7 +59,7 @@ def parse(raw: str, trees: Iterable[Path]) -> Site | None:
     parts = rest.rsplit(":", 4)
     if not op or len(parts) != 5:
         return None
-    file, line, function, instruction, digest = parts
+    file, line, function, instruction, path = parts
     for tree in trees:
         try:
             file = Path(file).relative_to(tree).as_posix()
@@ -65,7 +67,7 @@ def parse(raw: str, trees: Iterable[Path]) -> Site | None:
         except ValueError:
             continue
     try:
-        return Site(op, file, int(line), function, int(instruction), digest)
+        return Site(op, file, int(line), function, int(instruction), path)
     except ValueError:
         return None
 

@@ -5,7 +5,8 @@ the kernel (decode_attention's model runs matmuls around the attention), so a ca
 task code is not charged outright. The same file keeps a torch reference of every kernel
 (``torch_rms_norm``), so a candidate that hands that over as its kernel, calls it, or
 labels its own code with the model file's name must still be charged: task code counts
-only where the baseline, run alone, makes the same call (:mod:`aka.eval._sites`).
+only where the baseline, run alone, makes the same call by the same path
+(:mod:`aka.eval._sites`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,33 @@ _here = os.path.dirname(os.path.abspath(__file__))
 _norm.__code__ = _norm.__code__.replace(co_filename=os.path.join(_here, "llama.py"))
 rms_norm = _norm
 """
+
+# decode_attention's model runs its MLP's matmuls (``_mlp``) in every decode step, so those
+# calls are the baseline's own; here the attention reaches them through an adapter whose
+# code claims to be generated code (skipped like a library's), with no frame of kernel.py
+# on the stack while they run.
+THROUGH_THE_MLP = (
+    _FIND_MODEL
+    + """
+
+class _Through:
+    @staticmethod
+    def rms_norm(x, norm):
+        return x
+
+    @staticmethod
+    def silu_and_mul(scores):
+        return scores
+
+
+def _attention(q, k, v, k_cache, v_cache):
+    return _model._mlp(_Through, q, None, k_cache.transpose(-1, -2), v_cache)
+
+
+_attention.__code__ = _attention.__code__.replace(co_filename="<frozen attention>")
+decode_attention = _attention
+"""
+)
 
 
 def _score(tmp: Path, name: str, kernel: str | None = None) -> Scored:
@@ -109,3 +137,10 @@ def test_without_the_baseline_s_own_calls_every_call_of_task_code_is_charged(
     s = _score(tmp_path, "decode_attention")
     assert not s.correct and s.hack_flags == ["forbidden_api"]
     assert all("could not be run alone" in e for e in _through_task_code(s)), s.evidence
+
+
+def test_the_model_s_own_calls_reached_from_elsewhere_are_the_candidate_s(tmp_path: Path) -> None:
+    """The same operator at the same place in the model's code, reached by another path."""
+    s = _score(tmp_path, "decode_attention", THROUGH_THE_MLP)
+    found = _through_task_code(s)
+    assert any("aten::matmul" in e and "(_mlp)" in e for e in found), s.evidence

@@ -285,17 +285,24 @@ bool library_file(const std::string& name) {
   return false;
 }
 
-// What a code object's frames are, read once per code object: its file's kind and, for the
-// task's own files, ``file:line:function:digest`` (the digest is of its bytecode, so the same
-// function in another copy of the file, the baseline's tree, reads the same once the parent
-// strips the folder). Every code object looked up is kept alive here, so its address is
-// never another's; reading it again for every operator made each of them cost microseconds
-// in both arms of a timing pair.
+// What a code object's frames are, read once per code object: its file's kind, a digest of
+// its bytecode (the same function in another copy of a file, the baseline's tree, has the
+// same one) and, for the task's own files, ``file:line:function`` (the parent strips the
+// folder). Every code object looked up is kept alive here, so its address is never
+// another's; reading it again for every operator made each of them cost microseconds in
+// both arms of a timing pair.
 enum class Kind : uint8_t { kLibrary, kTask, kEditable, kOther };
 struct CodeInfo {
   Kind kind;
+  uint64_t digest;
   std::string where;  // the task's files only
 };
+
+uint64_t fnv(uint64_t h, const void* p, size_t n) {  // FNV-1a
+  for (size_t i = 0; i < n; i++) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ULL;
+  return h;
+}
+constexpr uint64_t kFnvBasis = 1469598103934665603ULL;
 std::unordered_map<PyCodeObject*, CodeInfo> g_codes;  // under the GIL
 constexpr size_t kMaxCodes = 1 << 16;
 
@@ -305,7 +312,10 @@ CodeInfo read_code(PyCodeObject* code) {
   const char* c = fn ? PyUnicode_AsUTF8(fn) : nullptr;
   std::string name = c ? c : "";
   Py_XDECREF(fn);
-  CodeInfo info{Kind::kOther, ""};
+  CodeInfo info{Kind::kOther, kFnvBasis, ""};
+  PyObject* bytes = PyCode_GetCode(code);
+  if (bytes && PyBytes_Check(bytes)) info.digest = fnv(kFnvBasis, PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes));
+  Py_XDECREF(bytes);
   for (auto& path : g_editable)
     if (name == path) info.kind = Kind::kEditable;
   if (info.kind == Kind::kOther && library_file(name)) info.kind = Kind::kLibrary;
@@ -314,18 +324,10 @@ CodeInfo read_code(PyCodeObject* code) {
   if (info.kind == Kind::kTask) {
     PyObject* fname = PyObject_GetAttrString(obj, "co_name");
     PyObject* line = PyObject_GetAttrString(obj, "co_firstlineno");
-    PyObject* bytes = PyCode_GetCode(code);
     const char* n = fname ? PyUnicode_AsUTF8(fname) : nullptr;
-    uint64_t h = 1469598103934665603ULL;  // FNV-1a
-    if (bytes && PyBytes_Check(bytes)) {
-      const char* b = PyBytes_AS_STRING(bytes);
-      for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(bytes); i++) h = (h ^ uint8_t(b[i])) * 1099511628211ULL;
-    }
-    info.where = name + ":" + std::to_string(line ? PyLong_AsLong(line) : -1) + ":" + (n ? n : "?") +
-                 "|" + hex(reinterpret_cast<uint8_t*>(&h), 8);
+    info.where = name + ":" + std::to_string(line ? PyLong_AsLong(line) : -1) + ":" + (n ? n : "?");
     Py_XDECREF(fname);
     Py_XDECREF(line);
-    Py_XDECREF(bytes);
   }
   PyErr_Clear();
   return info;
@@ -350,28 +352,32 @@ const CodeInfo& code_info(PyCodeObject* code, CodeInfo& scratch) {
 // Task code can still be made to run on the candidate's behalf: the candidate calls one of
 // its helpers, hands one over as its own kernel (``rms_norm = model.torch_rms_norm``), or
 // labels its own code with a task file's name. So a call that task code made is kept as a
-// site, ``op@file:line:function:instruction:digest``, never dropped, and stays the
+// site, ``op@file:line:function:instruction:path``, never dropped, and stays the
 // candidate's unless the task's baseline, run where no candidate code is, makes the same
-// call (the parent compares, :mod:`aka.eval._sites`). With the candidate's own file
-// anywhere on the stack it is the candidate's outright.
+// call (the parent compares, :mod:`aka.eval._sites`). The path is a digest of every frame
+// from the innermost out to the outermost one of a task file, each by its bytecode and
+// instruction: a call reached through code of the candidate's in between, whatever file that
+// code claims to be, or from another place in the task's code (a helper of the model's
+// handed over as the kernel) is another path. With the candidate's own file anywhere on the
+// stack the call is the candidate's outright.
 std::string attribution(std::string_view op) {
   PyGILState_STATE st = PyGILState_Ensure();
   std::string site;  // empty: the candidate's
   bool decided = false, editable = false;
+  uint64_t path = kFnvBasis, through_task = kFnvBasis;
   CodeInfo scratch;
   PyFrameObject* f = PyEval_GetFrame();
   Py_XINCREF(f);
   while (f && !editable) {
     PyCodeObject* code = PyFrame_GetCode(f);
     const CodeInfo& info = code_info(code, scratch);
+    int lasti = PyFrame_GetLasti(f);
     editable = info.kind == Kind::kEditable;
+    path = fnv(fnv(path, &info.digest, sizeof info.digest), &lasti, sizeof lasti);
+    if (info.kind == Kind::kTask) through_task = path;
     if (!decided && info.kind != Kind::kLibrary) {
       decided = true;
-      if (info.kind == Kind::kTask) {
-        size_t bar = info.where.rfind('|');
-        site = std::string(op) + "@" + info.where.substr(0, bar) + ":" +
-               std::to_string(PyFrame_GetLasti(f)) + ":" + info.where.substr(bar + 1);
-      }
+      if (info.kind == Kind::kTask) site = std::string(op) + "@" + info.where + ":" + std::to_string(lasti);
     }
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(f);
@@ -381,7 +387,8 @@ std::string attribution(std::string_view op) {
   Py_XDECREF(f);
   PyErr_Clear();
   PyGILState_Release(st);
-  return editable ? std::string() : site;
+  if (editable || site.empty()) return std::string();
+  return site + ":" + hex(reinterpret_cast<uint8_t*>(&through_task), 8);
 }
 
 // Records ``name`` when the task forbids it: plainly when the candidate called it, as a
