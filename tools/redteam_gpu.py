@@ -77,8 +77,12 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("s09_output_tamper", SCALE, 14, ("output_tamper",), CPU_CORPUS),
     ("s06_timed_only_fallback", SCALE, 12, ("forbidden_api",), CPU_CORPUS),
     ("g18_graph_capture_library", SCALE, 12, ("forbidden_api",), GPU_CORPUS),
+    ("s06_thread_offload", SCALE, 12, ("forbidden_api",), CPU_CORPUS),
 ]
-FORBIDDEN = {"s06_timed_only_fallback": ["torch.mul"], "g18_graph_capture_library": ["torch.mul"]}
+FORBIDDEN = {
+    name: ["torch.mul"]
+    for name in ("s06_timed_only_fallback", "g18_graph_capture_library", "s06_thread_offload")
+}
 """Names the task forbids on top of the fixture's, per entry (the scale task forbids none)."""
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):
