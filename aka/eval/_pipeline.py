@@ -486,8 +486,9 @@ def run_job(
     found += task_site_flags(job, root, sites, workers or current())
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
+    replay = _detect.REPLAY_RATIO["cuda" if job.device.startswith("cuda") else "cpu"]
     found += [{"flag": "input_replay", "evidence": e}
-              for e in _detect.input_replay(assembled["timing"])]  # fmt: skip
+              for e in _detect.input_replay(assembled["timing"], replay)]  # fmt: skip
     rebased: list[str] = []
     if timing and not found and all(c["ok"] for c in cases):  # a speedup would be scored
         timing, rebased = rebase_slowed(job, root, timing, workers or current())
