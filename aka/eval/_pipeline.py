@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _baseline_ref, _detect, _native, _ops, _plan, _sites, _spares
+from aka.eval import _alone, _detect, _native, _ops, _plan, _sites, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._proc import CHILD_TIMEOUT_S, Collected, child_env
@@ -325,110 +325,6 @@ def run_processes(
     return result, assembled, checked
 
 
-def clean_baseline_timing(job: Job, root: Path, workers: Workers) -> list[dict[str, Any]]:
-    """The baseline timed against itself in a candidate process of its own: the same plan's
-    timing pairs, with the baseline's folder standing in for the candidate's, so no
-    candidate code is ever imported there (:mod:`aka.eval._baseline_ref`)."""
-    return _timing_only(job, root, workers, root / "base", "clean")
-
-
-def _alone(job: Job, root: Path, workers: Workers, cand_dir: Path, name: str,
-           stages: tuple[str, ...]) -> dict[str, Any]:  # fmt: skip
-    """The assembly of one more sealed process over ``stages`` with ``cand_dir`` as the
-    candidate (the baseline's folder: no candidate code is imported there)."""
-    native = str(_native.ensure_built(job.device))
-    scratch = root / "scratch"
-    scratch.mkdir(exist_ok=True)
-    with output_dir(root) as out:
-        request = dataclasses.replace(
-            candidate_request(job, root, out, native), cand_dir=str(cand_dir)
-        )
-        _, assembled = _sealed(job, request, out / name, cwd=scratch, stages=stages,
-                               workers=workers)  # fmt: skip
-    return assembled
-
-
-def _timing_only(
-    job: Job,
-    root: Path,
-    workers: Workers,
-    cand_dir: Path,
-    name: str,
-    fingerprint: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """The timing pairs of one more sealed process that only times ``cand_dir`` as the
-    candidate (no timing when it fails: its callers then fall back on what they had).
-
-    ``fingerprint``: the device as the evaluation's checker read it, for pairs that may
-    stand in the verdict (no checker runs after this process, and a pair without it made
-    the attempt's device read as another one to ``aka compare``)."""
-    assembled = _alone(job, root, workers, cand_dir, name, ("timing",))
-    if assembled["error"] or not assembled["timing"]:
-        return []
-    for item in assembled["timing"]:
-        item.setdefault("fingerprint", dict(fingerprint or {}))
-    return timing_results(job, assembled["timing"])
-
-
-def _baseline_key(job: Job, root: Path, *parts: Any) -> str:
-    """What a run of the baseline alone depends on: its sources, the reference, ``parts``."""
-    files = sorted(  # sources only: bytecode the processes left there differs per folder
-        p for p in (root / "base").rglob("*") if p.is_file() and "__pycache__" not in p.parts
-    )
-    return _baseline_ref.clean_key(
-        root, [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
-        job.shapes, job.dtypes, job.device, job.pass_shape, *parts,
-    )  # fmt: skip
-
-
-def baseline_sites(job: Job, root: Path, workers: Workers) -> frozenset[_sites.Site] | None:
-    """Where the task's own code calls forbidden operators when the baseline runs alone: its
-    checked calls in a process of their own (``None`` when any of them failed)."""
-    assembled = _alone(job, root, workers, root / "base", "sites", ("correctness",))
-    if assembled["error"] or any(r.get("error") for r in assembled["records"]):
-        return None
-    _, raw = _sites.split(assembled["ops"])
-    parsed = (_sites.parse(text, _sites.trees(root / "base")) for text in raw)
-    return frozenset(site for site in parsed if site is not None)
-
-
-def task_site_flags(job: Job, root: Path, raw: list[str], workers: Workers) -> list[dict[str, str]]:
-    """``forbidden_api`` for every call task code made for the candidate that its baseline
-    does not make (:mod:`aka.eval._sites`)."""
-    if not raw:
-        return []
-    key = _baseline_key(job, root, "sites", sorted(_ops.forbidden_operators(job.forbidden)))
-    allowed = _sites.allowed(key, lambda: baseline_sites(job, root, workers))
-    return [{"flag": "forbidden_api", "evidence": e}
-            for e in _sites.charged(raw, root / "cand", allowed)]  # fmt: skip
-
-
-def rebase_slowed(
-    job: Job, root: Path, timing: list[dict[str, Any]], workers: Workers
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """``timing`` with every shape whose baseline ran slower beside the candidate than in
-    a process without it settled (:func:`aka.eval._detect.baseline_slowed`), and a note for
-    each such shape: the candidate is timed once more in a fresh process, and a baseline
-    slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`).
-    With no clean timing to judge by, no timing at all: the candidate stays correct,
-    without a speedup."""
-    key = _baseline_key(job, root, job.timing)
-    slack = _detect.BASELINE_SLACK["cuda" if job.device.startswith("cuda") else "cpu"]
-    slowed = _baseline_ref.slowed(
-        key, timing, lambda: clean_baseline_timing(job, root, workers),
-        lambda t, clean: _detect.baseline_slowed(t, clean, slack),
-    )  # fmt: skip
-    if slowed is None:
-        return [], [
-            "no speedup: the baseline could not be timed in a process of its own, so a "
-            "baseline slowed beside the candidate could not be ruled out"
-        ]
-    if not slowed:
-        return timing, []
-    again = _timing_only(job, root, workers, root / "cand", "again", _device_of(timing))
-    return _detect.settle_slowed(timing, again, slowed, slack)
-
-
 def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[str, float]:
     """Wall seconds per stage of the candidate process, from its marks' arrival times.
 
@@ -483,7 +379,7 @@ def run_job(
     found = static + run.flags + check_flags + list(assembled["flags"])
     plain, sites = _sites.split(assembled["ops"])
     found += forbidden_ops(job.forbidden, plain)
-    found += task_site_flags(job, root, sites, workers or current())
+    found += _alone.task_site_flags(job, root, sites, workers or current())
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
     replay = _detect.REPLAY_RATIO["cuda" if job.device.startswith("cuda") else "cpu"]
@@ -491,7 +387,7 @@ def run_job(
               for e in _detect.input_replay(assembled["timing"], replay)]  # fmt: skip
     rebased: list[str] = []
     if timing and not found and all(c["ok"] for c in cases):  # a speedup would be scored
-        timing, rebased = rebase_slowed(job, root, timing, workers or current())
+        timing, rebased = _alone.rebase_slowed(job, root, timing, workers or current())
     names = sorted({f["flag"] for f in found})
     evidence = list(dict.fromkeys(f"{f['flag']}: {f['evidence']}" for f in found))
     checker_error = checked.error if records else None
@@ -513,7 +409,7 @@ def run_job(
         compiled=compiled,
         cases=cases,
         timing=timing,
-        device=dict(_device_of(timing)),
+        device=dict(_alone.device_of(timing)),
         flags=names,
         evidence=evidence,
         correct=correct,
@@ -522,12 +418,3 @@ def run_job(
         notes=notes,
         stage_s=dict(run.stage_s),
     )
-
-
-def _device_of(timing: list[dict[str, Any]]) -> dict[str, Any]:
-    """The device fingerprint of the timed shapes (the first one's)."""
-    for t in timing:
-        fp = (t.get("pair") or {}).get("fingerprint")
-        if fp:
-            return dict(fp)
-    return {}

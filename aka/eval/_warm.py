@@ -43,7 +43,7 @@ def cache_env(module: str, cand: Path | None, *, warm: bool = True) -> dict[str,
     """Kernel cache variables for a warm candidate process, shared by equal candidate trees.
 
     Keyed by the tree the process imports as its candidate, ``cand``: a process timing the
-    baseline alone (:func:`aka.eval._pipeline.clean_baseline_timing`) gets the baseline
+    baseline alone (:func:`aka.eval._alone.clean_baseline_timing`) gets the baseline
     tree's caches, never those a candidate's process could have written. Other
     processes, and every process when warm workers are off, get nothing.
     """

@@ -75,10 +75,10 @@ def test_without_a_clean_baseline_timing_there_is_no_speedup(
     """The check of a slowed baseline fails closed: when the baseline cannot be timed in a
     process of its own (here it never comes back), a correct candidate keeps its verdict
     but earns no speedup, and the note says why."""
-    from aka.eval import _baseline_ref, _pipeline
+    from aka.eval import _alone, _baseline_ref
 
     monkeypatch.setattr(_baseline_ref, "_cache", {})
-    monkeypatch.setattr(_pipeline, "clean_baseline_timing", lambda *a: [])
+    monkeypatch.setattr(_alone, "clean_baseline_timing", lambda *a: [])
     job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
     v = run_job(job, root)
     assert v.correct and v.timing == [], (v.error, v.timing)

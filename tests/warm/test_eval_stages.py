@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from aka.eval import _outputs, _pipeline
+from aka.eval import _alone, _outputs, _pipeline
 from aka.eval._outputs import output_dir
 from aka.eval._pipeline import run_job
 
@@ -119,13 +119,13 @@ def test_evaluations_of_one_task_in_their_own_folders_share_one_clean_timing(
 
     monkeypatch.setattr(_baseline_ref, "_cache", {})
     calls: list[Path] = []
-    measure = _pipeline.clean_baseline_timing
+    measure = _alone.clean_baseline_timing
 
     def counted(job: Any, root: Path, workers: Any) -> Any:
         calls.append(root)
         return measure(job, root, workers)
 
-    monkeypatch.setattr(_pipeline, "clean_baseline_timing", counted)
+    monkeypatch.setattr(_alone, "clean_baseline_timing", counted)
     text = (CORPUS / "honest_vectorized.py").read_text()
     for name in ("one", "two"):
         verdict = run_job(*scale_job(tmp_path / name, text))
