@@ -37,6 +37,6 @@ def cold(host_pids: bool) -> Iterator[Workers]:
 def no_clean_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Evaluations without the baseline's clean timing (one more timed process per task,
     tested in tests/redteam), for tests that count each evaluation's own processes."""
-    from aka.eval import _pipeline
+    from aka.eval import _alone
 
-    monkeypatch.setattr(_pipeline, "rebase_slowed", lambda job, root, timing, workers: (timing, []))
+    monkeypatch.setattr(_alone, "rebase_slowed", lambda job, root, timing, workers: (timing, []))
