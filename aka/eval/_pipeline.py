@@ -281,6 +281,13 @@ def run_processes(
     of one (the naive path ``aka bench eval`` compares against).
     """
     workers = workers or current()
+    with workers.evaluating(job.device):
+        return _processes(job, root, workers, split_stages)
+
+
+def _processes(job: Job, root: Path, workers: Workers, split_stages: bool
+               ) -> tuple[CandidateRun, dict[str, Any], CheckerReport]:  # fmt: skip
+    """:func:`run_processes` inside its evaluation's count of the device's in-flight ones."""
     native = str(_native.ensure_built(job.device))
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)

@@ -1,12 +1,22 @@
-"""Spare evaluation processes: the next evaluation's, started while this one runs.
+"""Spare evaluation processes: the next evaluations', started while these run.
 
 With warm workers on, as soon as an evaluation has its candidate process, the evaluator
-forks a *prepared* candidate process and a prepared checker process
-(:mod:`aka.eval._prepare`) for the next evaluation on the same device. They start CUDA
-and isolate themselves while the current candidate loads, compiles and checks, are
-stopped while it times (:mod:`aka.eval._gate`) and go on while its checker runs; the
-next evaluation takes them instead of forking its own and pays neither start-up. A spare
-is used once, by one evaluation; it is taken only for the same device, isolation
+forks *prepared* candidate and checker processes (:mod:`aka.eval._prepare`) for the
+evaluations to come on the same device. They start CUDA and isolate themselves while the
+current candidates load, compile and check, are stopped while one times
+(:mod:`aka.eval._gate`) and go on while its checker runs; the next evaluation takes them
+instead of forking its own and pays neither start-up.
+
+How many wait per module is the *depth*: as many as evaluations are in flight on the
+device when the refill happens (:meth:`aka.eval._workers.Workers.evaluating`). With one
+spare per module and eight evaluations in flight, the evaluations starting right after
+the first found none and forked their own, paying the start-up inside their time (3.9 s
+median start stage on the H200, docs/benchmarks.md); with as many as are in flight, any
+evaluation that ends is replaced by one whose processes already wait. A serial evaluator
+keeps one of each, as before. Spares beyond the depth (the load fell) are left waiting:
+the next burst uses them, and shutdown stops them.
+
+A spare is used once, by one evaluation; it is taken only for the same device, isolation
 setting and environment it was started with, and one that has died is replaced by a
 process started on demand. Spares are stopped with the zygotes
 (:meth:`aka.eval._workers.Workers.shutdown`).
@@ -34,49 +44,66 @@ def _key(device: str, isolate: bool) -> str:
 
 
 class Spares:
-    """At most one waiting process per module; ``factory`` starts a prepared one."""
+    """Waiting processes per module, topped up to a depth; ``factory`` starts a prepared one."""
 
     def __init__(self, factory: Callable[[str, str, bool], Proc]) -> None:
         self._factory = factory
         self._lock = threading.Lock()
-        self._spares: dict[str, tuple[str, Proc]] = {}  # module -> (key, process)
+        # module -> (key, process) of each waiting spare, oldest first
+        self._spares: dict[str, list[tuple[str, Proc]]] = {}
 
     def take(self, module: str, device: str, isolate: bool) -> Proc | None:
-        """The spare ``module`` process for this device and isolation, or ``None``."""
-        with self._lock:
-            item = self._spares.pop(module, None)
-        if item is None:
-            return None
-        key, proc = item
-        if key == _key(device, isolate) and proc.alive():
-            return proc
-        proc.kill()
-        return None
+        """The oldest live spare ``module`` process for this device and isolation, or ``None``.
 
-    def refill(self, device: str, isolate: bool) -> None:
-        """Start a prepared process of each module for the next evaluation."""
+        Spares of other settings and dead ones met on the way are stopped and dropped.
+        """
+        key = _key(device, isolate)
+        stale: list[Proc] = []
+        found: Proc | None = None
+        with self._lock:
+            waiting = self._spares.get(module, [])
+            for i, (k, proc) in enumerate(waiting):
+                if k == key and proc.alive():
+                    found = proc
+                    del waiting[i]
+                    break
+            stale = [p for k, p in waiting if k != key or not p.alive()]
+            waiting[:] = [(k, p) for k, p in waiting if p not in stale]
+        for proc in stale:
+            proc.kill()
+        return found
+
+    def refill(self, device: str, isolate: bool, depth: int = 1) -> None:
+        """Top up each module's waiting processes for this device and isolation to ``depth``."""
         key = _key(device, isolate)
         for module in MODULES:
             with self._lock:
-                old = self._spares.get(module)
-            if old is not None and old[0] == key and old[1].alive():
-                continue
-            fresh = self._factory(module, device, isolate)
-            with self._lock:  # another thread may have refilled meanwhile: the newest stays
-                replaced = self._spares.get(module)
-                self._spares[module] = (key, fresh)
-            if replaced is not None:
-                replaced[1].kill()
+                waiting = self._spares.setdefault(module, [])
+                stale = [p for k, p in waiting if k != key or not p.alive()]
+                waiting[:] = [(k, p) for k, p in waiting if p not in stale]
+                missing = depth - len(waiting)
+            for proc in stale:
+                proc.kill()
+            for _ in range(missing):
+                fresh = self._factory(module, device, isolate)
+                with self._lock:  # other threads may refill meanwhile: beyond the depth, stop
+                    waiting = self._spares.setdefault(module, [])
+                    keep = len(waiting) < depth
+                    if keep:
+                        waiting.append((key, fresh))
+                if not keep:
+                    fresh.kill()
+                    break
 
-    def waiting(self) -> dict[str, int]:
-        """Module -> pid of each spare now waiting (for tests and ``aka bench eval``)."""
+    def waiting(self) -> dict[str, list[int]]:
+        """Module -> pids of the spares now waiting, oldest first (tests, ``aka bench eval``)."""
         with self._lock:
-            return {m: int(p.proc.pid) for m, (_, p) in self._spares.items()}
+            return {m: [int(p.proc.pid) for _, p in w] for m, w in self._spares.items() if w}
 
     def clear(self) -> None:
         """Stop every spare."""
         with self._lock:
-            items = list(self._spares.values())
+            items = [p for w in self._spares.values() for _, p in w]
             self._spares.clear()
-        for _, proc in items:
+        for proc in items:
             proc.kill()

@@ -15,9 +15,11 @@ stopped by :meth:`Workers.shutdown`, at exit at the latest.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +51,8 @@ class Workers:
         self.gate = Gate(stop=self.switches.gate, host=HostGate(host) if host else None)
         self.zygotes = Zygotes()
         self.spares = Spares(self.prepared)
+        self._count = threading.Lock()
+        self._in_flight: dict[str, int] = {}  # device -> evaluations running on it
 
     @property
     def warm(self) -> bool:
@@ -73,10 +77,28 @@ class Workers:
         return Proc(module, cwd=Path(tempfile.gettempdir()), device=device, workers=self,
                     prepared=isolate)  # fmt: skip
 
+    @contextlib.contextmanager
+    def evaluating(self, device: str) -> Iterator[None]:
+        """One evaluation runs on ``device`` inside the block: it counts toward how many
+        spares wait for the evaluations to come (:meth:`refill`)."""
+        with self._count:
+            self._in_flight[device] = self._in_flight.get(device, 0) + 1
+        try:
+            yield
+        finally:
+            with self._count:
+                self._in_flight[device] -= 1
+
+    def in_flight(self, device: str) -> int:
+        """Evaluations running on ``device`` now (:meth:`evaluating` blocks)."""
+        with self._count:
+            return self._in_flight.get(device, 0)
+
     def refill(self, device: str, isolate: bool) -> None:
-        """Start the next evaluation's processes now (warm workers only)."""
+        """Start the next evaluations' processes now (warm workers only): one of each per
+        evaluation in flight on ``device``, at least one (:mod:`aka.eval._spares`)."""
         if self.warm:
-            self.spares.refill(device, isolate)
+            self.spares.refill(device, isolate, depth=max(1, self.in_flight(device)))
 
     def zygote_status(self, device: str) -> dict[str, Any]:
         """The zygote for ``device``'s children: pid, whether it started CUDA, modules."""

@@ -9,9 +9,11 @@ evaluation or one with other settings.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 
 from aka.eval import _profiling, _warm
 from aka.eval._pipeline import Job, run_job
+from aka.eval._proc import Proc
 from aka.eval._spares import MODULES
 from aka.eval._switches import Switches
 from aka.eval._workers import Workers
@@ -72,7 +75,7 @@ def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, wa
                                                               ) -> None:  # fmt: skip
     first_job, first_root = _job_in(tmp_path / "a", WHERE)
     first = _where(run_job(first_job, first_root, workers=warm).compiled.get("error"))
-    spares = warm.spares.waiting()
+    spares = {m: pids[0] for m, pids in warm.spares.waiting().items()}
     assert set(spares) == set(MODULES)
     assert str(spares["aka.eval._candidate"]) != first["pid"]
 
@@ -86,7 +89,8 @@ def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, wa
     # Both spares were used up; new ones wait for the evaluation after.
     after = warm.spares.waiting()
     assert set(after) == set(MODULES)
-    assert not set(after.values()) & set(spares.values())
+    assert all(len(pids) == 1 for pids in after.values())  # a serial evaluator keeps one
+    assert not {p for pids in after.values() for p in pids} & set(spares.values())
 
 
 def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: Workers) -> None:
@@ -94,10 +98,10 @@ def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: Workers) -> N
     spares.refill("cpu", False)
     pids = spares.waiting()
     assert spares.take("aka.eval._candidate", "cpu", True) is None  # other isolation setting
-    assert _gone(pids["aka.eval._candidate"])  # and that spare is stopped, not leaked
+    assert _gone(pids["aka.eval._candidate"][0])  # and that spare is stopped, not leaked
 
     spares.refill("cpu", False)
-    pid = spares.waiting()["aka.eval._checker"]
+    pid = spares.waiting()["aka.eval._checker"][0]
     os.kill(pid, signal.SIGKILL)
     assert _gone(pid)
     assert spares.take("aka.eval._checker", "cpu", False) is None  # dead: not handed out
@@ -106,6 +110,57 @@ def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: Workers) -> N
     proc = spares.take("aka.eval._checker", "cpu", False)
     assert proc is not None and proc.alive() and proc.prepared is False
     proc.kill()
+
+
+def test_as_many_spares_wait_as_evaluations_are_in_flight(warm: Workers) -> None:
+    """Eight evaluations in flight each need their processes when they start: with one
+    spare per module, all but the first forked their own and paid the start-up."""
+    with contextlib.ExitStack() as stack:
+        for _ in range(3):
+            stack.enter_context(warm.evaluating("cpu"))
+        assert warm.in_flight("cpu") == 3 and warm.in_flight("cuda:0") == 0
+        warm.refill("cpu", False)
+        pids = warm.spares.waiting()
+        assert {m: len(p) for m, p in pids.items()} == {m: 3 for m in MODULES}
+        # Three evaluations start: each takes a different spare, oldest first.
+        taken = [warm.spares.take("aka.eval._candidate", "cpu", False) for _ in range(4)]
+        assert [t.proc.pid if t else None for t in taken] == [*pids["aka.eval._candidate"], None]
+        for proc in taken:
+            if proc is not None:
+                proc.kill()
+        warm.refill("cpu", False)  # topped up again, the checkers left as they were
+        again = warm.spares.waiting()
+        assert again["aka.eval._checker"] == pids["aka.eval._checker"]
+        assert len(again["aka.eval._candidate"]) == 3
+    assert warm.in_flight("cpu") == 0
+    warm.refill("cpu", False)  # the load fell: the spares already waiting stay for the next
+    assert {m: len(p) for m, p in warm.spares.waiting().items()} == {m: 3 for m in MODULES}
+
+
+def test_refills_from_several_threads_never_pass_the_depth(
+    warm: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[int] = []
+    factory = warm.spares._factory
+
+    def counted(module: str, device: str, isolate: bool) -> Proc:
+        proc = factory(module, device, isolate)
+        started.append(int(proc.proc.pid))
+        return proc
+
+    monkeypatch.setattr(warm.spares, "_factory", counted)
+    threads = [threading.Thread(target=warm.spares.refill, args=("cpu", False, 2))
+               for _ in range(4)]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    waiting = warm.spares.waiting()
+    assert {m: len(p) for m, p in waiting.items()} == {m: 2 for m in MODULES}
+    kept = {p for pids in waiting.values() for p in pids}
+    assert all(_gone(p) for p in set(started) - kept)  # one started past the depth is stopped
+    warm.spares.clear()
+    assert all(_gone(p) for p in kept)
 
 
 def test_no_spares_without_warm_workers(tmp_path: Path) -> None:
@@ -122,7 +177,7 @@ def test_shutdown_stops_the_spares(tmp_path: Path, warm: Workers) -> None:
     job, root = _job_in(tmp_path, (CORPUS / "honest_vectorized.py").read_text(), isolate=True)
     verdict = run_job(job, root, workers=warm)
     assert verdict.correct, verdict.error
-    pids = list(warm.spares.waiting().values())
+    pids = [p for waiting in warm.spares.waiting().values() for p in waiting]
     assert len(pids) == 2
     warm.shutdown()
     assert warm.spares.waiting() == {}
