@@ -79,6 +79,10 @@
 #                                    40 distinct new candidates, 8 in flight first, at 0.1 s;
 #                                    between, two e2e tasks validated (their model's own
 #                                    forbidden calls learned from the baseline run alone)
+#   bash tools/device_session.sh audit
+#                                    the core's build, then what the reservoir of timed-call
+#                                    audits costs the timing stage (tools/audit_cost.py: three
+#                                    tasks' baselines, reservoir on and off, three runs each)
 #   bash tools/device_session.sh i N SECONDS
 #                                    the core's build, then N distinct new candidates of four
 #                                    tasks, 8 in flight first (then one at a time, then cached),
@@ -86,7 +90,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|d|i|o|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|d|i|o|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -275,6 +279,11 @@ o)
   step aa 110 python3 -c "from aka.cli._bench_eval import _mode, triton_tasks; import json; print(json.dumps(_mode(triton_tasks(3), 'cuda', 3, warm=True), indent=1))"
   step distinct "${2:-200}" python3 -m aka.cli._bench_distinct --device cuda --distinct 40 \
     --in-flight 8 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
+  ;;
+audit)
+  sealbuild
+  step audit 300 python3 tools/audit_cost.py --device cuda --tasks 3 --runs 3 --max-time-s 0.1 \
+    --out $R/audit_cost.json
   ;;
 i)
   sealbuild
