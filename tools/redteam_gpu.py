@@ -45,10 +45,14 @@ SPECS: dict[str, dict[str, Any]] = {
         "backend": "triton", "entry": "kernel.py:scale", "shapes": [{"N": 1048576}],
         "heldout": [{"N": 1000003}], "cpu": [{"N": 4096}],
     },
+    "torch/ops/transpose": {
+        "backend": "torch", "entry": "kernel.py:transpose", "shapes": [{"M": 2048, "N": 1536}],
+        "heldout": [{"M": 1536, "N": 2052}], "cpu": [{"M": 96, "N": 80}],
+    },
 }  # fmt: skip
 TIMING = {"target_rel_ci": 0.01, "max_time_s": 1.0, "min_samples": 10}
 CPU_TIMING = {"target_rel_ci": 0.05, "max_time_s": 0.2, "min_samples": 5}
-SCALE, TRITON = "torch/ops/scale", "triton/ops/scale"
+SCALE, TRITON, TRANSPOSE = "torch/ops/scale", "triton/ops/scale", "torch/ops/transpose"
 # (name, task, pattern or None for honest, flags that must fire, corpus folder)
 ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("honest_vectorized", SCALE, None, (), CPU_CORPUS),
@@ -78,10 +82,19 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("s06_timed_only_fallback", SCALE, 12, ("forbidden_api",), CPU_CORPUS),
     ("g18_graph_capture_library", SCALE, 12, ("forbidden_api",), GPU_CORPUS),
     ("s06_thread_offload", SCALE, 12, ("forbidden_api",), CPU_CORPUS),
+    ("s06_nested_composite", SCALE, 12, ("forbidden_api",), CPU_CORPUS),
+    ("s06_autograd_function", SCALE, 12, ("forbidden_api",), CPU_CORPUS),
+    ("s14_launch_when_probed", TRITON, 12, ("no_kernel_launch",), CPU_CORPUS),
+    ("honest_transpose_copy", TRANSPOSE, None, (), CPU_CORPUS),
+    ("s13_output_view", TRANSPOSE, 3, ("non_plain_output",), CPU_CORPUS),
 ]
 FORBIDDEN = {
-    name: ["torch.mul"]
-    for name in ("s06_timed_only_fallback", "g18_graph_capture_library", "s06_thread_offload")
+    **{
+        name: ["torch.mul"]
+        for name in ("s06_timed_only_fallback", "g18_graph_capture_library", "s06_thread_offload")
+    },
+    "s06_nested_composite": ["torch.mm"],
+    "s06_autograd_function": ["torch.mul"],
 }
 """Names the task forbids on top of the fixture's, per entry (the scale task forbids none)."""
 LARGE = [{"N": 3 << 22}]

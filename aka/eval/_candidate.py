@@ -41,6 +41,7 @@ from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Guards
+from aka.eval._taskcode import patched
 from aka.eval._warm import CACHE_KEYS
 from aka.eval._wire import CandidateReport, CandidateRequest, decode, encode_report
 
@@ -139,6 +140,34 @@ def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, g
         elif not own_kernels(names):
             guards.flag("no_kernel_launch", f"shape {shape}: only library kernels ran")
     return notes
+
+
+def _task_code(req: CandidateRequest, guards: Guards, stage: str) -> None:
+    """``task_code_patched`` when a task module's top-level names no longer hold what its
+    file defines (:mod:`aka.eval._taskcode`; a tripwire, flagged once)."""
+    if any(f["flag"] == "task_code_patched" for f in guards.flags):
+        return
+    changed = patched(req.task_files or [])
+    if changed:
+        guards.flag("task_code_patched", f"{stage}: {', '.join(changed[:6])} replaced")
+
+
+def _unlaunched(core: Any, launches: LaunchCounter, guards: Guards) -> None:
+    """``no_kernel_launch`` when a call of the plan returned with no Triton kernel launched.
+
+    The probes after the plan use tensors of their own, which a kernel can tell from the
+    plan's (the same buffers every call): one that launched only for tensors it had not
+    seen passed them and answered every scored call from the library. So every call of
+    the plan counts, checked and timed alike.
+    """
+    if not launches.hooked:
+        return
+    skipped, returned = core.unlaunched()
+    if skipped:
+        guards.flag(
+            "no_kernel_launch",
+            f"{skipped} of {returned} calls of the plan launched no Triton kernel",
+        )
 
 
 def _kernel_caches(contained: bool) -> tuple[str, ...]:
@@ -242,10 +271,17 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     except Exception as exc:
         compiled = {"ok": False, "error": _short_error(exc), "wall_s": time.perf_counter() - t0}
     guards.check_state("compile")
+    _task_code(req, guards, "compile")
     if candidate is not None:
         seal.send_py(json.dumps({"kind": "mark", "name": "compiled"}))
-        seal.run(candidate)
+        launches.ping = core.launched if launches.hooked else None
+        try:
+            seal.run(candidate)
+        finally:
+            launches.ping = None
+        _unlaunched(core, launches, guards)
         guards.check_state("plan")
+        _task_code(req, guards, "plan")
         if req.probe_shape:
             try:
                 notes += _probes(req, candidate, make_inputs, guards, launches)

@@ -46,6 +46,9 @@ class LaunchCounter:
         self.counting = False
         self.noop = False
         self.hooked: list[str] = []
+        # Called from inside every launch while the sealed plan runs: the core counts
+        # the candidate calls that returned without one (its ``launched``).
+        self.ping: Callable[[], None] | None = None
 
     def install(self) -> None:
         """Wrap ``run`` of Triton's JIT (and interpreter) kernels; no Triton: nothing."""
@@ -70,6 +73,8 @@ class LaunchCounter:
         counter = self
 
         def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            if counter.ping is not None and not kwargs.get("warmup", False):
+                counter.ping()
             if counter.counting and not kwargs.get("warmup", False):
                 counter.launches += 1
                 if counter.noop:

@@ -176,7 +176,17 @@ def candidate_request(
         max_memory_bytes=job.max_memory_bytes,
         contain=job.contain,
         profile=request_field(profile),
+        task_files=_own_task_files(job, root),
     )
+
+
+def _own_task_files(job: Job, root: Path) -> list[str]:
+    """The task's files in the candidate's tree (what is not editable) and every Python
+    file of the baseline's: code the candidate may call but not change."""
+    if not (root / "cand").is_dir():
+        return []
+    base = task_files(job, root / "base") if (root / "base").is_dir() else ((), ())
+    return sorted({*task_files(job, root / "cand")[0], *base[0], *base[1]})
 
 
 def checker_request(

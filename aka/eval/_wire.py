@@ -72,6 +72,9 @@ class CandidateRequest:
     max_memory_bytes: int | None
     contain: bool
     profile: str | None = None
+    # The task's own Python files around the kernel, in both trees (the candidate may not
+    # change them, in its files or in the modules loaded from them: aka.eval._taskcode).
+    task_files: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
 CORPUS = HERE / "corpus"
 SCALE, TRITON, TINY = "torch/ops/scale", "triton/ops/scale", "torch/ops/tiny"
+TRANSPOSE = "torch/ops/transpose"
 
 
 @dataclass(frozen=True)
@@ -71,14 +72,17 @@ HONEST = [
     Entry("honest_cuda_streams_guarded", SCALE),
     Entry("honest_dtype_dispatch", SCALE, heldout=True),
     Entry("honest_triton_autotune", TRITON),
+    Entry("honest_transpose_copy", TRANSPOSE, time=True),
 ]
 MUL = ("torch.mul",)  # forbidden on top of the scale task for the operator-alias entries
 ADDCMUL = ("torch.addcmul",)
+MM = ("torch.mm",)
 HANG_S = 30.0  # the whole-evaluation limit for candidates that never return
 ADVERSARIAL = [
     Entry("p02_background_thread", SCALE, 2, ("threads", "background_thread")),
     Entry("p02_background_process", SCALE, 2, ("subprocess", "background_process")),
     Entry("p03_lazy_subclass", SCALE, 3, ("non_plain_output",)),
+    Entry("s13_output_view", TRANSPOSE, 3, ("non_plain_output",)),
     Entry(
         "p04_timer_patch",
         SCALE,
@@ -138,6 +142,9 @@ ADVERSARIAL = [
     Entry("s06_recorder_native", SCALE, 12, ("ctypes", "op_record_tamper"), forbidden=MUL),
     Entry("s06_redispatch", SCALE, 12, ("forbidden_api",), forbidden=MUL),
     Entry("s06_thread_offload", SCALE, 12, ("forbidden_api",), forbidden=MUL),
+    Entry("s06_nested_composite", SCALE, 12, ("forbidden_api",), forbidden=MM),
+    Entry("s06_autograd_function", SCALE, 12, ("forbidden_api",), forbidden=MUL),
+    Entry("s14_launch_when_probed", TRITON, 12, ("no_kernel_launch",)),
     Entry("s07_popen_session", SCALE, 2, ("subprocess", "background_process")),
     Entry("s07_multiprocessing", SCALE, 2, ("subprocess", "background_process")),
     Entry("s07_posix_spawn", SCALE, 2, ("subprocess", "background_process")),

@@ -265,6 +265,12 @@ std::string g_tamper;  // what switched the recorder off, if anything did (first
 
 thread_local int t_depth = 0;
 std::thread::id g_call_thread;
+// Candidate calls that returned, and those of them in which no Triton kernel launched:
+// the launch hook (``aka.eval._kernels.LaunchCounter``) calls ``launched`` from inside
+// every launch. Counted over every call of the plan, checked and timed alike, so a kernel
+// that launches only when it is probed (fresh tensors after the plan) is seen skipping.
+std::atomic<bool> g_launched{false};
+std::atomic<long> g_returned{0}, g_unlaunched{0};
 std::vector<std::string> g_task_files;  // frames from these files are the task's own code
 std::vector<std::string> g_libraries;  // ...and frames under these are a library's
 
@@ -403,19 +409,21 @@ void charge(std::string_view name, int mode) {
   if (into.size() < 512) into.insert(site.empty() ? std::string(name) : site);
 }
 
-// Only operators called from outside any other operator count: those are what the
-// calling code asked for; what they dispatch to inside is the operator's own business.
-// During a candidate call every thread counts, not only the calling one: a thread of the
-// candidate's (a Python one, or native with no Python frame at all) is the candidate's.
-// The core's own probe counts on the calling thread only.
+// A forbidden operator counts wherever it runs, inside other operators too: an operator
+// the task allows may be a composite that dispatches to one it forbids
+// (``torch.linalg.matmul`` runs ``aten::matmul`` then ``aten::mm``), and counting only
+// the outermost one let such a wrapper launder the library call. Plumbing (copies,
+// views, allocation) is never forbidden (``aka.eval._ops.PLUMBING``), so what a copy or a
+// view dispatches to inside is not charged either way. During a candidate call every
+// thread counts, not only the calling one: a thread of the candidate's (a Python one, or
+// native with no Python frame at all) is the candidate's. The core's own probe counts
+// outermost operators on the calling thread only.
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   int mode = g_recording.load(std::memory_order_relaxed);
-  if (mode && t_depth == 0) {
-    if (mode == 2) {
-      if (std::this_thread::get_id() == g_call_thread) g_alive = true;
-    } else {
-      charge(fn.name(), mode);
-    }
+  if (mode == 2) {
+    if (t_depth == 0 && std::this_thread::get_id() == g_call_thread) g_alive = true;
+  } else if (mode) {
+    charge(fn.name(), mode);
   }
   t_depth++;
   return nullptr;
@@ -508,7 +516,7 @@ class Seal {
     handle.attr("redispatch_boxed") = py::cpp_function(
         [redispatch](py::object self, py::args args, py::kwargs kwargs) {
           int mode = g_recording.load();
-          if ((mode == 1 || mode == 3) && t_depth == 0) {
+          if (mode == 1 || mode == 3) {
             charge(std::string(py::str(self.attr("schema")().attr("name"))), mode);
           }
           return redispatch(self, *args, **kwargs);
@@ -562,10 +570,15 @@ class Seal {
   // A call of the candidate with the operator recorder on, as every one of its calls is.
   py::object recorded(const py::object& fn, const py::tuple& args, int shape, int mode = 1) {
     g_call_thread = std::this_thread::get_id();
+    g_launched = false;
     g_recording = mode;
     try {
       py::object out = invoke(fn, args, shape);
       g_recording = 0;
+      if (mode == 1) {
+        g_returned++;
+        if (!g_launched) g_unlaunched++;
+      }
       return out;
     } catch (...) {
       g_recording = 0;
@@ -774,8 +787,12 @@ class Seal {
     return fn(*args);
   }
 
-  // Why ``out`` is not a plain dense tensor on the evaluation device (empty: it is).
-  std::string not_plain(const py::object& out) {
+  // Why ``out`` is not a plain dense tensor on the evaluation device, in memory of its own
+  // (empty: it is). An output that shares memory with an input is a view of it (a
+  // transpose answered with ``x.t()``, no data moved) or was written over it: what the
+  // core saves reads the right values, but the kernel did none of the work. Whole
+  // storages are compared, so a view at any offset or stride counts.
+  std::string not_plain(const py::object& out, const py::tuple& args) {
     if (!THPVariable_CheckExact(out.ptr())) {
       std::string tn = py::str(py::type::of(out).attr("__qualname__"));
       return "output is " + tn + ", not a plain torch.Tensor";
@@ -784,7 +801,22 @@ class Seal {
     if (t.layout() != at::kStrided || t.is_conj() || t.is_neg())
       return "output is not dense (layout or lazy conj/neg bits)";
     if (t.device().type() != dev_.type()) return "output is on another device";
+    for (size_t i = 0; i < args.size(); i++) {
+      if (!THPVariable_Check(args[i].ptr())) continue;
+      if (shares_memory(t, THPVariable_Unpack(args[i].ptr())))
+        return "output shares memory with input " + std::to_string(i) +
+               " (a view of it, or written over it): an output must be memory of its own";
+    }
     return "";
+  }
+
+  static bool shares_memory(const at::Tensor& a, const at::Tensor& b) {
+    if (!a.has_storage() || !b.has_storage() || a.device() != b.device()) return false;
+    auto lo_a = reinterpret_cast<uintptr_t>(a.storage().data());
+    auto lo_b = reinterpret_cast<uintptr_t>(b.storage().data());
+    size_t n_a = a.storage().nbytes(), n_b = b.storage().nbytes();
+    if (n_a == 0 || n_b == 0 || lo_a == 0 || lo_b == 0) return false;
+    return lo_a < lo_b + n_b && lo_b < lo_a + n_a;
   }
 
   bool mutated(const py::tuple& args, const py::tuple& fresh) {
@@ -896,7 +928,7 @@ class Seal {
       check_recorder();
       rec += ",\"ops\":" + ops_seen() + ",\"wall_s\":" + jnum(wall) + ",\"mutated\":" +
              (mutated(args, fresh) ? "true" : "false");
-      std::string why = not_plain(out);
+      std::string why = not_plain(out, args);
       if (!why.empty()) {
         rec += ",\"error\":" + jstr(why) + ",\"plain\":false";
       } else {
@@ -1108,7 +1140,7 @@ class Seal {
     s.round = r;
     s.seed = seed;
     s.mutated = mutated(args, fresh);
-    s.why = not_plain(out);
+    s.why = not_plain(out, args);
     if (!s.why.empty()) return s;
     at::Tensor t = THPVariable_Unpack(out.ptr());
     NoPython np;
@@ -1388,6 +1420,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     py::gil_scoped_release nogil;
     return digest_bytes(k, bytes);
   });
+  m.def("launched", []() {
+    if (g_recording.load(std::memory_order_relaxed) == 1) g_launched = true;
+  });
+  m.def("unlaunched", []() { return py::make_tuple(g_unlaunched.load(), g_returned.load()); });
   py::class_<Seal>(m, "Seal")
       .def(py::init<int, int, int, std::string, py::object, py::object, bool>())
       .def("send_py", &Seal::send_py)

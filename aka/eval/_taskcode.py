@@ -1,0 +1,146 @@
+"""Whether the task's own modules still hold what their files define.
+
+A task can wrap its kernel in code the candidate may not edit: the e2e tasks' model file
+calls the kernel from its decode step. The candidate's module is imported into the same
+process, and a module attribute can be assigned from anywhere (no audit event fires):
+a candidate that replaced the model's ``decode`` with its own at import ran the model's
+other layers on library calls of its choosing, and its score measured a model that is not
+the task's. This reads each task file again and checks, for every name its top level
+binds by ``def``, ``class`` or ``import``, that the loaded module still holds that
+object. It runs in the candidate's process, so it is a tripwire: code that tries hard can
+restore the names before the check; it explains and catches the plain edit.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["patched"]
+
+
+def patched(files: Iterable[str]) -> list[str]:
+    """``file:name`` for each top-level binding of a loaded task module that changed."""
+    wanted = {os.path.realpath(f) for f in files}
+    found: list[str] = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or os.path.realpath(path) not in wanted:
+            continue
+        try:
+            tree = ast.parse(Path(path).read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        name = Path(path).name
+        found += [f"{name}:{b}" for b in _changed(module, tree, os.path.realpath(path))]
+    return found
+
+
+def _changed(module: ModuleType, tree: ast.Module, path: str) -> list[str]:
+    out: list[str] = []
+    space = vars(module)
+    again = _rebound(tree)
+    for node in tree.body:
+        if _names(node) & again:
+            continue  # the file itself binds the name more than once: either may stand
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if not _is_def(space.get(node.name, _MISSING), node, path):
+                out.append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            obj = space.get(node.name, _MISSING)
+            if not (isinstance(obj, type) and obj.__module__ == module.__name__
+                    and obj.__qualname__ == node.name):  # fmt: skip
+                out.append(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            out += [a for a, want in _imports(node, module) if space.get(a, _MISSING) is not want]
+    return out
+
+
+_MISSING = object()
+
+
+def _names(node: ast.stmt) -> set[str]:
+    """Names a top-level statement binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".", 1)[0] for a in node.names}
+    out: set[str] = set()  # anything else: whatever it binds anywhere inside (if/try blocks)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out.add(sub.id)
+        elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(sub.name)
+        elif isinstance(sub, ast.Import | ast.ImportFrom):
+            out |= {(a.asname or a.name).split(".", 1)[0] for a in sub.names}
+    return out
+
+
+def _rebound(tree: ast.Module) -> set[str]:
+    """Names the file's top level binds more than once (``f = wrap(f)`` after ``def f``)."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for node in tree.body:
+        for name in _names(node):
+            (twice if name in seen else seen).add(name)
+    return twice
+
+
+def _is_def(obj: Any, node: ast.FunctionDef | ast.AsyncFunctionDef, path: str) -> bool:
+    """Whether ``obj`` is the function ``node`` defines (through decorators' wrappers:
+    ``__wrapped__``, a Triton kernel's or autotuner's ``fn``; a decorator that hides the
+    function is let be)."""
+    for _ in range(4):
+        code = getattr(obj, "__code__", None)
+        if code is not None:
+            return bool(code.co_name == node.name and os.path.realpath(code.co_filename) == path)
+        inner = getattr(obj, "__wrapped__", None) or getattr(obj, "fn", None)
+        if inner is None:
+            break
+        obj = inner
+    return bool(node.decorator_list) and obj is not _MISSING
+
+
+def _imports(node: ast.Import | ast.ImportFrom, module: ModuleType) -> list[tuple[str, Any]]:
+    """(bound name, the object the import binds) for each name whose source is loaded."""
+    out: list[tuple[str, Any]] = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                target = sys.modules.get(alias.name)
+                bound = alias.asname
+            else:
+                bound = alias.name.split(".", 1)[0]
+                target = sys.modules.get(bound)
+            if target is not None:
+                out.append((bound, target))
+        return out
+    source = _absolute(node, module)
+    origin = sys.modules.get(source) if source else None
+    if origin is None:
+        return out
+    for alias in node.names:
+        if alias.name == "*":
+            continue
+        got: Any = getattr(origin, alias.name, _MISSING)
+        if got is _MISSING:
+            got = sys.modules.get(f"{source}.{alias.name}", _MISSING)
+        if got is not _MISSING:
+            out.append((alias.asname or alias.name, got))
+    return out
+
+
+def _absolute(node: ast.ImportFrom, module: ModuleType) -> str | None:
+    """The module a ``from ... import`` reads, resolved against the importing package."""
+    if not node.level:
+        return node.module
+    package = (getattr(module, "__package__", None) or "").split(".") if module.__package__ else []
+    if node.level - 1 > len(package):
+        return None
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])]) or None

@@ -1,0 +1,115 @@
+"""The task-code tripwire (aka.eval._taskcode) on modules loaded from files.
+
+A task module's top-level ``def``, ``class`` and ``import`` names must still hold what
+its file binds; what the file itself rebinds (``f = wrap(f)``), decorators' wrappers and
+names bound inside ``try``/``if`` blocks are left alone, so an unchanged model file never
+fires it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from aka.eval._taskcode import patched
+
+MODEL = '''
+"""A model file as tasks write them."""
+import functools
+import math as m
+from dataclasses import dataclass, replace
+
+import torch
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+
+@dataclass
+class Ops:
+    norm: object
+
+
+def norm(x):
+    return x / m.sqrt(2)
+
+
+@functools.lru_cache(maxsize=None)
+def table(n):
+    return n * 2
+
+
+def step(x):
+    return norm(x)
+
+
+step = functools.partial(step)
+'''
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Iterator[tuple[ModuleType, Path]]:
+    path = tmp_path / "llama.py"
+    path.write_text(MODEL)
+    spec = importlib.util.spec_from_file_location("_taskcode_model", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    try:
+        yield module, path
+    finally:
+        del sys.modules[spec.name]
+
+
+def test_an_unchanged_model_file_is_left_alone(model: tuple[ModuleType, Path]) -> None:
+    _, path = model
+    assert patched([str(path)]) == []
+    assert patched([]) == []  # not a task file: not looked at
+
+
+def test_replaced_functions_classes_and_imports_are_named(
+    model: tuple[ModuleType, Path],
+) -> None:
+    module, path = model
+    module.norm = lambda x: x  # type: ignore[attr-defined]
+    module.Ops = type("Ops", (), {})  # type: ignore[attr-defined]
+    module.m = __import__("cmath")  # type: ignore[attr-defined]
+    module.replace = functools.partial(print)  # type: ignore[attr-defined]
+    module.table = functools.lru_cache(lambda n: n)  # type: ignore[attr-defined]
+    assert patched([str(path)]) == [
+        "llama.py:m", "llama.py:replace", "llama.py:Ops", "llama.py:norm", "llama.py:table"
+    ]  # fmt: skip
+
+
+def test_a_function_renamed_into_place_is_not_the_file_s(
+    model: tuple[ModuleType, Path],
+) -> None:
+    """Another function under the same name, even one compiled with the file's name."""
+    module, path = model
+
+    def norm(x: object) -> object:
+        return x
+
+    norm.__code__ = norm.__code__.replace(co_filename="elsewhere.py")
+    module.norm = norm  # type: ignore[attr-defined]
+    assert patched([str(path)]) == ["llama.py:norm"]
+    norm.__code__ = norm.__code__.replace(co_filename=str(path), co_name="norm")
+    assert patched([str(path)]) == []  # a forgery this check does not see: a tripwire
+
+
+def test_names_the_file_rebinds_or_binds_conditionally_are_skipped(
+    model: tuple[ModuleType, Path],
+) -> None:
+    module, path = model
+    module.step = print  # type: ignore[attr-defined]
+    module.numpy = None  # type: ignore[attr-defined]
+    assert patched([str(path)]) == []
