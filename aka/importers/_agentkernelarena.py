@@ -17,10 +17,12 @@ Where the scripts expect a generated timing helper, aka's is put in its place
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
 import shutil
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -74,6 +76,13 @@ def _joined(v: object) -> object:
     return v
 
 
+KNOWN_TYPES = (
+    "triton2triton", "torch2triton", "instruction2triton", "cuda2cuda", "torch2cuda",
+    "cuda2triton", "torch2torch", "hip2hip", "torch2hip", "cuda2hip", "flydsl2flydsl",
+    "torch2flydsl", "triton2flydsl", "repository", "image_kernel",
+)  # fmt: skip
+"""AgentKernelArena's task types (its task folders and its own config check): a type one
+letter off one of them is a typo, not a new kind of task."""
 TASK_TYPE = re.compile(r"[a-z]+2[a-z]+|repository|image_kernel")
 """Names of AgentKernelArena's task-type folders (``tasks/triton2triton/...``)."""
 
@@ -95,6 +104,12 @@ class ArenaConfig(BaseModel):
     image_repo_path: str | None = None
     task_type_from: str | None = Field(default=None, exclude=True)
     """The folder ``task_type`` was read from when config.yaml gives none."""
+
+    @field_validator("platform_support", "prompt", mode="before")
+    @classmethod
+    def _absent(cls, v: object) -> object:
+        """``prompt: null`` (upstream writes it) is the optional section left out."""
+        return {} if v is None else v
 
     @field_validator("source_file_path", mode="before")
     @classmethod
@@ -124,6 +139,8 @@ def read_config(folder: Path) -> ArenaConfig:
             file that does not exist; the message names the file, the field and the fix.
     """
     path = folder / CONFIG
+    if not path.is_file() and (folder / "config.yml").is_file():
+        raise InputError(MISNAMED[0], where=str(folder), fix=MISNAMED[1])
     raw = read_yaml_mapping(
         path,
         missing="no config.yaml",
@@ -152,6 +169,36 @@ def read_config(folder: Path) -> ArenaConfig:
     return cfg
 
 
+def _check_source(folder: Path, rel: str, where: str) -> None:
+    """One ``source_file_path`` entry names a file inside the task folder.
+
+    Raises:
+        InputError: outside the folder (``../shared/x.py``, an absolute path: the task
+            folder is all an evaluation copies, so the task could not run), a folder, or
+            nothing.
+    """
+    field = f"field 'source_file_path': {rel!r}"
+    if PurePosixPath(rel).is_absolute() or ".." in PurePosixPath(rel).parts:
+        raise InputError(
+            f"{field} must be inside the task folder: the task folder is all that is "
+            "copied to run it",
+            where=where,
+            fix=f"copy the file into {folder} (source/NAME) and list it as source/NAME",
+        )
+    if (folder / rel).is_dir():
+        raise InputError(
+            f"{field} is a folder; a file is required (the file the agent edits)",
+            where=where,
+            fix=f"list each file to edit under {folder / rel} (e.g. {rel.rstrip('/')}/NAME.py)",
+        )
+    if not (folder / rel).is_file():
+        raise InputError(
+            f"{field} does not exist",
+            where=where,
+            fix=f"create {folder / rel} or correct the path",
+        )
+
+
 def sources(folder: Path, cfg: ArenaConfig) -> list[str]:
     """The editable files: ``source_file_path``, or where it is empty (instruction tasks,
     whose kernel stubs sit in the test file) the Python files the commands run.
@@ -161,12 +208,7 @@ def sources(folder: Path, cfg: ArenaConfig) -> list[str]:
     """
     where = str(folder / CONFIG)
     for rel in cfg.source_file_path:
-        if not (folder / rel).is_file():
-            raise InputError(
-                f"field 'source_file_path': {rel!r} does not exist",
-                where=where,
-                fix=f"create {folder / rel} or correct the path",
-            )
+        _check_source(folder, rel, where)
     if cfg.source_file_path:
         return list(cfg.source_file_path)
     commands = " ".join((cfg.compile_command, cfg.correctness_command, cfg.performance_command))
@@ -182,6 +224,35 @@ def sources(folder: Path, cfg: ArenaConfig) -> list[str]:
             fix="list the file the agent edits under source_file_path",
         )
     return found
+
+
+def misspelt_type(cfg: ArenaConfig) -> tuple[str, str] | None:
+    """Why ``task_type`` is refused as a typo (``trition2triton``), and the fix, or None.
+
+    A type close to a known one but not one of them would be imported as whatever its
+    last word says (its backend), silently; one far from all of them may be a kind
+    upstream added since, and is imported with a note (:func:`unknown_type_note`)."""
+    kind = cfg.task_type.lower()
+    if kind in KNOWN_TYPES:
+        return None
+    near = difflib.get_close_matches(kind, KNOWN_TYPES, n=1, cutoff=0.85)
+    if not near:
+        return None
+    return (
+        f"task_type {cfg.task_type!r} is not a task type; {near[0]} is (known: "
+        f"{', '.join(KNOWN_TYPES)})",
+        f"set task_type: {near[0]} in config.yaml",
+    )
+
+
+def unknown_type_note(cfg: ArenaConfig) -> str:
+    """The import line's note for a task type aka does not know, or ''."""
+    if cfg.task_type.lower() in KNOWN_TYPES:
+        return ""
+    return (
+        f"task_type {cfg.task_type} is not one aka knows ({', '.join(KNOWN_TYPES)}): "
+        f"imported as a {_backend(cfg.task_type)} task"
+    )
 
 
 def unsupported(cfg: ArenaConfig) -> tuple[str, str] | None:
@@ -288,15 +359,60 @@ def _timing(dest: Path) -> tuple[str, bool]:
     return "; ".join(done), through
 
 
+REPORTS = "build"
+"""The runner's report folder at the top of a task folder: outputs of past runs, not sources."""
+
+
+def _skipped(folder: Path) -> Callable[[str, list[str]], set[str]]:
+    """What the copy leaves out: ``__pycache__`` anywhere and the top-level ``build/`` (a
+    package of the sources named build, ``source/build/consts.py``, is kept)."""
+
+    def ignore(where: str, names: list[str]) -> set[str]:
+        top = Path(where) == folder
+        return {n for n in names if n == "__pycache__" or (top and n == REPORTS)}
+
+    return ignore
+
+
+def dangling_links(folder: Path) -> list[str]:
+    """Links in ``folder`` (where the copy goes) whose target is gone, relative to it."""
+    skip = _skipped(folder)
+    found: list[str] = []
+    for where, dirs, files in os.walk(folder):
+        left_out = skip(where, [*dirs, *files])
+        dirs[:] = [d for d in dirs if d not in left_out]
+        for name in (n for n in [*dirs, *files] if n not in left_out):
+            path = Path(where) / name
+            if path.is_symlink() and not path.exists():
+                found.append(path.relative_to(folder).as_posix())
+    return sorted(found)
+
+
+def _copy(folder: Path, dest: Path) -> None:
+    """Copy the task folder whole (links followed); a copy that fails leaves no folder
+    behind, which the next import would take for a task already imported.
+
+    Raises:
+        InputError: the copy failed (a file that cannot be read).
+    """
+    try:
+        shutil.copytree(folder, dest, dirs_exist_ok=True, ignore=_skipped(folder))
+    except (shutil.Error, OSError) as exc:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise InputError(
+            f"copying the folder failed: {str(exc)[:300]}",
+            where=str(folder),
+            fix="make every file of the task folder readable, then import again",
+        ) from None
+
+
 def write_task(
     folder: Path, cfg: ArenaConfig, dest: Path, *, name: str, platform: str, reference: str,
     editable: list[str],
 ) -> str:  # fmt: skip
     """Copy ``folder`` to ``dest`` and write its task.yaml (``editable``: from
     :func:`sources`); returns what was done."""
-    shutil.copytree(
-        folder, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build", "__pycache__")
-    )
+    _copy(folder, dest)
     timing, through = _timing(dest)
     done = [timing]
     if not cfg.source_file_path:
@@ -345,6 +461,20 @@ def write_task(
     return "; ".join(done)
 
 
+CONFIGS = (CONFIG, "config.yml")
+MISNAMED = (
+    "holds config.yml and no config.yaml: aka reads config.yaml, as AgentKernelArena does",
+    "rename it to config.yaml",
+)
+
+
+def _misnamed(path: Path, folders: list[Path]) -> list[Path]:
+    """Folders under ``path`` holding ``config.yml`` but no ``config.yaml``: a task each,
+    which a folder import would otherwise pass over without a word."""
+    taken = set(folders)
+    return sorted(p.parent for p in path.rglob("config.yml") if p.parent not in taken)
+
+
 def import_agentkernelarena(
     path: Path,
     root: Path,
@@ -363,19 +493,28 @@ def import_agentkernelarena(
         InputError: a missing path, a folder without any config.yaml, or a broken
             single task folder.
     """
+    if path.is_file() and path.name in CONFIGS:
+        raise InputError(
+            f"a {path.name} file, not a task folder",
+            where=str(path),
+            fix=f"pass the folder holding it ({path.parent})",
+        )
     if not path.is_dir():
         raise InputError(
             "no such folder", where=str(path), fix="pass an AgentKernelArena task folder"
         )
     single = (path / CONFIG).is_file()
     folders = [path] if single else sorted(p.parent for p in path.rglob(CONFIG))
-    if not folders:
+    misnamed = [] if single else _misnamed(path, folders)
+    if not folders and not misnamed:
         raise InputError(
             "no config.yaml under this folder", where=str(path), fix="pass a task folder"
         )
     here = platform or local_platform()
     names = unique_names(folders, path, lambda p: p.name)
     result = ImportResult(on_outcome=on_outcome)
+    for folder in misnamed:
+        result.add(Outcome(folder, "refused", *MISNAMED))
     for folder in folders:
         try:
             result.add(import_folder(folder, root, suite=suite, force=force, platform=here,
@@ -398,6 +537,9 @@ def import_folder(
         InputError: a broken config.yaml or an existing task folder without ``force``.
     """
     cfg = read_config(folder)
+    typo = misspelt_type(cfg)
+    if typo:
+        return Outcome(folder, "refused", *typo)
     amd = amd_only(cfg)
     if amd:
         return Outcome(
@@ -415,12 +557,23 @@ def import_folder(
             folder, "refused", "no scripts/task_runner.py and no .py script in correctness_command",
             "add the script that checks candidates (scripts/task_runner.py)",
         )  # fmt: skip
+    links = dangling_links(folder)
+    if links:
+        return Outcome(
+            folder, "refused",
+            f"links to files that are gone: {', '.join(links)} (the task folder is copied "
+            "whole, links followed)",
+            "remove each link, or put the file it names back (a link made on another "
+            "machine points where this one has nothing)",
+        )  # fmt: skip
     dest = root / "command" / suite / (name or slug(folder.name))
     prepare(dest, force=force)
     done = write_task(
         folder, cfg, dest, name=dest.name, platform=platform, reference=reference,
         editable=editable,
     )  # fmt: skip
+    if unknown_type_note(cfg):
+        done += f"; {unknown_type_note(cfg)}"
     if cfg.task_type_from:
         done += f"; task_type {cfg.task_type} from the folder {cfg.task_type_from} (config.yaml has none)"
     return Outcome(folder, "imported", done, dest=dest)

@@ -10,7 +10,7 @@ device, which records shapes without allocating. A size is scaled only when
 - it is a *root*: assigned from constants alone (values computed from other sizes are
   recomputed by the loader, never scaled themselves);
 - it is at least :data:`MIN_SIZE` and its name is not a window hyperparameter
-  (:data:`NEVER_SCALE`: kernel_size, padding, stride, dilation, ...);
+  (:func:`window_hyperparameter`: kernel_size, padding, stride, dilation, ...);
 - it *moves a dimension*: doubling it alone changes the shape of an input, a parameter,
   a buffer or the output.
 
@@ -33,14 +33,35 @@ from pathlib import Path
 from typing import Any
 
 from aka.childjson import read_request, report
+from aka.importers._kb_modules import equivalents, torch_modules
 from aka.importers._templates import KERNELBENCH_LOADER
 from aka.tolerance import effective_atol, repeats, rms
 
 MARK = "@@aka-kb-probe@@ "
 MIN_SIZE = 8
 """Sizes below this are kept as written (reduction dims, tiny batches, small windows)."""
-NEVER_SCALE = re.compile(r"kernel|ksize|pad|stride|dilat|group|pool|window|scale|factor|axis|eps")
-"""Names that size a window or pick an axis: scaling them changes the problem."""
+NEVER_SCALE = frozenset({
+    "kernel", "kernels", "ksize", "pad", "pads", "padding", "paddings", "stride", "strides",
+    "dilation", "dilations", "dilate", "group", "groups", "pool", "pooling", "window",
+    "windows", "scale", "scales", "scaling", "factor", "factors", "axis", "axes", "eps",
+    "epsilon",
+})  # fmt: skip
+"""Words of names that size a window or pick an axis: scaling them changes the problem
+(:func:`window_hyperparameter`)."""
+NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+"""The words of a name: split at ``_``, at capitals and at digits (``kernelSize``,
+``dim1``)."""
+
+
+def window_hyperparameter(name: str) -> bool:
+    """Whether the size ``name`` (``layer_sizes[1]`` is ``layer_sizes``) is a window
+    hyperparameter or an axis: one of its words is in :data:`NEVER_SCALE`, or ends in
+    ``pool`` or ``kernel`` (``maxpool_size``). Whole words, not letters: ``timesteps``
+    holds ``eps`` and ``padded_features`` holds ``pad``, and both are real sizes."""
+    words = [w.lower() for w in NAME_WORDS.findall(name.partition("[")[0])]
+    return any(w in NEVER_SCALE or w.endswith(("pool", "kernel")) for w in words)
+
+
 CPU_ELEMENTS = 1 << 16
 """At most this many elements (inputs, parameters, outputs) in a CPU shape."""
 GPU_ELEMENTS = 1 << 28
@@ -106,8 +127,10 @@ def _inputs(module: Any, seed: int) -> list[Any]:
                 for x in module.get_inputs()]  # fmt: skip
 
 
-def roots(source: str) -> set[str]:
-    """Names assigned at module level from constants alone (no other module-level name)."""
+def roots(source: str | bytes) -> set[str]:
+    """Names assigned at module level from constants alone (no other module-level name).
+
+    ``source`` as bytes is decoded as Python decodes a file (a BOM, a declared encoding)."""
     bound: set[str] = set()
     found: set[str] = set()
     for stmt in ast.parse(source).body:
@@ -154,14 +177,50 @@ def _numel(shapes: list[list[int]]) -> int:
     return total
 
 
+NOT_A_LIST = "returned a {what}, not a list"
+"""How a get_inputs() or get_init_inputs() that returns no sequence is refused
+(:func:`aka.importers._kernelbench.refusal_fix` gives the fix)."""
+
+
+def listed(values: Any, function: str) -> list[Any]:
+    """What ``get_inputs()`` (or ``get_init_inputs()``) returned, as the list the forward
+    (or Model) is called with: a generator's items, once (taking its shapes consumed it,
+    and the forward then ran on nothing).
+
+    Raises:
+        TypeError: a dict (its keys would be the inputs), a string or a lone tensor.
+    """
+    import torch
+
+    if isinstance(values, dict | str | bytes | torch.Tensor):
+        what = type(values).__name__
+        raise TypeError(f"{function}() {NOT_A_LIST.format(what=what)}")
+    return list(values)
+
+
+def _on_meta() -> Any:
+    """Factories, and the problem's own placements (on CUDA or the CPU), land on meta."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.device("meta"))
+    stack.enter_context(_placed("meta"))
+    return stack
+
+
 def _model_on_meta(module: Any, init: Any) -> Any:
     """The problem's Model on meta: built there, or where its ``__init__`` reads values
     (``torch.linspace(...).item()`` for drop-path rates, as Swin models do), built on the
-    CPU and moved to meta, so its forward can still check a shape without running it."""
+    CPU and moved to meta, so its forward can still check a shape without running it.
+    Built outside the meta placement: inside it, the CPU build's factories would have
+    been moved to meta again."""
     import torch
 
     try:
-        return module.Model(*init)
+        with _on_meta():
+            return module.Model(*init)
     except RuntimeError as exc:
         if "meta" not in str(exc) or any(isinstance(x, torch.Tensor) for x in init):
             raise
@@ -169,25 +228,42 @@ def _model_on_meta(module: Any, init: Any) -> Any:
         return module.Model(*init).to("meta")
 
 
-def describe(load: Any, path: Path, shape: Shape) -> dict[str, Any]:
-    """What the problem builds at ``shape`` on meta: shapes per stage, or where it failed."""
+SEVERAL_OUTPUTS = "forward returns several outputs ({what}); aka checks one output tensor"
+"""Why a problem whose forward returns a tuple or a list is refused: the evaluation
+compares one output tensor with the reference's."""
+
+
+def describe(load: Any, path: Path, shape: Shape, *, modules: bool = False) -> dict[str, Any]:
+    """What the problem builds at ``shape`` on meta: shapes per stage, or where it failed.
+
+    ``modules``: also the torch functions the torch modules Model holds stand for
+    (``module_calls``, :func:`aka.importers._kb_modules.equivalents`), which the task
+    forbids beside those its forward's source names. ``returns``: the forward's output
+    type when it is not a tensor."""
     import torch
 
     out: dict[str, Any] = {"stages": []}
     try:
         module = load(shape, path)
         out["stages"].append("load")
-        with torch.device("meta"), _placed("meta"):
-            init = module.get_init_inputs()
-            inputs = module.get_inputs()
-            out["inputs"] = _shapes(inputs)
-            out["stages"].append("inputs")
-            model = _model_on_meta(module, init)
-            out["params"] = [list(p.shape) for p in (*model.parameters(), *model.buffers())]
-            out["stages"].append("model")
-            with torch.no_grad():
-                out["outputs"] = _shapes(model(*inputs))
-            out["stages"].append("forward")
+        with _on_meta():
+            init = listed(module.get_init_inputs(), "get_init_inputs")
+            inputs = listed(module.get_inputs(), "get_inputs")
+        out["inputs"] = _shapes(inputs)
+        out["dtypes"] = sorted({str(x.dtype).removeprefix("torch.") for x in inputs
+                                if isinstance(x, torch.Tensor) and x.is_floating_point()})  # fmt: skip
+        out["stages"].append("inputs")
+        model = _model_on_meta(module, init)
+        out["params"] = [list(p.shape) for p in (*model.parameters(), *model.buffers())]
+        if modules:
+            out["module_calls"] = equivalents(torch_modules(model))
+        out["stages"].append("model")
+        with _on_meta(), torch.no_grad():
+            result = model(*inputs)
+        out["outputs"] = _shapes(result)
+        if not isinstance(result, torch.Tensor):
+            out["returns"] = type(result).__name__
+        out["stages"].append("forward")
     except Exception as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"[:300]
     out["elements"] = sum(_numel(out.get(k, [])) for k in ("inputs", "params", "outputs"))
@@ -255,7 +331,7 @@ def _movers(
     movers: Shape = {}
     kept: dict[str, str] = {}
     for key, v in sizes.items():
-        if v < MIN_SIZE or NEVER_SCALE.search(key.partition("[")[0].lower()):
+        if v < MIN_SIZE or window_hyperparameter(key):
             continue
         tries = [describe(load, path, {key: v * 2}), describe(load, path, {key: v + 8})]
         ok = [d for d in tries if _valid(d, base)]
@@ -282,13 +358,18 @@ def analyze(path: Path, gpu_elements: int | None = GPU_ELEMENTS) -> dict[str, An
     sizes shrunk as CPU shapes are until they fit, the file's kept as ``upstream``.
     """
     load = _loader()
-    names = roots(path.read_text())
-    base = describe(load, path, {})
+    names = roots(path.read_bytes())
+    base = describe(load, path, {}, modules=True)
     if "inputs" not in base["stages"]:
         return {"error": f"the problem does not run: {base.get('error')}"}
+    if base.get("returns") in ("tuple", "list"):
+        return {"error": SEVERAL_OUTPUTS.format(what=base["returns"])}
     sizes = size_values(load({}, path), names)
     movers, kept = _movers(load, path, sizes, base)
-    result: dict[str, Any] = {"sizes": sizes, "movers": movers, "kept": kept, "base": base}
+    result: dict[str, Any] = {
+        "sizes": sizes, "movers": movers, "kept": kept, "base": base,
+        "module_calls": base.pop("module_calls", []), "input_dtypes": base["dtypes"],
+    }  # fmt: skip
     if not movers:
         return result
     if gpu_elements and base["elements"] > gpu_elements:

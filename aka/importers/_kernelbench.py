@@ -15,16 +15,20 @@ Shapes come from running the problem in a child process on the meta device
 nothing else. A problem whose shapes cannot be made small enough for the CPU, or whose
 reference fails there, is imported GPU-only; one with no scalable size or no held-out
 shape that runs is refused. Every file gets one line saying which, and why. The torch
-functions ``Model.forward`` calls, and the original ``Model``, are forbidden to the
+functions ``Model.forward`` calls, those the torch modules Model holds stand for
+(:mod:`aka.importers._kb_modules`), and the original ``Model``, are forbidden to the
 candidate.
 """
 
 from __future__ import annotations
 
 import ast
+import codecs
+import io
 import re
+import tokenize
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +44,13 @@ from aka.importers._common import (
     unique_names,
     write_spec,
 )
-from aka.importers._kb_probe import GPU_ELEMENTS, MARK, RANDOM_FORWARD, TOLERANCE
+from aka.importers._kb_probe import (
+    GPU_ELEMENTS,
+    MARK,
+    RANDOM_FORWARD,
+    SEVERAL_OUTPUTS,
+    TOLERANCE,
+)
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 from aka.pyast import dotted_name, import_aliases, resolve
 
@@ -63,16 +73,24 @@ class Problem:
 
     path: Path
     source: str
+    """The file's text, decoded as Python decodes it (:func:`decode`)."""
+    raw: bytes
+    """The file's bytes, which the task's ``problem.py`` keeps (a declared encoding then
+    still matches what it declares), less a UTF-8 BOM: Python skips it, and readers that
+    take the file as UTF-8 text saw a stray U+FEFF."""
     body: str
     """The file without its imports, get_inputs, get_init_inputs and __main__ block."""
     forward_calls: list[str]
+    """The torch functions the forwards of the file's classes call."""
     imports: list[str]
 
 
-def _forward_calls(model: ast.ClassDef, aliases: dict[str, str]) -> list[str]:
-    """Dotted torch functions called in ``Model.forward`` (aliases resolved)."""
+def _forward_calls(classes: list[ast.ClassDef], aliases: dict[str, str]) -> list[str]:
+    """Dotted torch functions called in the ``forward`` of ``classes`` (aliases resolved):
+    Model's, and those of the modules of the file it is built from (level 3's
+    ``CausalSelfAttention`` holds the softmax its Model computes)."""
     found: set[str] = set()
-    for fn in model.body:
+    for fn in (f for cls in classes for f in cls.body):
         if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
             for node in ast.walk(fn):
                 if isinstance(node, ast.Call) and (name := dotted_name(node.func)):
@@ -80,6 +98,26 @@ def _forward_calls(model: ast.ClassDef, aliases: dict[str, str]) -> list[str]:
                     if full.startswith("torch.") and full.rsplit(".", 1)[1] not in ALLOCATORS:
                         found.add(full)
     return sorted(found)
+
+
+def decode(raw: bytes, path: Path) -> str:
+    """The file's text as Python reads it: UTF-8, a UTF-8 BOM, or the encoding its first
+    lines declare (``# -*- coding: latin-1 -*-``), which the task's loader honours too.
+
+    Raises:
+        InputError: bytes Python would refuse (a Latin-1 comment with no declaration).
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        return raw.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        raise InputError(
+            f"not UTF-8 and no other encoding declared, so Python cannot run it ({reason})",
+            where=str(path),
+            fix="save the file as UTF-8, or declare its encoding on its first line "
+            "(# -*- coding: latin-1 -*-)",
+        ) from None
 
 
 def read_problem(path: Path) -> Problem:
@@ -90,7 +128,8 @@ def read_problem(path: Path) -> Problem:
             or ``get_init_inputs``; the message names the file, the field and the fix.
     """
     try:
-        source = path.read_text()
+        raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+        source = decode(raw, path)
         tree = ast.parse(source, filename=str(path))
     except OSError as exc:
         raise InputError(
@@ -127,8 +166,9 @@ def read_problem(path: Path) -> Problem:
     return Problem(
         path=path,
         source=source,
+        raw=raw,
         body=_body(source, tree),
-        forward_calls=_forward_calls(classes["Model"], import_aliases(tree)),
+        forward_calls=_forward_calls(list(classes.values()), import_aliases(tree)),
         imports=imports,
     )
 
@@ -201,14 +241,32 @@ NETWORK_ERRORS = ("huggingface", "offline mode", "couldn't connect", "connection
                   "name resolution", "network is unreachable", "urlopen")  # fmt: skip
 
 
-def refusal_fix(error: str) -> str:
-    """The fix for a problem that does not run, from what went wrong."""
+def refusal_fix(error: str, beside: Path | None = None) -> str:
+    """The fix for a problem that does not run, from what went wrong (``beside``: the
+    problem's folder, where a module it imports may sit)."""
     missing = re.search(r"No module named '([\w.]+)'", error)
     if missing:
         top = missing.group(1).split(".")[0]
+        sibling = _sibling(beside, top)
+        if sibling is not None:
+            return (
+                f"inline {sibling.name} (beside the problem) into the problem file: a task "
+                "holds the problem file alone, and its processes import nothing from the "
+                "folder it came from"
+            )
         return (
             f"install {top} where aka runs (pip install {top}): the evaluation processes "
             "import the problem file too"
+        )
+    if SEVERAL_OUTPUTS.split(" (")[0] in error:
+        return (
+            "return one tensor from forward (the output to check; a second one is a task "
+            "of its own, or torch.cat them if they are one result)"
+        )
+    if re.search(r"get_(init_)?inputs\(\) returned a \w+, not a list", error):
+        return (
+            "return a list of the forward's inputs from get_inputs() (return [x, y]) and a "
+            "list of Model's arguments from get_init_inputs(), as KernelBench problems do"
         )
     if any(w in error.lower() for w in NETWORK_ERRORS):
         return (
@@ -235,6 +293,11 @@ class Plan:
     widened: tuple[tuple[int, float, float], ...] = ()
     """(input, low, high): inputs drawn from [low, high) instead of upstream's [0, 1)
     (:func:`aka.importers._kb_probe.widened_inputs`)."""
+    precision: str = ""
+    """:func:`precision_note`, when the file draws half-precision inputs."""
+    module_calls: tuple[str, ...] = ()
+    """The torch functions the modules Model holds stand for (``self.conv(x)`` runs
+    ``torch.convolution``): forbidden beside those forward's source names."""
 
 
 FIX_RANDOM = (
@@ -247,10 +310,35 @@ FIX_SIZES = (
 )
 
 
-def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: bool) -> Plan:
-    """Decide the task's shapes from what the problem built (pure: tested on its own)."""
+def _sibling(folder: Path | None, module: str) -> Path | None:
+    """The module ``module`` as a file or package in ``folder``, if it is there."""
+    if folder is None:
+        return None
+    for found in (folder / f"{module}.py", folder / module / "__init__.py"):
+        if found.is_file():
+            return found if found.name != "__init__.py" else found.parent
+    return None
+
+
+def plan(
+    analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: bool,
+    beside: Path | None = None,
+) -> Plan:  # fmt: skip
+    """Decide the task's shapes from what the problem built (pure: tested on its own),
+    with the torch functions its modules stand for (``beside``: the problem's folder,
+    for the fix of a refusal)."""
     if "error" in analysis:
-        return Plan("refused", str(analysis["error"]), refusal_fix(str(analysis["error"])))
+        error = str(analysis["error"])
+        return Plan("refused", error, refusal_fix(error, beside))
+    decided = _shapes_plan(analysis, cpu_run, cpu_possible=cpu_possible)
+    return replace(
+        decided, module_calls=tuple(analysis.get("module_calls", ())),
+        precision=precision_note(analysis),
+    )  # fmt: skip
+
+
+def _shapes_plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: bool) -> Plan:
+    """:func:`plan` for a problem that ran."""
     movers: dict[str, int] = analysis.get("tuning", analysis["movers"])
     kept = "; ".join(f"{k}: {why}" for k, why in analysis.get("kept", {}).items())
     if not movers:
@@ -271,6 +359,8 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
         else ""
     )
     detail = f"tuning {movers}{scaled}; held-out {analysis['heldout']}"
+    if note := precision_note(analysis):
+        detail += f"; {note}"
     widened = tuple((int(i), float(lo), float(hi)) for i, lo, hi in cpu_run.get("widened", ()))
     if widened:
         detail += f"; {widened_note(widened)}"
@@ -296,6 +386,23 @@ def plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possible: boo
     )  # fmt: skip
 
 
+HALF = ("float16", "bfloat16")
+
+
+def precision_note(analysis: dict[str, Any]) -> str:
+    """What the import line and the instructions say when get_inputs() draws half
+    precision: the task casts its inputs to float32 (the reference runs in float64) and
+    checks at float32's tolerance, so a kernel written for the file's dtype is judged in
+    float32."""
+    half = [d for d in analysis.get("input_dtypes", ()) if d in HALF]
+    if not half:
+        return ""
+    return (
+        f"get_inputs() draws {' and '.join(half)} inputs: the task checks float32 (inputs "
+        "cast to float32, the reference in float64, float32's tolerance)"
+    )
+
+
 def widened_note(widened: tuple[tuple[int, float, float], ...]) -> str:
     """What widening did, in the words of the import line and the task's instructions."""
     which = ", ".join(f"input {i} from [{lo:g}, {hi:g})" for i, lo, hi in widened)
@@ -310,8 +417,8 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
     assert plan.shapes is not None
     backend = KINDS[kind]
     (dest / "source").mkdir(parents=True, exist_ok=True)
-    (dest / "problem.py").write_text(problem.source)
-    (dest / "source" / "problem.py").write_text(problem.source)
+    (dest / "problem.py").write_bytes(problem.raw)
+    (dest / "source" / "problem.py").write_bytes(problem.raw)
     (dest / "source" / "kb_loader.py").write_text(KERNELBENCH_LOADER)
     ranges = {i: (lo, hi) for i, lo, hi in plan.widened}
     reference = KERNELBENCH_REFERENCE.replace("INPUT_RANGES = {}", f"INPUT_RANGES = {ranges!r}", 1)
@@ -339,6 +446,7 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
             "keeping its parameters and its outputs (within tolerance) for any sizes. The torch "
             "functions listed as forbidden, and the original Model, may not be called."
             + (f" Unlike upstream, it draws {widened_note(plan.widened)}." if plan.widened else "")
+            + (f" The problem file's {plan.precision}." if plan.precision else "")
         ),
         "backend": backend,
         "editable": ["model_new.py"],
@@ -350,7 +458,7 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
         "shapes": plan.shapes,
         "seeds": 3,
         "devices": list(plan.devices),
-        "forbidden": [*problem.forward_calls, "problem.Model"],
+        "forbidden": [*sorted({*problem.forward_calls, *plan.module_calls}), "problem.Model"],
         "requires": ["triton"] if backend == "triton" else ["torch.utils.cpp_extension"],
     }
     write_spec(dest, spec)
@@ -378,12 +486,23 @@ def import_one(
     if dest.exists() and not force:
         prepare(dest, force=force)  # raises, naming --force
     analysis, cpu_run = probe(file, upstream_sizes=upstream_sizes)
-    decided = plan(analysis, cpu_run, cpu_possible=KINDS[kind] == "triton")
+    decided = plan(analysis, cpu_run, cpu_possible=KINDS[kind] == "triton", beside=file.parent)
     if decided.status == "refused":
         return Outcome(file, "refused", decided.detail, decided.fix)
     prepare(dest, force=force)
     write_task(problem, dest, kind=kind, name=name, plan=decided)
     return Outcome(file, decided.status, decided.detail, decided.fix, dest=dest)
+
+
+def problem_files(folder: Path) -> list[Path]:
+    """The ``.py`` files under ``folder``, outside hidden folders (``.ipynb_checkpoints``
+    holds a notebook's copies of the problems beside it, ``.git`` a repository's
+    internals) and ``__pycache__``: each would be imported again as a task of its own."""
+    return sorted(
+        p for p in folder.rglob("*.py")
+        if not any(part.startswith(".") or part == "__pycache__"
+                   for part in p.relative_to(folder).parts[:-1])
+    )  # fmt: skip
 
 
 def import_kernelbench(
@@ -419,7 +538,13 @@ def import_kernelbench(
             where=str(path),
             fix="pass a KernelBench problem file or folder",
         )
-    files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+    files = [path] if path.is_file() else problem_files(path)
+    if not files:
+        raise InputError(
+            "no .py files found under this folder (hidden folders and __pycache__ are skipped)",
+            where=str(path),
+            fix="pass a KernelBench problem file, or a folder holding them (level1/)",
+        )
     names = unique_names(files, path, lambda p: p.stem)
     result = ImportResult(on_outcome=on_outcome)
     for file in files:

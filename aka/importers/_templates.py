@@ -47,7 +47,8 @@ def load_problem(shape, path=None):
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # classes defined in it find their module
     assigned = set()
-    for stmt in ast.parse(path.read_text(), filename=str(path)).body:
+    # Bytes: parsed as Python reads a file (a BOM, a declared encoding such as latin-1).
+    for stmt in ast.parse(path.read_bytes(), filename=str(path)).body:
         code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
         exec(code, vars(module))
         names = _assigned(stmt)
@@ -87,24 +88,26 @@ def forward64(model, args):
 
 
 def placed(device):
-    """A context in which the problem's own placements on CUDA (``.cuda()``,
-    ``device="cuda"``, ``.to("cuda")``) land on ``device`` instead: files in the wild
-    write them, and the evaluation's device decides (the CPU, meta while the problem is
-    read, one GPU of several)."""
+    """A context in which the problem's own placements on CUDA or the CPU (``.cuda()``,
+    ``.cpu()``, ``device="cuda"``, ``device="cpu"``, ``.to("cuda")``, the ``"cuda" if
+    torch.cuda.is_available() else "cpu"`` idiom) land on ``device`` instead: files in
+    the wild write them, and the evaluation's device decides (the CPU, meta while the
+    problem is read, one GPU of several). A placement on the CPU counts too: drawn there
+    for real while the problem is read, upstream sizes ran out of memory."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     target = torch.device(device)
 
     def moved(value):
-        if isinstance(value, (str, torch.device)) and torch.device(value).type == "cuda":
+        if isinstance(value, (str, torch.device)) and torch.device(value).type in ("cuda", "cpu"):
             return target
         return value
 
     class Placed(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = {k: moved(v) if k == "device" else v for k, v in (kwargs or {}).items()}
-            if func is torch.Tensor.cuda:
+            if func is torch.Tensor.cuda or func is torch.Tensor.cpu:
                 return args[0].to(target)
             if func is torch.Tensor.to:
                 args = tuple(moved(a) for a in args)

@@ -362,3 +362,131 @@ def test_a_config_without_task_type_takes_it_from_the_folder_it_sits_in(
     res = cli("tasks", "import", "aka", str(loose), "--root", str(tmp_path / "u"))
     assert res.code != 0
     assert "task_type" in res.err and "tasks/triton2triton/NAME" in res.err, res.err
+
+
+ROW_SCALE = UPSTREAM / "triton2triton" / "vllm" / "triton_row_scale"
+# Upstream's config.yaml layout, with the fields the cases below change.
+ROW_SCALE_CONFIG = """source_file_path:
+  - {source}
+
+target_kernel_functions:
+  - row_scale_kernel
+
+compile_command:
+  - python3 scripts/task_runner.py compile
+
+correctness_command:
+  - python3 scripts/task_runner.py correctness
+
+performance_command:
+  - python3 scripts/task_runner.py performance
+
+task_type: {task_type}
+
+task_result_template: null
+
+platform_support: {platform}
+
+prompt: {prompt}
+"""
+
+
+def _row_scale(where: Path, *, source: str = "source/triton_row_scale.py",
+               task_type: str = "triton2triton", platform: str = "null", prompt: str = "null",
+               ) -> Path:  # fmt: skip
+    """Upstream's triton_row_scale task folder at ``where``, its config.yaml rewritten."""
+    shutil.copytree(ROW_SCALE, where)
+    (where / "config.yaml").write_text(
+        ROW_SCALE_CONFIG.format(
+            source=source, task_type=task_type, platform=platform, prompt=prompt
+        )
+    )
+    return where
+
+
+def test_a_dangling_link_is_refused_by_name_and_leaves_no_task_folder(tmp_path: Path, cli) -> None:
+    """A link to a file that is gone (a checkout made on another machine) stopped the
+    whole import with a shutil.Error traceback, and left a half-copied task that the next
+    import refused as existing. Now it is one refused line naming the link, and the
+    other folders import."""
+    suite = tmp_path / "suite"
+    broken = _row_scale(suite / "row_scale_linked")
+    (broken / "source" / "common.py").symlink_to("../../shared/common.py")
+    _row_scale(suite / "row_scale")
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "aka", str(suite), "--root", str(root), "--platform", "sm_90")
+    assert "1 imported, 0 imported GPU-only, 1 refused" in res.out, res.out + res.err
+    assert "Traceback" not in res.err
+    (line,) = [x for x in res.err.splitlines() if x.startswith("refused")]
+    assert "source/common.py" in line and "link" in line and "fix:" in line
+    assert not (root / "command" / "agentkernelarena" / "row_scale_linked").exists()
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        ("../shared_src/triton_row_scale.py", ["must be inside the task folder"]),
+        ("/opt/kernels/triton_row_scale.py", ["must be inside the task folder"]),
+        ("source", ["is a folder", "a file"]),
+    ],
+)
+def test_sources_outside_the_folder_or_not_a_file_are_refused(
+    source: str, words: list[str], tmp_path: Path, cli
+) -> None:
+    """A source outside the task folder imported with rc 0, and the task could not run:
+    the evaluation copies the task folder only."""
+    shared = tmp_path / "shared_src"
+    shared.mkdir()
+    (shared / "triton_row_scale.py").write_text(
+        (ROW_SCALE / "source/triton_row_scale.py").read_text()
+    )
+    folder = _row_scale(tmp_path / "row_scale", source=source)
+    res = cli("tasks", "import", "aka", str(folder), "--root", str(tmp_path / "t"))
+    assert res.code == 2, res.out
+    for word in [*words, "source_file_path", "fix:"]:
+        assert word in res.err, res.err
+    assert not (tmp_path / "t" / "command").exists()
+
+
+def test_a_build_folder_inside_the_sources_is_kept(tmp_path: Path) -> None:
+    """Only the top-level build/ is the runner's report folder; a package of the sources
+    named build was dropped, and the task failed to import it."""
+    folder = _row_scale(tmp_path / "row_scale")
+    (folder / "source" / "build").mkdir()
+    (folder / "source" / "build" / "consts.py").write_text("BLOCK = 128\n")
+    (folder / "build").mkdir()
+    (folder / "build" / "performance_report.json").write_text("[]")
+    res = import_agentkernelarena(folder, tmp_path / "t", platform="sm_90")
+    (dest,) = res.written
+    assert (dest / "source" / "build" / "consts.py").read_text() == "BLOCK = 128\n"
+    assert not (dest / "build").exists()
+
+
+def test_null_sections_are_absent_sections(tmp_path: Path) -> None:
+    """``prompt: null`` and ``platform_support: null`` (both optional) were refused as
+    not being dictionaries."""
+    folder = _row_scale(tmp_path / "row_scale", platform="null", prompt="null")
+    res = import_agentkernelarena(folder, tmp_path / "t", platform="sm_90")
+    spec = load_task(res.written[0], root=tmp_path / "t").spec
+    assert spec.commands is not None and spec.commands.skip_reason is None
+    assert "row_scale_kernel" in spec.instructions
+
+
+def test_misnamed_configs_and_task_types_are_said(tmp_path: Path, cli) -> None:
+    """A config.yaml passed itself, a config.yml in a folder of tasks, and a task_type
+    one letter off (imported silently as a Triton task) each get a line that says what
+    to change."""
+    folder = _row_scale(tmp_path / "suite" / "row_scale")
+    res = cli("tasks", "import", "aka", str(folder / "config.yaml"), "--root", str(tmp_path / "t"))
+    assert res.code == 2 and "pass the folder holding it" in res.err, res.err
+    (folder / "config.yaml").rename(folder / "config.yml")
+    _row_scale(tmp_path / "suite" / "row_scale_typo", task_type="trition2triton")
+    _row_scale(tmp_path / "suite" / "row_scale_ok")
+    res = cli("tasks", "import", "aka", str(tmp_path / "suite"), "--root", str(tmp_path / "t"),
+              "--platform", "sm_90")  # fmt: skip
+    assert "1 imported, 0 imported GPU-only, 2 refused" in res.out, res.out + res.err
+    refused = [x for x in res.err.splitlines() if x.startswith("refused")]
+    yml = next(x for x in refused if "row_scale:" in x or x.rstrip().endswith("row_scale"))
+    assert "config.yml" in yml and "rename it to config.yaml" in yml
+    typo = next(x for x in refused if "row_scale_typo" in x)
+    assert "'trition2triton'" in typo and "triton2triton" in typo.split("'trition2triton'")[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
@@ -72,6 +73,7 @@ def get_init_inputs():
 """.replace("\n", "\r\n")
 
 NUMPY_DRAWN = """import numpy as np
+import pytest
 import torch
 import torch.nn as nn
 
@@ -202,6 +204,7 @@ def test_a_model_that_reads_values_in_init_is_still_checked_on_meta(  # type: ig
 
 
 ENV_SIZES = """import os
+import pytest
 import torch
 import torch.nn as nn
 
@@ -248,3 +251,267 @@ def test_the_starting_code_keeps_the_values_its_code_reads_and_not_the_input_siz
     assert "os.environ" not in body and "batch_size" not in body and "n_out" not in body
     assert "SCALE = 0.5" in body and "OFFSET = SCALE * 2" in body and "def helper" in body
     assert "class ModelNew" in body
+
+
+# Upstream level 1's sum reduction, as its file is written.
+SUM_REDUCTION = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    \"\"\"
+    Simple model that performs sum reduction over a specified dimension.
+    \"\"\"
+    def __init__(self, dim: int):
+        super(Model, self).__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sum(x, dim=self.dim, keepdim=True)
+
+batch_size = 128
+dim1 = 4096
+dim2 = 4095
+reduce_dim = 1
+
+def get_inputs():
+    x = torch.rand(batch_size, dim1, dim2)
+    return [x]
+
+def get_init_inputs():
+    return [reduce_dim]
+"""
+
+
+def test_files_saved_in_other_encodings_are_read_as_python_reads_them(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """A UTF-8 BOM (Windows editors) and a Latin-1 file that declares its encoding run
+    under Python, so they import; a Latin-1 comment without the declaration does not
+    run under Python: it gets one refused line, and the files after it still import
+    (it used to stop the folder with a UnicodeDecodeError traceback). Copies a notebook
+    left in ``.ipynb_checkpoints`` are not problems of the folder."""
+    folder = tmp_path / "level1"
+    (folder / ".ipynb_checkpoints").mkdir(parents=True)
+    (folder / "__pycache__").mkdir()
+    latin = "# somme réduite (problème copié)\n" + SUM_REDUCTION
+    (folder / "1_latin1.py").write_bytes(latin.encode("latin-1"))
+    declared = "# -*- coding: latin-1 -*-\n" + latin.replace(
+        "self.dim = dim", "self.dim = dim\n        self.label = 'réduite'"
+    )
+    (folder / "2_declared.py").write_bytes(declared.encode("latin-1"))
+    (folder / "3_bom.py").write_bytes(b"\xef\xbb\xbf" + SUM_REDUCTION.encode())
+    (folder / ".ipynb_checkpoints" / "3_bom-checkpoint.py").write_text(SUM_REDUCTION)
+    (folder / "__pycache__" / "3_bom.py").write_text(SUM_REDUCTION)
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(folder), "--root", str(root))
+    assert "2 imported, 0 imported GPU-only, 1 refused" in res.out, res.out + res.err
+    assert "Traceback" not in res.err and "checkpoint" not in res.out + res.err
+    (refused,) = [line for line in res.err.splitlines() if line.startswith("refused")]
+    assert "1_latin1.py" in refused and "not UTF-8" in refused and "coding" in refused
+    base = root / "torch2triton/kernelbench"
+    assert sorted(p.name for p in base.iterdir()) == ["2_declared", "3_bom"]
+    assert (base / "2_declared" / "problem.py").read_bytes() == declared.encode("latin-1")
+    # The starting code is UTF-8 (no declaration), with the file's text as Python read it.
+    assert "self.label = 'réduite'" in (base / "2_declared/source/model_new.py").read_text()
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+        for name in ("2_declared", "3_bom"):
+            checked = validate_task(
+                led, base / name, root=root, device="cpu", run_id="v", quick=True
+            )
+            assert checked.ok, (name, [c for c in checked.checks if c.status == "fail"])
+
+
+def test_a_folder_without_problems_and_inputs_that_are_not_a_list_say_so(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """An empty folder said "see the refused files above" with nothing above; a
+    get_inputs() returning a dict was refused with a message about sizes. A get_inputs()
+    written as a generator is a list of what it yields: it used to be consumed once for
+    the shapes and run empty."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = cli("tasks", "import", "kernelbench", str(empty), "--root", str(tmp_path / "t"))
+    assert res.code == 2 and "no .py files" in res.err and "refused files above" not in res.err
+    folder = tmp_path / "level1"
+    folder.mkdir()
+    as_dict = SUM_REDUCTION.replace("return [x]", 'return {"x": x}')
+    (folder / "1_dict_inputs.py").write_text(as_dict)
+    generator = SUM_REDUCTION.replace(
+        "    x = torch.rand(batch_size, dim1, dim2)\n    return [x]",
+        "    yield torch.rand(batch_size, dim1, dim2)",
+    )
+    (folder / "2_generator_inputs.py").write_text(generator)
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(folder), "--root", str(root))
+    assert "1 imported, 0 imported GPU-only, 1 refused" in res.out, res.out + res.err
+    (refused,) = [line for line in res.err.splitlines() if line.startswith("refused")]
+    assert "1_dict_inputs.py" in refused and "get_inputs() returned a dict" in refused
+    assert "a list of the forward's inputs" in refused
+    task = root / "torch2triton/kernelbench/2_generator_inputs"
+    spec = yaml.safe_load((task / "task.yaml").read_text())
+    assert spec["devices"] == ["cuda", "cpu"], spec
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+        checked = validate_task(led, task, root=root, device="cpu", run_id="v", quick=True)
+        assert checked.ok, [c for c in checked.checks if c.status == "fail"]
+
+
+@pytest.mark.parametrize(
+    ("name", "hyperparameter"),
+    [
+        ("kernel_size", True), ("pool_kernel_size", True), ("maxpool_kernel_size", True),
+        ("kernelSize", True), ("ksize", True), ("padding", True), ("output_padding", True),
+        ("pad", True), ("stride", True), ("dilation", True), ("groups", True),
+        ("num_groups", True), ("window_size", True), ("scale_factor", True),
+        ("scaling_factor", True), ("eps", True), ("axis", True), ("pool_size", True),
+        ("timesteps", False), ("num_steps", False), ("numSteps", False),
+        ("padded_features", False), ("dim1", False), ("K", False), ("batch_size", False),
+        ("layer_sizes[1]", False), ("seq_len", False), ("depth", False),
+    ],
+)  # fmt: skip
+def test_window_hyperparameters_are_told_by_whole_name_parts(
+    name: str, hyperparameter: bool
+) -> None:
+    """``eps`` inside ``timesteps`` and ``pad`` inside ``padded_features`` made real
+    sizes unscalable: upstream's 32768 x 32768 scan became GPU-only with a fix that did
+    not apply. A name is a window hyperparameter by its words (split at ``_`` and at
+    capitals), not by its letters."""
+    from aka.importers._kb_probe import window_hyperparameter
+
+    assert window_hyperparameter(name) is hyperparameter
+
+
+# Upstream level 1's scan, with its sizes named as it names them.
+SCAN_TIMESTEPS = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super(Model, self).__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=self.dim)
+
+# Define input dimensions and parameters
+batch_size = 32768
+timesteps = 32768
+input_shape = (timesteps,)
+dim = 1
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape)]
+
+def get_init_inputs():
+    return [dim]
+"""
+
+
+def test_sizes_whose_names_contain_a_hyperparameters_letters_are_scaled(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    problem = tmp_path / "89_cumsum.py"
+    problem.write_text(SCAN_TIMESTEPS)
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(problem), "--root", str(root))
+    assert res.code == 0 and "1 imported, 0 imported GPU-only" in res.out, res.out + res.err
+    spec = yaml.safe_load((root / "torch2triton/kernelbench/89_cumsum/task.yaml").read_text())
+    assert "timesteps" in spec["shapes"]["cpu"][0] and "dim" not in spec["shapes"]["cpu"][0]
+
+
+def test_cpu_placements_land_where_the_task_runs_and_unrunnable_files_say_why(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """Inputs placed on the CPU by hand (``device="cpu"``, ``.to("cpu")``, the
+    ``"cuda" if torch.cuda.is_available() else "cpu"`` idiom, a ``device='cpu'`` default)
+    were drawn for real at upstream sizes while the file was read, and refused as out of
+    memory; they land on the evaluation's device as CUDA placements do. A forward
+    returning a tuple imported, and every validation then failed on ``.detach()``; a
+    helper module beside the problem was refused with "pip install" it."""
+    folder = tmp_path / "level1"
+    folder.mkdir()
+    body = SUM_REDUCTION.replace("    x = torch.rand(batch_size, dim1, dim2)\n", "{draw}")
+    for name, draw in [
+        ("1_device_kw", '    x = torch.rand(batch_size, dim1, dim2, device="cpu")\n'),
+        ("2_to_cpu", '    x = torch.rand(batch_size, dim1, dim2).to("cpu").cpu()\n'),
+        ("3_device_idiom", "    device = torch.device('cuda' if torch.cuda.is_available() "
+                           "else 'cpu')\n    x = torch.rand(batch_size, dim1, dim2, device=device)\n"),
+    ]:  # fmt: skip
+        (folder / f"{name}.py").write_text(body.replace("{draw}", draw))
+    (folder / "4_default_arg.py").write_text(
+        SUM_REDUCTION.replace("def get_inputs():", "def get_inputs(device='cpu'):").replace(
+            "torch.rand(batch_size, dim1, dim2)",
+            "torch.rand(batch_size, dim1, dim2, device=device)",
+        )
+    )
+    (folder / "5_tuple_output.py").write_text(
+        SUM_REDUCTION.replace(
+            "return torch.sum(x, dim=self.dim, keepdim=True)",
+            "return torch.sum(x, dim=self.dim, keepdim=True), torch.amax(x, dim=self.dim)",
+        )
+    )
+    (folder / "kb_helpers.py").write_text(
+        "import torch\n\ndef scaled_sum(x, dim):\n    return torch.sum(x, dim=dim, keepdim=True) * 0.5\n"
+    )
+    (folder / "6_sibling_import.py").write_text(
+        SUM_REDUCTION.replace("import torch.nn as nn\n", "import torch.nn as nn\nfrom kb_helpers import scaled_sum\n")
+        .replace("torch.sum(x, dim=self.dim, keepdim=True)", "scaled_sum(x, self.dim)")
+    )  # fmt: skip
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(folder), "--root", str(root))
+    assert "4 imported, 0 imported GPU-only, 3 refused" in res.out, res.out + res.err
+    refused = {line.split(":")[0].rsplit("/", 1)[-1]: line for line in res.err.splitlines()
+               if line.startswith("refused")}  # fmt: skip
+    assert "forward returns several outputs (tuple)" in refused["5_tuple_output.py"]
+    assert "return one tensor" in refused["5_tuple_output.py"]
+    helper = refused["6_sibling_import.py"]
+    assert "kb_helpers.py" in helper and "inline" in helper and "pip install" not in helper
+    assert "kb_helpers.py" in refused  # a helper module is no problem of its own
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+        for name in ("1_device_kw", "2_to_cpu", "3_device_idiom", "4_default_arg"):
+            task = root / "torch2triton/kernelbench" / name
+            spec = yaml.safe_load((task / "task.yaml").read_text())
+            assert spec["shapes"]["tuning"] != [{"batch_size": 128, "dim1": 4096, "dim2": 4095}]
+            ref = load_file_module(task / "reference.py", f"kb_ref_{name}")
+            (x,) = ref.make_inputs(spec["shapes"]["cpu"][0], torch.float32, "meta", 0)
+            assert x.device.type == "meta", name  # drawn where the evaluation runs
+            checked = validate_task(led, task, root=root, device="cpu", run_id="v", quick=True)
+            assert checked.ok, (name, [c for c in checked.checks if c.status == "fail"])
+
+
+# Upstream level 1's square matmul, its inputs drawn in half precision as forks write it.
+HALF_MATMUL = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    \"\"\"
+    Simple model that performs a single square matrix multiplication (C = A * B)
+    \"\"\"
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(A, B)
+
+N = 2048 * 2
+
+def get_inputs():
+    A = torch.rand(N, N, dtype=torch.float16)
+    B = torch.rand(N, N, dtype=torch.float16)
+    return [A, B]
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed
+"""
+
+
+def test_half_precision_inputs_are_said_to_become_float32(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The task checks float32 (its inputs cast, the reference in float64): a problem
+    written for float16 became a float32 task without a word."""
+    problem = tmp_path / "1_half_matmul.py"
+    problem.write_text(HALF_MATMUL)
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(problem), "--root", str(root))
+    assert res.code == 0, res.err
+    assert "float16 inputs" in res.out and "float32" in res.out, res.out
+    spec = yaml.safe_load((root / "torch2triton/kernelbench/1_half_matmul/task.yaml").read_text())
+    assert spec["dtypes"] == ["float32"] and "float16" in spec["instructions"]
