@@ -31,7 +31,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -41,7 +41,7 @@ from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Guards
-from aka.eval._taskcode import patched
+from aka.eval._taskcode import changed_since, patched, snapshot
 from aka.eval._warm import CACHE_KEYS
 from aka.eval._wire import CandidateReport, CandidateRequest, decode, encode_report
 
@@ -142,14 +142,43 @@ def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, g
     return notes
 
 
-def _task_code(req: CandidateRequest, guards: Guards, stage: str) -> None:
+def _task_code(req: CandidateRequest, guards: Guards, stage: str, moved: Sequence[str] = ()
+               ) -> None:  # fmt: skip
     """``task_code_patched`` when a task module's top-level names no longer hold what its
-    file defines (:mod:`aka.eval._taskcode`; a tripwire, flagged once)."""
+    file defines, or (``moved``) what they held once everything had loaded
+    (:mod:`aka.eval._taskcode`; a tripwire, flagged once)."""
     if any(f["flag"] == "task_code_patched" for f in guards.flags):
         return
-    changed = patched(req.task_files or [])
+    changed = list(dict.fromkeys([*patched(req.task_files or []), *moved]))
     if changed:
         guards.flag("task_code_patched", f"{stage}: {', '.join(changed[:6])} replaced")
+
+
+def _compiled(req: CandidateRequest, guards: Guards, stage: str) -> None:
+    """``torch_compile`` when a kernel task's candidate had torch.compile write code.
+
+    Inductor turns torch code into kernels of its own (C++ on the CPU, Triton on a GPU,
+    launched past the launch hook) that run no ATen operator: the operators a task
+    forbids, traced at import where nothing records them, ran in every call unseen. On
+    a task whose answer is a kernel, a compiler writing it is the library's answer. Read
+    from dynamo's counters (a tripwire: they can be reset), only where dynamo was
+    imported; torch-backend tasks may compile.
+    """
+    row = backend(req.backend)
+    utils = sys.modules.get("torch._dynamo.utils")
+    if not (row.counts_launches or row.lists_device_kernels) or utils is None:
+        return
+    if any(f["flag"] == "torch_compile" for f in guards.flags):
+        return
+    counters = getattr(utils, "counters", {})
+    graphs = counters.get("stats", {}).get("unique_graphs", 0)
+    built = sum(counters.get("inductor", {}).values()) + counters.get("frames", {}).get("ok", 0)
+    if graphs or built:
+        guards.flag(
+            "torch_compile",
+            f"{stage}: torch.compile built {graphs} graph(s): the compiler wrote these "
+            "kernels, and they run no operator the task's checks can see",
+        )
 
 
 def _unlaunched(core: Any, launches: LaunchCounter, guards: Guards) -> None:
@@ -272,6 +301,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         compiled = {"ok": False, "error": _short_error(exc), "wall_s": time.perf_counter() - t0}
     guards.check_state("compile")
     _task_code(req, guards, "compile")
+    _compiled(req, guards, "compile")
+    loaded = snapshot(req.task_files or [])
     if candidate is not None:
         seal.send_py(json.dumps({"kind": "mark", "name": "compiled"}))
         launches.ping = core.launched if launches.hooked else None
@@ -281,7 +312,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
             launches.ping = None
         _unlaunched(core, launches, guards)
         guards.check_state("plan")
-        _task_code(req, guards, "plan")
+        _task_code(req, guards, "plan", changed_since(loaded))
+        _compiled(req, guards, "plan")
         if req.probe_shape:
             try:
                 notes += _probes(req, candidate, make_inputs, guards, launches)

@@ -38,6 +38,15 @@ def cuda_kernel_names(run: Callable[[], Any]) -> set[str] | str:
     return names or "the profiler recorded no kernel"
 
 
+def _empty(grid: Any) -> bool:
+    """Whether a launch grid given as numbers has no program at all (``(0,)``)."""
+    if isinstance(grid, int):
+        return grid <= 0
+    if isinstance(grid, tuple | list) and grid and all(isinstance(g, int) for g in grid):
+        return any(g <= 0 for g in grid)
+    return False
+
+
 class LaunchCounter:
     """Counts Triton kernel launches made while ``counting``; can turn them into no-ops."""
 
@@ -73,13 +82,17 @@ class LaunchCounter:
         counter = self
 
         def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
-            if counter.ping is not None and not kwargs.get("warmup", False):
-                counter.ping()
-            if counter.counting and not kwargs.get("warmup", False):
+            warmup = kwargs.get("warmup", False)
+            if counter.counting and not warmup:
                 counter.launches += 1
                 if counter.noop:
                     return None
-            return original(kernel, *args, **kwargs)
+            result = original(kernel, *args, **kwargs)
+            # Only a launch that ran counts for the plan: one that raised (``run(None,
+            # ...)`` in a ``try``) or had no program to run launched nothing.
+            if counter.ping is not None and not warmup and not _empty(kwargs.get("grid")):
+                counter.ping()
+            return result
 
         cls.run = run  # type: ignore[attr-defined]
         self.hooked.append(f"{cls.__module__}.{cls.__qualname__}.run")

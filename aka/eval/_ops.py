@@ -18,7 +18,7 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "bmm": ("bmm", "baddbmm"),
     "linear": ("addmm", "mm", "bmm", "_addmm_activation"),
     "einsum": ("bmm", "mm"),
-    "softmax": ("_softmax", "softmax", "_safe_softmax"),
+    "softmax": ("_softmax", "softmax", "_safe_softmax", "_masked_softmax", "_sparse_softmax"),
     "log_softmax": ("_log_softmax", "log_softmax"),
     "layer_norm": ("native_layer_norm", "layer_norm"),
     "rms_norm": ("_fused_rms_norm", "rms_norm"),
@@ -55,6 +55,42 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "silu": ("silu",),
     "relu": ("relu", "relu_", "clamp_min"),
 }
+
+
+# Python operators on tensors (``a >> 4``, ``a & m``, ``a @ b``): ``torch.Tensor.__rshift__``
+# names ``aten::__rshift__`` (its own operator, which does not run the bitwise one inside)
+# and the function that computes the same thing. Reflected (``__rrshift__``) and in-place
+# (``__irshift__``) forms are the same operators.
+_DUNDERS: dict[str, tuple[str, ...]] = {
+    "and": ("bitwise_and",),
+    "or": ("bitwise_or",),
+    "xor": ("bitwise_xor",),
+    "lshift": ("bitwise_left_shift",),
+    "rshift": ("bitwise_right_shift",),
+    "invert": ("bitwise_not",),
+    "matmul": ("matmul", *_ALIASES["matmul"]),
+    "mul": ("mul",),
+    "add": ("add",),
+    "sub": ("sub", "rsub"),
+    "truediv": ("div",),
+    "floordiv": ("floor_divide",),
+    "mod": ("remainder",),
+    "pow": ("pow",),
+    "neg": ("neg",),
+    "abs": ("abs",),
+}
+
+
+def _dunder(name: str) -> set[str]:
+    """The operators a ``__x__`` name (``__rx__``, ``__ix__`` alike) stands for."""
+    core = name[2:-2]
+    for base in (core, core[1:]):
+        if base in _DUNDERS:
+            dunders = {f"__{base}__", f"__r{base}__", f"__i{base}__"}
+            return {f"aten::{d}" for d in dunders} | {
+                f"aten::{op}{tail}" for op in _DUNDERS[base] for tail in ("", "_")
+            }
+    return set()
 
 
 # Data movement and allocation that wrappers and libraries do on every call (``.contiguous()``,
@@ -122,6 +158,9 @@ def forbidden_operators(forbidden: list[str]) -> set[str]:
             ops.add(name)
             continue
         last = name.rsplit(".", 1)[-1]
+        if last.startswith("__") and last.endswith("__"):
+            ops |= _dunder(last)
+            continue
         if not last or last.startswith("__"):
             continue
         for op in (last, f"_{last}", *_ALIASES.get(last, ())):

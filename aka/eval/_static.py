@@ -58,6 +58,7 @@ BANNED_MODULES: dict[str, str] = {
     "aka_ledger": "harness_access",
     "aka_reference": "harness_access",
     "aka_baseline": "harness_access",
+    "aka_candidate": "harness_access",  # the loaded entry module (an e2e task's model)
     "reference": "harness_access",
 }
 # Dotted names (after alias resolution) -> flag.

@@ -7,8 +7,11 @@ a candidate that replaced the model's ``decode`` with its own at import ran the 
 other layers on library calls of its choosing, and its score measured a model that is not
 the task's. This reads each task file again and checks, for every name its top level
 binds by ``def``, ``class`` or ``import``, that the loaded module still holds that
-object. It runs in the candidate's process, so it is a tripwire: code that tries hard can
-restore the names before the check; it explains and catches the plain edit.
+object; and, for every name at all, that the calls of the plan left it bound to what it
+was once everything had loaded (a plain assignment, ``OPS = ...``, has no definition to
+compare with; names the file's own functions rebind through ``global`` are let be). It
+runs in the candidate's process, so it is a tripwire: code that tries hard can restore
+the names before the check; it explains and catches the plain edit.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["patched"]
+__all__ = ["changed_since", "patched", "snapshot"]
 
 
 def patched(files: Iterable[str]) -> list[str]:
@@ -144,3 +147,41 @@ def _absolute(node: ast.ImportFrom, module: ModuleType) -> str | None:
         return None
     base = package[: len(package) - (node.level - 1)]
     return ".".join([*base, *([node.module] if node.module else [])]) or None
+
+
+def _task_modules(files: Iterable[str]) -> list[tuple[ModuleType, str]]:
+    wanted = {os.path.realpath(f) for f in files}
+    out = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and os.path.realpath(path) in wanted:
+            out.append((module, path))
+    return out
+
+
+Snapshot = dict[str, tuple[ModuleType, dict[str, Any]]]
+
+
+def snapshot(files: Iterable[str]) -> Snapshot:
+    """Every loaded task module's bindings now (the objects, held), minus those its own
+    functions rebind (``global`` names) and dunders."""
+    out: Snapshot = {}
+    for module, path in _task_modules(files):
+        try:
+            tree = ast.parse(Path(path).read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        moving = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+        kept = {k: v for k, v in vars(module).items() if not k.startswith("__") and k not in moving}
+        out[f"{Path(path).name}:{module.__name__}"] = (module, kept)
+    return out
+
+
+def changed_since(before: Snapshot) -> list[str]:
+    """``file:name`` for each binding of ``before`` that is gone or bound to another object."""
+    found: list[str] = []
+    for where, (module, kept) in before.items():
+        space = vars(module)
+        name = where.split(":", 1)[0]
+        found += [f"{name}:{k}" for k, v in kept.items() if space.get(k, _MISSING) is not v]
+    return found

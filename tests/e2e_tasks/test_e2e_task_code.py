@@ -99,6 +99,26 @@ def _prefill(*args, **kwargs):
 _model.prefill = _prefill
 """
 
+# The starting kernel again, wrapped: its first call rebinds the entry file's ``OPS`` (a
+# plain assignment, not a definition) to a copy, which a later call could have filled
+# with kernels of its choosing for the model's other layers.
+REBOUND_OPS = """
+
+import copy
+
+_honest = rms_norm
+
+
+def rms_norm(x, weight):
+    entry = next(m for m in list(sys.modules.values())
+                 if os.path.basename(getattr(m, "__file__", "") or "") == "model.py"
+                 and os.path.dirname(m.__file__) == _here)
+    if not getattr(entry.OPS, "_copied", False):
+        entry.OPS = copy.copy(entry.OPS)
+        object.__setattr__(entry.OPS, "_copied", True)
+    return _honest(x, weight)
+"""
+
 
 def _score(tmp: Path, name: str, kernel: str | None = None) -> Scored:
     """One evaluation of ``kernel`` (default: the starting one) on the CPU shapes."""
@@ -167,3 +187,12 @@ def test_a_candidate_that_replaces_the_model_s_code_is_flagged(tmp_path: Path) -
     s = _score(tmp_path, "prefill_rmsnorm", source + _FIND_MODEL + PATCHED_MODEL)
     assert not s.correct and "task_code_patched" in s.hack_flags, s.evidence
     assert any("llama.py:prefill replaced" in e for e in s.evidence), s.evidence
+
+
+def test_a_task_module_s_names_rebound_during_the_calls_are_flagged(tmp_path: Path) -> None:
+    """A plain assignment has no definition to compare with: what it held once
+    everything had loaded is what it must still hold after the plan."""
+    source = (E2E / "prefill_rmsnorm" / "source" / "kernel.py").read_text()
+    s = _score(tmp_path, "prefill_rmsnorm", source + _FIND_MODEL + REBOUND_OPS)
+    assert not s.correct and "task_code_patched" in s.hack_flags, s.evidence
+    assert any("model.py:OPS" in e for e in s.evidence), s.evidence

@@ -314,6 +314,37 @@ def test_forbidden_names_map_to_operators_not_plumbing() -> None:
     assert "aten::copy_" not in ops  # data movement is every wrapper's; the name check keeps it
 
 
+def test_python_operators_and_softmax_variants_are_the_operators_they_run() -> None:
+    """``p >> 4`` runs ``aten::__rshift__`` (not the bitwise operator inside it), and
+    ``torch._masked_softmax`` a softmax of its own: each must be among the operators the
+    names a task forbids stand for, as torch records them."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from aka.eval._ops import forbidden_operators
+
+    p = torch.arange(16, dtype=torch.int32)
+    x = torch.randn(4, 8)
+    mask = torch.zeros(4, 8, dtype=torch.bool)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        _ = p >> 4
+        _ = p & 15
+        _ = x @ x.t()
+        _ = torch._masked_softmax(x, mask)
+    ran = {e.name for e in prof.events()}
+    named = {
+        "torch.Tensor.__rshift__": "aten::__rshift__",
+        "torch.Tensor.__and__": "aten::__and__",
+        "torch.Tensor.__matmul__": "aten::matmul",
+        "torch.softmax": "aten::_masked_softmax",
+    }
+    for name, op in named.items():
+        assert op in ran, sorted(ran)
+        assert op in forbidden_operators([name]), name
+    assert "aten::bitwise_right_shift" in forbidden_operators(["torch.Tensor.__rrshift__"])
+    assert forbidden_operators(["torch.Tensor.__getitem__"]) == set()  # indexing: plumbing
+
+
 def test_slow_input_generation_times_a_keyed_pick_of_fresh_sets(tmp_path: Path) -> None:
     """Where one generation costs more than the plan allows, each timed call gets one of
     eight fresh sets (recorded in the method), and the verdict and audits still hold."""

@@ -16,9 +16,11 @@
 
 #include <torch/extension.h>
 
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 
 #ifdef AKA_SEAL_CUDA
 #include <cuda_runtime_api.h>
@@ -443,6 +445,27 @@ struct NoPython {
        c10::DispatchKey::PythonDispatcher, c10::DispatchKey::PreDispatch})};
 };
 
+// The task's ``make_inputs`` is Python, run by the core outside any candidate call (no
+// operator recorded, no clock running): a torch-function or dispatch mode the candidate
+// entered at import and never left saw every call it made, and could compute the answer
+// there from the inputs it was drawing (the forbidden library op included) for its kernel
+// to copy later. The modes the candidate left are set aside while it runs, and put back
+// after; modes ``make_inputs`` enters itself (a device placement) work as ever.
+struct NoUserModes {
+  at::impl::PythonTorchFunctionTLS functions = at::impl::PythonTorchFunctionTLS::get_state();
+  c10::impl::TorchDispatchModeTLS dispatch = c10::impl::TorchDispatchModeTLS::get_state();
+  NoUserModes() {
+    at::impl::PythonTorchFunctionTLS::set_state(at::impl::PythonTorchFunctionTLS());
+    c10::impl::TorchDispatchModeTLS::set_state(c10::impl::TorchDispatchModeTLS());
+  }
+  ~NoUserModes() {
+    at::impl::PythonTorchFunctionTLS::set_state(functions);
+    c10::impl::TorchDispatchModeTLS::set_state(std::move(dispatch));
+  }
+  NoUserModes(const NoUserModes&) = delete;
+  NoUserModes& operator=(const NoUserModes&) = delete;
+};
+
 struct Call {  // one correctness call the evaluator asked for
   std::string nonce;
   int shape = 0, dtype = 0;
@@ -737,6 +760,7 @@ class Seal {
   // Fresh values for (arm, shape, dtype, seed), written into that arm's buffers for the
   // shape: the call sees the same tensors at the same addresses every time, new values.
   py::tuple generate(int shape, int dtype, int64_t seed) {
+    NoUserModes clean;
     return py::tuple(make_inputs_(shapes_[shape], dtypes_[dtype], device_, seed));
   }
 
