@@ -18,7 +18,11 @@ from typing import Any
 
 __all__ = ["Plan", "PlannedCall", "assemble", "make_plan"]
 
-AUDIT_PERMILLE = 100  # timed candidate calls checked, drawn from all rounds alike...
+# Timed candidate calls checked per thousand rounds, drawn from all rounds alike: all of
+# them, so every output the reservoir holds when the pair ends is judged. At 100 a pair of
+# 20 rounds judged two, plus the last call, and a kernel wrong in just over half of its
+# timed calls (enough to move the median) went unseen about one pair in eight...
+AUDIT_PERMILLE = 1000
 AUDIT_MAX = 8  # ...at most this many per timed shape, plus the last call (each costs the
 # checker a reference); the core keeps a reservoir of this many outputs while it times
 # ...and no more random ones than fit in this many output bytes per shape: an audit copies

@@ -116,6 +116,24 @@ def test_wrong_answers_between_the_first_and_the_last_timed_rounds_are_caught(
     assert honest.correct and honest.flags == [], (honest.flags, honest.error)
 
 
+def test_a_short_pair_is_judged_on_every_output_its_reservoir_holds(tmp_path: Path) -> None:
+    """Twenty rounds: every kept output and the last call are judged (at one round in ten,
+    two and the last), so a kernel wrong in two timed calls of three is caught."""
+    from collections import Counter
+
+    from aka.eval._pipeline import run_processes
+
+    rounds = {"target_rel_ci": 1e-6, "max_time_s": 5.0, "min_samples": 20, "max_samples": 20}
+    job, root = scale_job(tmp_path / "h", (CORPUS / "honest_vectorized.py").read_text())
+    _, assembled, _ = run_processes(dataclasses.replace(job, timing=rounds), root)
+    kinds = Counter(r["kind"] for r in assembled["records"])
+    assert kinds["timed"] == _plan.AUDIT_MAX + 1, kinds
+    job, root = scale_job(tmp_path / "c", (CORPUS / "s10_most_rounds_wrong.py").read_text())
+    v = run_job(dataclasses.replace(job, timing=rounds), root)
+    assert not v.correct and "timed_output_wrong" in v.flags, (v.flags, v.error)
+    assert all(c["ok"] for c in v.cases), v.cases  # every checked call was right
+
+
 def test_a_candidate_writes_nothing_another_process_reads(tmp_path: Path) -> None:
     """s12 tries to make a folder in site-packages, the environment, aka's caches, the
     home folder, /dev and the evaluation's folders; outside its private ones, every mount
