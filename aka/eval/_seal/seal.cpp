@@ -1137,9 +1137,10 @@ class Seal {
   // they are spent, and a kernel that counts rounds (it can watch the baseline's calls too)
   // would answer right early and fast and wrong after. So the rounds of the loop feed a
   // reservoir (keyed draws, the same for every round whatever the candidate does: round t
-  // stays with probability size/t), and when the loop stops a keyed subset of it, about one
-  // round in ten of the pair, is saved and judged, plus the last call. Each round of the
-  // loop is judged with the same probability, known to no one before the pair ends.
+  // stays with probability size/t), and when the loop stops a keyed subset of it (the
+  // plan's audit_permille of the rounds, at most all it holds; the evaluator asks for all)
+  // is saved and judged, plus the last call. Each round of the loop is judged with the
+  // same probability, known to no one before the pair ends.
   static constexpr int kNone = 0, kOffer = 1, kNow = 2;
 
   struct Kept {
