@@ -29,12 +29,8 @@ __all__ = ["changed_since", "patched", "snapshot"]
 
 def patched(files: Iterable[str]) -> list[str]:
     """``file:name`` for each top-level binding of a loaded task module that changed."""
-    wanted = {os.path.realpath(f) for f in files}
     found: list[str] = []
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or os.path.realpath(path) not in wanted:
-            continue
+    for module, path in _task_modules(files):
         try:
             tree = ast.parse(Path(path).read_bytes())
         except (OSError, SyntaxError, ValueError):
@@ -150,11 +146,16 @@ def _absolute(node: ast.ImportFrom, module: ModuleType) -> str | None:
 
 
 def _task_modules(files: Iterable[str]) -> list[tuple[ModuleType, str]]:
+    """The loaded modules whose file is one of ``files`` (a thousand modules or more are
+    loaded; only those with a task file's name are resolved on disk)."""
     wanted = {os.path.realpath(f) for f in files}
+    names = {os.path.basename(f) for f in wanted}
     out = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        if isinstance(path, str) and os.path.realpath(path) in wanted:
+        if not isinstance(path, str) or os.path.basename(path) not in names:
+            continue
+        if os.path.realpath(path) in wanted:
             out.append((module, path))
     return out
 
