@@ -87,10 +87,15 @@
 #                                    the core's build, then N distinct new candidates of four
 #                                    tasks, 8 in flight first (then one at a time, then cached),
 #                                    at a trainer's timing budget of 0.1 s per shape
+#   bash tools/device_session.sh dd N SECONDS
+#                                    the core's build, then N distinct new candidates of four
+#                                    tasks, 8 in flight first, then 12 and 16 in flight (new
+#                                    digests each), then one at a time, then cached, at 0.1 s
+#                                    per shape, with how busy the host's cores were per pass
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|d|i|o|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|d|dd|i|o|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -289,6 +294,11 @@ i)
   sealbuild
   step distinct "$3" python3 -m aka.cli._bench_distinct --device cuda --distinct "$2" \
     --in-flight 8 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
+  ;;
+dd)
+  sealbuild
+  step distinct "$3" python3 -m aka.cli._bench_distinct --device cuda --distinct "$2" \
+    --in-flight 8 --sweep 12,16 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
   ;;
 u)
   step distinct 420 python3 -m aka.cli._bench_distinct --device cuda --distinct 40 --in-flight 4 --tasks 5 --output $R/distinct.json

@@ -106,16 +106,38 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
         run = evaluate_variant(v.task, v.entry, text, device, workers, max_time_s)
         return {"task": str(v.task.relative_to(TASKS_ROOT)), "values": v.values, **run}
 
+    cpu_before = host_cpu()
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
         runs = list(pool.map(one, range(len(items))))
     total = time.perf_counter() - start
+    cpu_after = host_cpu()
     held = sum((r.get("stage_s") or {}).get(k, 0.0) for r in runs for k in HELD)
     return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
             "device_held_s": round(held, 3),
+            "host_cpu_busy": busy_fraction(cpu_before, cpu_after),
             "candidates_per_min": round(60 * len(runs) / total, 2),
             "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
             "stage_median_s": stage_medians(runs), "runs": runs}  # fmt: skip
+
+
+def host_cpu() -> tuple[int, int] | None:
+    """Busy and total clock ticks of every core since boot (``/proc/stat``), or None."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_fraction(before: tuple[int, int] | None, after: tuple[int, int] | None
+                  ) -> float | None:  # fmt: skip
+    """The share of the host's cores that were busy between two :func:`host_cpu` reads:
+    whether a pass that overlaps work is bounded by the CPU or waits on something else."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 3)
 
 
 HELD = ("timing", "finish")
@@ -133,13 +155,17 @@ def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3,
                  output: Path | None = None, max_time_s: float = TIMING["max_time_s"],
-                 in_flight_first: bool = False) -> dict[str, Any]:  # fmt: skip
+                 in_flight_first: bool = False, sweep: tuple[int, ...] = ()
+                 ) -> dict[str, Any]:  # fmt: skip
     """The three passes over one stream of ``distinct`` variants; see the module doc.
 
     ``in_flight_first``: the in-flight pass before the serial one, so that a run cut short
     by a time limit keeps it; it then pays each task's first-time costs (the clean
     baseline timing, the first import of each task's modules) that the serial pass
     otherwise pays.
+
+    ``sweep``: more evaluations at once to try, each a further pass of new digests right
+    after the in-flight pass (``in_flight_K``), to find the depth a device takes best.
 
     ``output``: each finished pass is written there at once, so a run cut short by a
     time limit still leaves the passes it finished.
@@ -158,8 +184,11 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
 
     try:
         order = ["in_flight_pass", "serial"] if in_flight_first else ["serial", "in_flight_pass"]
+        order[order.index("in_flight_pass") + 1 : 0] = [f"in_flight_{k}" for k in sweep]
         for name in order:  # new digests in each: every candidate compiled afresh
             tag, k = (f"{salt} serial", 1) if name == "serial" else (f"{salt} in-flight", in_flight)
+            if name.startswith("in_flight_") and name != "in_flight_pass":
+                tag, k = f"{salt} {name}", int(name.rsplit("_", 1)[1])
             finished(name, one_pass(items, tag, device, k, workers, max_time_s))
         serial, flight = done["serial"], done["in_flight_pass"]
         cached = finished("cached",  # the same digests: kernels cached
@@ -172,6 +201,7 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
                                                           strict=True)]  # fmt: skip
     beyond = [c["wall_s"] - c["kernel_s"] for c in cached["runs"]]
     return {
+        **done,
         "device": device,
         "distinct": distinct,
         "in_flight": in_flight,
@@ -193,11 +223,13 @@ def render(report: dict[str, Any]) -> str:
         f"device {report['device']}, {report['distinct']} distinct candidates, "
         f"timing budget {report.get('max_time_s', TIMING['max_time_s'])} s per shape"
     ]
-    for name in ("serial", "in_flight_pass", "cached"):
+    swept = sorted(k for k in report if k.startswith("in_flight_") and k != "in_flight_pass")
+    for name in ["serial", "in_flight_pass", *swept, "cached"]:
         p = report[name]
         lines.append(f"{name:<15} in flight {p['in_flight']}: {p['candidates_per_min']:.2f}/min, "
                      f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s, "
-                     f"device held alone {p.get('device_held_s', 0.0):.1f} s")  # fmt: skip
+                     f"device held alone {p.get('device_held_s', 0.0):.1f} s, "
+                     f"host CPU busy {p.get('host_cpu_busy')}")  # fmt: skip
         stages = ", ".join(f"{k} {v:.2f}" for k, v in p.get("stage_median_s", {}).items())
         lines.append(f"{'':<15} stage medians (s): {stages}")
     lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']}; "
@@ -216,11 +248,13 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=3)
     parser.add_argument("--max-time-s", type=float, default=TIMING["max_time_s"])
     parser.add_argument("--in-flight-first", action="store_true")
+    parser.add_argument("--sweep", default="", help="more depths to try, e.g. 12,16")
     parser.add_argument("--output")
     args = parser.parse_args()
     out = Path(args.output) if args.output else None
     report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks, out,
-                          args.max_time_s, args.in_flight_first)  # fmt: skip
+                          args.max_time_s, args.in_flight_first,
+                          tuple(int(k) for k in args.sweep.split(",") if k))  # fmt: skip
     if out is not None:
         out.write_text(json.dumps(report, indent=2))
     print(render(report))

@@ -122,5 +122,27 @@ def test_bench_distinct_reports_a_stream_and_agreeing_verdicts(cli: Callable[...
     assert all({"correctness", "gate", "timing", "checker"} <= set(r["stage_s"])
                for r in flight["runs"])  # fmt: skip
     assert set(flight["stage_median_s"]) >= {"compile", "gate", "timing", "checker"}
+    # How busy the host's cores were: tells a CPU-bound pass from one that waits.
+    assert 0 < flight["host_cpu_busy"] <= 1
     too_many = cli("bench", "eval", "--device", "cpu", "--distinct", "100000", "--tasks", "1")
     assert too_many.code == 2 and "distinct variants" in too_many.err
+
+
+def test_bench_distinct_sweeps_further_depths_with_new_digests() -> None:
+    from aka.cli._bench_distinct import render, run_distinct
+
+    report = run_distinct("cpu", distinct=2, in_flight=2, tasks=2, max_time_s=0.05,
+                          in_flight_first=True, sweep=(1,))  # fmt: skip
+    swept = report["in_flight_1"]
+    assert swept["in_flight"] == 1 and swept["candidates"] == 2
+    assert [r["correct"] for r in swept["runs"]] == [r["correct"] for r in report["serial"]["runs"]]
+    assert "in_flight_1    " in render(report)
+
+
+def test_busy_fraction_reads_the_share_of_busy_ticks() -> None:
+    from aka.cli._bench_distinct import busy_fraction, host_cpu
+
+    assert busy_fraction((100, 1000), (400, 2000)) == 0.3
+    assert busy_fraction(None, (1, 2)) is None and busy_fraction((5, 10), (5, 10)) is None
+    now = host_cpu()
+    assert now is not None and 0 <= now[0] <= now[1]
