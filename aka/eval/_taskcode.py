@@ -17,6 +17,7 @@ the names before the check; it explains and catches the plain edit.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 from collections.abc import Iterable
@@ -31,13 +32,22 @@ def patched(files: Iterable[str]) -> list[str]:
     """``file:name`` for each top-level binding of a loaded task module that changed."""
     found: list[str] = []
     for module, path in _task_modules(files):
-        try:
-            tree = ast.parse(Path(path).read_bytes())
-        except (OSError, SyntaxError, ValueError):
+        tree = _tree(path)
+        if tree is None:
             continue
         name = Path(path).name
         found += [f"{name}:{b}" for b in _changed(module, tree, os.path.realpath(path))]
     return found
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(path: str) -> ast.Module | None:
+    """The file's syntax tree, read and parsed once per process (each evaluation checks up
+    to three times; the first read is also the one nearest the candidate's import)."""
+    try:
+        return ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
 
 
 def _changed(module: ModuleType, tree: ast.Module, path: str) -> list[str]:
@@ -168,9 +178,8 @@ def snapshot(files: Iterable[str]) -> Snapshot:
     functions rebind (``global`` names) and dunders."""
     out: Snapshot = {}
     for module, path in _task_modules(files):
-        try:
-            tree = ast.parse(Path(path).read_bytes())
-        except (OSError, SyntaxError, ValueError):
+        tree = _tree(path)
+        if tree is None:
             continue
         moving = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
         kept = {k: v for k, v in vars(module).items() if not k.startswith("__") and k not in moving}
