@@ -92,10 +92,14 @@
 #                                    tasks, 8 in flight first, then 12 and 16 in flight (new
 #                                    digests each), then one at a time, then cached, at 0.1 s
 #                                    per shape, with how busy the host's cores were per pass
+#   bash tools/device_session.sh rl ROOT OUT JOBS SECONDS
+#                                    the core's build, the red-team corpus through warm workers,
+#                                    then part j's validation of the tasks under ROOT (JOBS at
+#                                    once, at most SECONDS)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|d|dd|i|o|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|d|dd|i|o|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -294,6 +298,12 @@ i)
   sealbuild
   step distinct "$3" python3 -m aka.cli._bench_distinct --device cuda --distinct "$2" \
     --in-flight 8 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
+  ;;
+rl)
+  sealbuild
+  AKA_EVAL_WARM=1 step redteam 170 python3 tools/redteam_gpu.py --out $R/redteam.json
+  ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null
+  step "kb_$(basename $2)" "$5" python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs "$4" --resume --out "$ROWS"
   ;;
 dd)
   sealbuild
