@@ -96,10 +96,15 @@
 #                                    the core's build, the red-team corpus through warm workers,
 #                                    then part j's validation of the tasks under ROOT (JOBS at
 #                                    once, at most SECONDS)
+#   bash tools/device_session.sh one ROOT OUT
+#                                    one call for all: the core's build, the red-team corpus
+#                                    through warm workers, 24 distinct new candidates 8 then 16
+#                                    in flight (cut at 130 s: the serial pass is not reached),
+#                                    then the tasks under ROOT validated four at once (200 s)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|d|dd|i|o|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -298,6 +303,14 @@ i)
   sealbuild
   step distinct "$3" python3 -m aka.cli._bench_distinct --device cuda --distinct "$2" \
     --in-flight 8 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
+  ;;
+one)
+  sealbuild
+  AKA_EVAL_WARM=1 step redteam 160 python3 tools/redteam_gpu.py --out $R/redteam.json
+  step distinct 130 python3 -m aka.cli._bench_distinct --device cuda --distinct 24 \
+    --in-flight 8 --sweep 16 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
+  ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null
+  step "kb_$(basename $2)" 200 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs 4 --resume --out "$ROWS"
   ;;
 rl)
   sealbuild

@@ -87,6 +87,7 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("s14_launch_when_probed", TRITON, 12, ("no_kernel_launch",), CPU_CORPUS),
     ("honest_transpose_copy", TRANSPOSE, None, (), CPU_CORPUS),
     ("s13_output_view", TRANSPOSE, 3, ("non_plain_output",), CPU_CORPUS),
+    ("s27_output_dtype", SCALE, 11, ("output_dtype",), CPU_CORPUS),
 ]
 FORBIDDEN = {
     **{
@@ -186,6 +187,8 @@ def main() -> int:
         sp = f"{row['speedup']:.3g}" if row["speedup"] else "-"
         print(f"{row['name']:32s} p{pattern or '-':<3} {verdict:10s} speedup={sp:8s} "
               f"flags={','.join(row['flags']) or '-'}  ({row['wall_s']:.1f} s)", flush=True)  # fmt: skip
+        args.out.parent.mkdir(parents=True, exist_ok=True)  # a run cut short keeps its rows
+        args.out.write_text(json.dumps({"summary": None, "rows": rows}, indent=1))
     adv = [r for r in rows if not r["honest"]]
     hon = [r for r in rows if r["honest"]]
     summary = {
