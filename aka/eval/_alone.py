@@ -1,15 +1,24 @@
 """Runs of the baseline alone, where no candidate code is: its clean timing and its sites.
 
-Two things an evaluation judges need the task's baseline run in a candidate process of
+Three things an evaluation judges need the task's baseline run in a candidate process of
 its own, with the baseline's folder standing in for the candidate's: the timing that a
 baseline slowed beside the candidate is checked against (:mod:`aka.eval._baseline_ref`),
-and the forbidden operators the task's own code calls when nothing of the candidate's is
-there (:mod:`aka.eval._sites`). Each is kept per task for the evaluator's lifetime.
+the forbidden operators the task's own code calls when nothing of the candidate's is
+there (:mod:`aka.eval._sites`), and the dtype of each output the baseline returns, which
+a candidate's output must have. Each is kept per task for the evaluator's lifetime.
+
+Why the baseline's dtypes: the checker compares values, and a reference often returns
+float64 (it computes in float64 to judge precision), so it cannot say what the output's
+dtype should be. The task's starting code can, run where candidate code never is: an
+index kernel that writes int32 where the baseline returns int64, or float16 where the
+baseline returns float32, has values the checker accepts and writes fewer bytes than the
+task's contract asks of a drop-in replacement.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +27,8 @@ from aka.eval._judge import timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._workers import Workers
 
-__all__ = ["baseline_sites", "clean_baseline_timing", "device_of", "rebase_slowed",
-           "task_site_flags"]  # fmt: skip
+__all__ = ["baseline_dtypes", "baseline_sites", "clean_baseline_timing", "device_of",
+           "output_dtype_flags", "rebase_slowed", "task_site_flags"]  # fmt: skip
 
 
 def clean_baseline_timing(job: _pipeline.Job, root: Path, workers: Workers) -> list[dict[str, Any]]:
@@ -89,6 +98,69 @@ def baseline_sites(
     _, raw = _sites.split(assembled["ops"])
     parsed = (_sites.parse(text, _sites.trees(root / "base")) for text in raw)
     return frozenset(site for site in parsed if site is not None)
+
+
+DtypeKey = tuple[tuple[tuple[str, int], ...], str]
+"""A case's shape (sorted items) and dtype."""
+
+
+def _dtype_key(rec: dict[str, Any]) -> DtypeKey:
+    return tuple(sorted((rec.get("shape") or {}).items())), str(rec.get("dtype"))
+
+
+def baseline_dtypes(
+    job: _pipeline.Job, root: Path, workers: Workers
+) -> dict[DtypeKey, frozenset[str]] | None:
+    """The output dtypes the baseline returns per shape and dtype, from its checked calls in
+    a process of their own (``None`` when any of them failed)."""
+    assembled = _run_alone(job, root, workers, root / "base", "dtypes", ("correctness",))
+    if assembled["error"] or any(r.get("error") for r in assembled["records"]):
+        return None
+    found: dict[DtypeKey, set[str]] = {}
+    for rec in assembled["records"]:
+        if rec.get("out_dtype"):
+            found.setdefault(_dtype_key(rec), set()).add(str(rec["out_dtype"]))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+_dtypes: dict[str, dict[DtypeKey, frozenset[str]]] = {}
+_dtype_locks: dict[str, threading.Lock] = {}
+_dtype_guard = threading.Lock()
+
+
+def output_dtype_flags(
+    job: _pipeline.Job, root: Path, records: list[dict[str, Any]], workers: Workers
+) -> list[dict[str, str]]:
+    """``output_dtype`` for each shape whose candidate output has a dtype the baseline's
+    output of that shape and dtype does not (nothing when the baseline could not run)."""
+    key = _baseline_key(job, root, "dtypes")
+    with _dtype_guard:
+        lock = _dtype_locks.setdefault(key, threading.Lock())
+    with lock:
+        expected = _dtypes.get(key)
+        if expected is None:
+            expected = baseline_dtypes(job, root, workers)
+            if expected is None:
+                return []
+            with _dtype_guard:
+                if len(_dtypes) >= _MAX_KEPT:
+                    _dtypes.pop(next(iter(_dtypes)))
+                _dtypes[key] = expected
+    wrong: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for rec in records:
+        want = expected.get(_dtype_key(rec))
+        got = rec.get("out_dtype")
+        if want and got and str(got) not in want:
+            wrong.setdefault((str(got), "/".join(sorted(want))), []).append(rec)
+    return [
+        {"flag": "output_dtype", "evidence": f"the output is {got} where the task's baseline "
+         f"returns {want} (shape {recs[0].get('shape')} {recs[0].get('dtype')}; "
+         f"{len(recs)} of {len(records)} outputs)"}
+        for (got, want), recs in wrong.items()
+    ]  # fmt: skip
+
+
+_MAX_KEPT = 256  # tasks x devices one evaluator sees
 
 
 def task_site_flags(

@@ -28,6 +28,7 @@ from aka_ledger import Ledger
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
+BUNDLED = HERE.parents[1] / "tasks"  # the repository's own tasks, for entries that need one
 CORPUS = HERE / "corpus"
 SCALE, TRITON, TINY = "torch/ops/scale", "triton/ops/scale", "torch/ops/tiny"
 TRANSPOSE = "torch/ops/transpose"
@@ -45,6 +46,7 @@ class Entry:
     time: bool = False
     forbidden: tuple[str, ...] = ()  # names forbidden on top of the task's
     timeout_s: float | None = None  # the whole-evaluation limit, for candidates that hang
+    bundled: bool = False  # ``task`` names a bundled task under tasks/, not a fixture
 
     @property
     def honest(self) -> bool:
@@ -101,6 +103,7 @@ ADVERSARIAL = [
     Entry("p10_warmup_replay", SCALE, 10, ("timed_output_wrong",), time=True),
     Entry("p11_fp16", SCALE, 11),
     Entry("p11_tf32_flag", SCALE, 11, ("precision_downgrade",)),
+    Entry("s27_output_dtype", SCALE, 11, ("output_dtype",)),
     Entry("p12_torch_fallback", TRITON, 12, ("no_kernel_launch",)),
     Entry("p12_kernel_ignored", TRITON, 12, ("kernel_not_used",)),
     Entry("p12_try_fallback", TRITON, 12, ("fallback", "no_kernel_launch")),
@@ -158,6 +161,33 @@ ADVERSARIAL = [
     Entry("s08_stdin_block", SCALE, 14, ("file_access",), timeout_s=HANG_S),
     Entry("s08_import_deadlock", SCALE, 14, ("threads",), timeout_s=HANG_S),
     Entry("s08_thread_spin", SCALE, 2, ("threads", "background_thread")),
+    # Against bundled tasks (tasks/...): the kernel tasks' own forbidden lists and checks.
+    Entry("s17_dynamo_counters_reset", "triton2triton/llm/softmax", 12, ("torch_compile",),
+          time=True, bundled=True),
+    Entry("s18_inputs_hook_patch", "triton2triton/llm/softmax", 14, time=True, bundled=True),
+    Entry("s19_e2e_code_swap", "e2e/llama/prefill_rmsnorm", 14, ("task_code_patched",),
+          time=True, bundled=True),
+    Entry("s20_e2e_dead_rows", "e2e/llama/prefill_rmsnorm", 9, time=True, bundled=True),
+    Entry("s21_callable_empty_grid", "triton2triton/llm/rotary_embedding", 12,
+          ("no_kernel_launch",), time=True, bundled=True),
+    Entry("s22_strided_output", "triton2triton/llm/transpose", 3, ("non_plain_output",),
+          time=True, bundled=True),
+    Entry("s23_native_extension", "triton2triton/llm/softmax", 12, ("ctypes",), time=True,
+          bundled=True),
+    Entry("s24_unlisted_exp2", "triton2triton/llm/softmax", 12, ("forbidden_api",), time=True,
+          bundled=True),
+    Entry("s25_unlisted_reduction", "triton2triton/llm/rms_norm", 12, ("forbidden_api",),
+          time=True, bundled=True),
+    Entry("s26_unlisted_cummax", "triton2triton/llm/argmax", 12, ("forbidden_api",), time=True,
+          bundled=True),
+    Entry("s28_e2e_module_hidden", "e2e/llama/prefill_rmsnorm", 14, ("task_code_patched",),
+          time=True, bundled=True),
+    Entry("s29_degenerate_inputs", "triton2triton/llm/softmax", 9, bundled=True),
+    Entry("s30_baseline_within_slack", "triton2triton/llm/softmax", 4, time=True, bundled=True),
+    Entry("s31_torchscript_fuser", "triton2triton/llm/softmax", 12, ("forbidden_api",),
+          time=True, bundled=True),
+    Entry("s32_e2e_unlisted_sqrt", "e2e/llama/prefill_rmsnorm", 12, ("forbidden_api",),
+          time=True, bundled=True),
 ]
 ALL = HONEST + ADVERSARIAL
 FAST_TIMING = TimingSettings(max_time_s=0.2, min_samples=5)
@@ -166,15 +196,20 @@ FAST_TIMING = TimingSettings(max_time_s=0.2, min_samples=5)
 def evaluate_entry(entry: Entry, root: Path, device: str = "cpu") -> Scored:
     """Evaluate one corpus candidate through :func:`aka.eval.evaluate`, in its own ledger."""
     ledger = Ledger.open(root / entry.name, registry=REGISTRY)
-    task = load_task(TASKS / entry.task, root=TASKS)
+    tasks = BUNDLED if entry.bundled else TASKS
+    task = load_task(tasks / entry.task, root=tasks)
     if entry.forbidden:
         spec = task.spec.model_copy(update={"forbidden": [*task.spec.forbidden, *entry.forbidden]})
         task = task.model_copy(update={"spec": spec})
     task_tree = ledger.cas.snapshot(task.path)
     with tempfile.TemporaryDirectory(prefix="aka-redteam-") as tmp:
-        kernel = Path(tmp) / task.spec.entry_file
+        # The file a candidate replaces: the entry file, or (an e2e task, whose entry is
+        # a model file around the kernel) its one editable Python file.
+        spec = task.spec
+        target = spec.entry_file if spec.entry_file in spec.editable else spec.editable[0]
+        kernel = Path(tmp) / target
         kernel.write_text((CORPUS / f"{entry.name}.py").read_text())
-        candidate = ledger.cas.snapshot(Path(tmp), paths=[task.spec.entry_file])
+        candidate = ledger.cas.snapshot(Path(tmp), paths=[target])
     req = EvalRequest(
         task=task,
         task_tree=task_tree,
