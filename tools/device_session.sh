@@ -99,8 +99,8 @@
 #   bash tools/device_session.sh one ROOT OUT
 #                                    one call for all: the core's build, the red-team corpus
 #                                    through warm workers, 24 distinct new candidates 8 then 16
-#                                    in flight (cut at 130 s: the serial pass is not reached),
-#                                    then the tasks under ROOT validated four at once (200 s)
+#                                    in flight (cut at 100 s: the serial pass is not reached),
+#                                    then the tasks under ROOT validated four at once (150 s)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
