@@ -306,11 +306,11 @@ i)
   ;;
 one)
   sealbuild
-  AKA_EVAL_WARM=1 step redteam 160 python3 tools/redteam_gpu.py --out $R/redteam.json
-  step distinct 130 python3 -m aka.cli._bench_distinct --device cuda --distinct 24 \
+  AKA_EVAL_WARM=1 step redteam 140 python3 tools/redteam_gpu.py --out $R/redteam.json
+  step distinct 100 python3 -m aka.cli._bench_distinct --device cuda --distinct 24 \
     --in-flight 8 --sweep 16 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
   ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null
-  step "kb_$(basename $2)" 200 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs 4 --resume --out "$ROWS"
+  step "kb_$(basename $2)" 150 python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs 4 --resume --out "$ROWS"
   ;;
 rl)
   sealbuild
