@@ -143,6 +143,17 @@ class TaskSpec(_Strict):
         default_factory=list,
         description="Dotted names the candidate must not use (e.g. torch.softmax).",
     )
+    operators: Literal["any", "plumbing"] = Field(
+        default="any",
+        description="Which library operators the candidate's calls may run: any but the "
+        "forbidden ones, or (plumbing) only allocation, copies and views plus "
+        "allowed_operators, so that no operator a forbidden list forgot computes the answer.",
+    )
+    allowed_operators: list[str] = Field(
+        default_factory=list,
+        description="With operators: plumbing, further operators the kernel's wrapper may "
+        "run (dotted names such as torch.div, or aten::div).",
+    )
     tunables: dict[str, list[int]] = Field(
         default_factory=dict,
         description="Module-level integer constants in the entry file and the values a "
@@ -364,5 +375,5 @@ def baseline_task(task: Task) -> Task:
     (and launches no Triton kernel), so the baseline evaluated as a candidate would
     otherwise be flagged; the baseline is the trusted starting point, not a submission.
     """
-    spec = task.spec.model_copy(update={"forbidden": [], "backend": "torch"})
+    spec = task.spec.model_copy(update={"forbidden": [], "backend": "torch", "operators": "any"})
     return task.model_copy(update={"spec": spec})

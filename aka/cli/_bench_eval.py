@@ -42,7 +42,8 @@ def _job(task: Path, device: str) -> Job:
     entry_file, entry_symbol = spec["entry"].split(":")
     shapes = spec["shapes"]["cpu" if device == "cpu" else "tuning"]
     return Job(reference=spec.get("reference", "reference.py"), editable=spec["editable"],
-               forbidden=spec.get("forbidden", []), entry_file=entry_file,
+               forbidden=spec.get("forbidden", []), operators=spec.get("operators", "any"),
+               allowed_operators=spec.get("allowed_operators", []), entry_file=entry_file,
                entry_symbol=entry_symbol, pass_shape=spec.get("pass_shape", False),
                backend=spec["backend"], shapes=shapes, dtypes=spec["dtypes"],
                tolerances=spec["tolerances"], seeds=int(spec.get("seeds", 1)), device=device,

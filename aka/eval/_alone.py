@@ -170,7 +170,8 @@ def task_site_flags(
     does not make (:mod:`aka.eval._sites`)."""
     if not raw:
         return []
-    key = _baseline_key(job, root, "sites", sorted(_ops.forbidden_operators(job.forbidden)))
+    key = _baseline_key(job, root, "sites", sorted(_ops.forbidden_operators(job.forbidden)),
+                        sorted(_pipeline.job_allowed(job)))  # fmt: skip
     allowed = _sites.allowed(key, lambda: baseline_sites(job, root, workers))
     return [{"flag": "forbidden_api", "evidence": e}
             for e in _sites.charged(raw, root / "cand", allowed)]  # fmt: skip

@@ -67,8 +67,15 @@ def judge_records(
     return cases, flags
 
 
-def forbidden_ops(forbidden: list[str], ops: list[str]) -> list[dict[str, str]]:
-    """``forbidden_api`` for every library operator that ran and that the task forbids."""
+def forbidden_ops(forbidden: list[str], ops: list[str], strict: bool = False
+                  ) -> list[dict[str, str]]:  # fmt: skip
+    """``forbidden_api`` for every library operator that ran and that the task forbids;
+    ``strict`` (``operators: plumbing``): the core reported only operators outside the
+    task's allowed ones, and every one of them is charged."""
+    if strict:
+        return [{"flag": "forbidden_api", "evidence": f"the candidate ran {op}, and this "
+                 "task's kernel may call the library for plumbing only (operators: plumbing)"}
+                for op in sorted(set(ops))[:8]]  # fmt: skip
     ran = sorted(set(ops) & _ops.forbidden_operators(forbidden))
     return [{"flag": "forbidden_api", "evidence": f"the candidate ran {op}"} for op in ran[:8]]
 

@@ -7,6 +7,13 @@ ATen operators ran inside the candidate's checked calls (a RecordFunction callba
 native code), and this module turns each forbidden name into the operators it dispatches
 to, so any spelling of the same operator is caught. A task may also forbid operators by
 their own name (``aten::mm``).
+
+A forbidden list is still a list: softmax forbidden, ``exp2`` of a rescaled input is not;
+rms_norm and its reductions forbidden, a matmul with a column of ones is not. A task whose
+kernel may call the library only to allocate, copy and view (``operators: plumbing`` in
+task.yaml) turns it around: every operator a candidate call runs that is neither plumbing
+(:data:`PLUMBING`, :data:`MORE_PLUMBING`) nor in its ``allowed_operators`` is charged
+(:func:`allowed_operators`), whatever its name.
 """
 
 from __future__ import annotations
@@ -148,6 +155,70 @@ PLUMBING = frozenset(
         "size",
     )
 )
+
+
+MORE_PLUMBING = frozenset(
+    f"aten::{op}"
+    for op in (
+        "_reshape_alias",
+        "_unsafe_view",
+        "view_as",
+        "reshape_as",
+        "expand_as",
+        "resolve_conj",
+        "resolve_neg",
+        "as_strided_",
+        "empty_permuted",
+        "new_full",
+        "new_ones",
+        "new_empty_strided",
+        "scalar_tensor",
+        "lift_fresh_copy",
+        "_has_compatible_shallow_copy_type",
+        "is_nonzero",
+        "record_stream",
+        "unsqueeze_",
+        "squeeze_",
+        "cat",
+        "stack",
+        "constant_pad_nd",
+        "pad",
+        "numpy",
+        "cpu",
+        "cuda",
+        "type_as",
+        "_copy_from",
+        "_copy_from_and_resize",
+        "set_data",
+        "requires_grad_",
+        "is_pinned",
+        "pin_memory",
+        "_pin_memory",
+        "data",
+        "view_as_real",
+        "view_as_complex",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+        "unflatten",
+        "repeat",
+        "tile",
+        "broadcast_to",
+    )
+)
+"""What else only moves, lays out or allocates data, allowed where only plumbing is
+(``operators: plumbing``); not subtracted from forbidden lists, which name what they mean."""
+
+
+def allowed_operators(operators: str, allowed: list[str], forbidden: list[str]) -> set[str]:
+    """The operators a candidate call may run under ``operators`` (empty: any but the
+    forbidden ones): plumbing and the task's ``allowed`` names' operators, less any
+    forbidden one."""
+    if operators != "plumbing":
+        return set()
+    extra = forbidden_operators(allowed) | {a for a in allowed if a.startswith("aten::")}
+    return (PLUMBING | MORE_PLUMBING | extra) - (forbidden_operators(forbidden) - PLUMBING)
 
 
 def forbidden_operators(forbidden: list[str]) -> set[str]:

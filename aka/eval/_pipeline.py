@@ -68,6 +68,8 @@ class Job:
     max_file_bytes: int = 16 << 30
     max_memory_bytes: int | None = field(default_factory=lambda: default_memory_cap())
     contain: bool = True
+    operators: str = "any"
+    allowed_operators: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -232,13 +234,18 @@ def _sealed(
     # findings let go), and a candidate calling into them is judged like any task code.
     task += tuple(f for f in task_files(job, Path(request.base_dir))[0] if f not in task)
     text = plan.text(task, tuple(stdlib), tuple(_ops.forbidden_operators(job.forbidden)),
-                     editable)  # fmt: skip
+                     editable, tuple(job_allowed(job)))  # fmt: skip
     cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)
     got = cand.collect(job.timeout_s)
     assembled = _plan.assemble(plan, got.core)
     for rec in assembled["records"]:  # outputs are digested under this process's key
         rec["digest_key"] = cand.key.hex()
     return CandidateRun.of(got), assembled
+
+
+def job_allowed(job: Job) -> set[str]:
+    """The operators the job's candidate calls may run (empty: any but the forbidden)."""
+    return _ops.allowed_operators(job.operators, job.allowed_operators, job.forbidden)
 
 
 def task_files(job: Job, cand: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -395,7 +402,7 @@ def run_job(
     timing = timing_results(job, assembled["timing"]) if not assembled["error"] else []
     found = static + run.flags + check_flags + list(assembled["flags"])
     plain, sites = _sites.split(assembled["ops"])
-    found += forbidden_ops(job.forbidden, plain)
+    found += forbidden_ops(job.forbidden, plain, strict=bool(job_allowed(job)))
     found += _alone.task_site_flags(job, root, sites, workers or current())
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)

@@ -70,6 +70,7 @@ class Plan:
         libraries: tuple[str, ...] = (),
         forbidden: tuple[str, ...] = (),
         editable: tuple[str, ...] = (),
+        allowed: tuple[str, ...] = (),
     ) -> str:
         """The plan as the core reads it (see ``_seal/seal.cpp``).
 
@@ -78,12 +79,14 @@ class Plan:
         called it is in ``task_files`` (the task's own sources around the kernel, not
         editable), which makes it a site the parent weighs (:mod:`aka.eval._sites`), and no
         frame of the ``editable`` files is on the stack; ``libraries``: folders whose frames
-        are passed over when deciding.
+        are passed over when deciding; ``allowed``: when given, every operator but these is
+        recorded and charged the same way (``operators: plumbing``).
         """
         lines = [f"T {path}" for path in task_files]
         lines += [f"E {path}" for path in editable]
         lines += [f"L {lib}" for lib in libraries]
         lines += [f"F {op}" for op in sorted(forbidden)]
+        lines += [f"A {op}" for op in sorted(allowed)]
         lines += [
             f"S {i} " + " ".join(f"{k}={int(v)}" for k, v in shape.items())
             for i, shape in enumerate(self.shapes)

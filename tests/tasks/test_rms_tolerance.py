@@ -134,6 +134,8 @@ def test_integer_outputs_take_the_scaled_tolerance_too(tmp_path: Path) -> None:
     )
     exact = "def tiny(x):\n    return x.argsort()\n"
     off = "def tiny(x):\n    return x.argsort().flip(0)\n"
+    # The task's own kernel returns the indices too: its output dtype is the contract.
+    (task_dir / "source" / "kernel.py").write_text(exact)
     assert _evaluate_in(tmp_path / "a", task_dir, exact, SCALED).correct
     assert not _evaluate_in(tmp_path / "b", task_dir, off, SCALED).correct
 

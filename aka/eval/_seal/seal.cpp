@@ -258,6 +258,10 @@ std::string jlist(const std::vector<double>& v) {
 std::mutex g_ops_mu;
 std::set<std::string> g_ops;  // forbidden operators charged to the candidate
 std::set<std::string, std::less<>> g_forbidden;  // the plan's ``F`` lines (found by view)
+// The plan's ``A`` lines: when there are any, every operator *not* among them is charged
+// (a task whose kernel may call the library only for plumbing: ``operators: plumbing``),
+// so an operator no forbidden list names is seen like a listed one.
+std::set<std::string, std::less<>> g_allowed;
 // 0 off, 1 a candidate call, 2 the recorder's own probe, 3 a baseline call (the same work
 // as a candidate call, its findings let go: both arms of a timing pair pay alike, and
 // task code around the kernel calls the same forbidden operators in both)
@@ -404,7 +408,11 @@ std::string attribution(std::string_view op) {
 // wrapper). In a baseline call (``mode`` 3) the same is done and let go.
 std::set<std::string> g_let_go;
 void charge(std::string_view name, int mode) {
-  if (g_forbidden.empty() || g_forbidden.find(name) == g_forbidden.end()) return;
+  if (!g_allowed.empty()) {
+    if (g_allowed.find(name) != g_allowed.end()) return;
+  } else if (g_forbidden.empty() || g_forbidden.find(name) == g_forbidden.end()) {
+    return;
+  }
   std::string site = attribution(name);
   std::lock_guard<std::mutex> lock(g_ops_mu);
   std::set<std::string>& into = mode == 1 ? g_ops : g_let_go;
@@ -689,6 +697,8 @@ class Seal {
         g_editable.push_back(line.substr(2));
       } else if (tag == "F") {
         g_forbidden.insert(f[1]);
+      } else if (tag == "A") {
+        g_allowed.insert(f[1]);
       } else if (tag == "L") {
         g_libraries.push_back(line.substr(2));
       } else if (tag == "D") {
