@@ -111,17 +111,25 @@ def _dtype_key(rec: dict[str, Any]) -> DtypeKey:
 def baseline_dtypes(
     job: _pipeline.Job, root: Path, workers: Workers
 ) -> dict[DtypeKey, frozenset[str]] | None:
-    """The output dtypes the baseline returns per shape and dtype, from its checked calls in
-    a process of their own (``None`` when any of them failed)."""
+    """The outputs the baseline returns per shape and dtype, from its checked calls in a
+    process of their own: each output's dtype, and ``contiguous`` among them when every
+    one was (``None`` when any call failed)."""
     assembled = _run_alone(job, root, workers, root / "base", "dtypes", ("correctness",))
     if assembled["error"] or any(r.get("error") for r in assembled["records"]):
         return None
     found: dict[DtypeKey, set[str]] = {}
+    scattered: set[DtypeKey] = set()
     for rec in assembled["records"]:
         if rec.get("out_dtype"):
             found.setdefault(_dtype_key(rec), set()).add(str(rec["out_dtype"]))
-    return {k: frozenset(v) for k, v in found.items()}
+        if rec.get("out_contiguous") is False:
+            scattered.add(_dtype_key(rec))
+    return {k: frozenset(v | ({CONTIGUOUS} if k not in scattered else set()))
+            for k, v in found.items()}  # fmt: skip
 
+
+CONTIGUOUS = "contiguous"
+"""Among a shape's expected output traits: the baseline's outputs were all contiguous."""
 
 _dtypes: dict[str, dict[DtypeKey, frozenset[str]]] = {}
 _dtype_locks: dict[str, threading.Lock] = {}
@@ -132,7 +140,10 @@ def output_dtype_flags(
     job: _pipeline.Job, root: Path, records: list[dict[str, Any]], workers: Workers
 ) -> list[dict[str, str]]:
     """``output_dtype`` for each shape whose candidate output has a dtype the baseline's
-    output of that shape and dtype does not (nothing when the baseline could not run)."""
+    output of that shape and dtype does not, and ``output_layout`` for an output that is
+    not contiguous where the baseline's are (a flat copy returned through a transposed
+    view: the core's save, outside every timed window, then did the kernel's work).
+    Nothing when the baseline could not run."""
     key = _baseline_key(job, root, "dtypes")
     with _dtype_guard:
         lock = _dtype_locks.setdefault(key, threading.Lock())
@@ -147,17 +158,29 @@ def output_dtype_flags(
                     _dtypes.pop(next(iter(_dtypes)))
                 _dtypes[key] = expected
     wrong: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    scattered: list[dict[str, Any]] = []
     for rec in records:
         want = expected.get(_dtype_key(rec))
         got = rec.get("out_dtype")
-        if want and got and str(got) not in want:
-            wrong.setdefault((str(got), "/".join(sorted(want))), []).append(rec)
-    return [
+        if not want:
+            continue
+        dtypes = want - {CONTIGUOUS}
+        if got and dtypes and str(got) not in dtypes:
+            wrong.setdefault((str(got), "/".join(sorted(dtypes))), []).append(rec)
+        if CONTIGUOUS in want and rec.get("out_contiguous") is False:
+            scattered.append(rec)
+    flags = [
         {"flag": "output_dtype", "evidence": f"the output is {got} where the task's baseline "
          f"returns {want} (shape {recs[0].get('shape')} {recs[0].get('dtype')}; "
          f"{len(recs)} of {len(records)} outputs)"}
         for (got, want), recs in wrong.items()
     ]  # fmt: skip
+    if scattered:
+        first = scattered[0]
+        flags.append({"flag": "output_layout", "evidence": "the output is not contiguous where "
+                      f"the task's baseline returns a contiguous tensor (shape {first.get('shape')} "
+                      f"{first.get('dtype')}; {len(scattered)} of {len(records)} outputs)"})  # fmt: skip
+    return flags
 
 
 _MAX_KEPT = 256  # tasks x devices one evaluator sees

@@ -47,6 +47,18 @@ def _empty(grid: Any) -> bool:
     return False
 
 
+def _recording(grid: Callable[..., Any], used: list[Any]) -> Callable[..., Any]:
+    """``grid`` as Triton calls it, each answer kept in ``used``: a grid computed to zero
+    programs launched nothing, and a callable asked again could answer otherwise."""
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        got = grid(*args, **kwargs)
+        used.append(got)
+        return got
+
+    return recorded
+
+
 class LaunchCounter:
     """Counts Triton kernel launches made while ``counting``; can turn them into no-ops."""
 
@@ -87,10 +99,15 @@ class LaunchCounter:
                 counter.launches += 1
                 if counter.noop:
                     return None
+            grid = kwargs.get("grid")
+            used: list[Any] = []
+            if callable(grid):  # ``grid=lambda meta: ...``: what Triton got from it counts
+                kwargs["grid"] = _recording(grid, used)
             result = original(kernel, *args, **kwargs)
             # Only a launch that ran counts for the plan: one that raised (``run(None,
             # ...)`` in a ``try``) or had no program to run launched nothing.
-            if counter.ping is not None and not warmup and not _empty(kwargs.get("grid")):
+            ran = used[-1] if used else grid
+            if counter.ping is not None and not warmup and not callable(ran) and not _empty(ran):
                 counter.ping()
             return result
 

@@ -218,7 +218,7 @@ def allowed_operators(operators: str, allowed: list[str], forbidden: list[str]) 
     if operators != "plumbing":
         return set()
     extra = forbidden_operators(allowed) | {a for a in allowed if a.startswith("aten::")}
-    return (PLUMBING | MORE_PLUMBING | extra) - (forbidden_operators(forbidden) - PLUMBING)
+    return set(PLUMBING | MORE_PLUMBING | extra) - (forbidden_operators(forbidden) - PLUMBING)
 
 
 def forbidden_operators(forbidden: list[str]) -> set[str]:

@@ -152,13 +152,17 @@ def make_plan(
     return Plan(shapes, list(dtypes), calls, pairs, dict(timing))
 
 
+OUTPUT_FIELDS = ("file", "digest", "nbytes", "out_dtype", "out_shape", "out_contiguous")
+"""What the core says of a saved output (``save`` in ``_seal/seal.cpp``)."""
+
+
 def _record(plan: Plan, call: PlannedCall, frame: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "case",
         "shape": plan.shapes[call.shape],
         "dtype": call.dtype,
         "seed": call.seed,
-        **{k: frame.get(k) for k in ("file", "digest", "nbytes", "out_dtype", "out_shape")},
+        **{k: frame.get(k) for k in OUTPUT_FIELDS},
         **({"error": frame["error"]} if frame.get("error") else {}),
     }
 
@@ -229,7 +233,7 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
                 records.append({"kind": "timed", "shape": plan.shapes[shape], "dtype": dtype,
                                 "seed": audit.get("seed"),
                                 **{k2: audit.get(k2) for k2 in
-                                   ("file", "digest", "nbytes", "out_dtype", "out_shape")},
+                                   OUTPUT_FIELDS},
                                 **({"sampled": audit["sampled"]} if "sampled" in audit else {}),
                                 **({"error": audit["error"]} if audit.get("error") else {})})  # fmt: skip
                 if audit.get("mutated"):

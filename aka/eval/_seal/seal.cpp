@@ -897,7 +897,7 @@ class Seal {
     snprintf(hex16, sizeof hex16, "%016llx", (unsigned long long)dg);
     return "\"file\":" + jstr(name) + ",\"digest\":\"" + hex16 + "\",\"nbytes\":" +
            std::to_string(n) + ",\"out_dtype\":" + jstr(std::string(c10::toString(src.scalar_type()))) +
-           ",\"out_shape\":" + sizes;
+           ",\"out_shape\":" + sizes + ",\"out_contiguous\":" + (src.is_contiguous() ? "true" : "false");
   }
 
   // A correctness call's output, saved; a call on the same inputs as the one before it
