@@ -72,12 +72,12 @@ def forbidden_ops(forbidden: list[str], ops: list[str], strict: bool = False
     """``forbidden_api`` for every library operator that ran and that the task forbids;
     ``strict`` (``operators: plumbing``): the core reported only operators outside the
     task's allowed ones, and every one of them is charged."""
-    if strict:
-        return [{"flag": "forbidden_api", "evidence": f"the candidate ran {op}, and this "
-                 "task's kernel may call the library for plumbing only (operators: plumbing)"}
-                for op in sorted(set(ops))[:8]]  # fmt: skip
-    ran = sorted(set(ops) & _ops.forbidden_operators(forbidden))
-    return [{"flag": "forbidden_api", "evidence": f"the candidate ran {op}"} for op in ran[:8]]
+    listed = _ops.forbidden_operators(forbidden)
+    ran = sorted(set(ops) if strict else set(ops) & listed)
+    why = ", and this task's kernel may call the library for plumbing only (operators: plumbing)"
+    return [{"flag": "forbidden_api",
+             "evidence": f"the candidate ran {op}" + ("" if op in listed else why)}
+            for op in ran[:8]]  # fmt: skip
 
 
 def parent_flags(
