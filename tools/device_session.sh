@@ -101,10 +101,14 @@
 #                                    through warm workers, 24 distinct new candidates 8 then 16
 #                                    in flight (cut at 100 s: the serial pass is not reached),
 #                                    then the tasks under ROOT validated four at once (150 s)
+#   bash tools/device_session.sh check
+#                                    the core's build, then a few red-team entries through warm
+#                                    workers (the output contract and layout checks, honest
+#                                    controls): a short call that the core builds and judges
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -303,6 +307,11 @@ i)
   sealbuild
   step distinct "$3" python3 -m aka.cli._bench_distinct --device cuda --distinct "$2" \
     --in-flight 8 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
+  ;;
+check)
+  sealbuild
+  AKA_EVAL_WARM=1 step redteam 120 python3 tools/redteam_gpu.py --out $R/redteam.json --only \
+    honest_vectorized honest_transpose_copy honest_triton_basic s27_output_dtype s13_output_view
   ;;
 one)
   sealbuild
