@@ -22,7 +22,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 __all__ = ["changed_since", "patched", "snapshot"]
@@ -100,14 +100,55 @@ def _rebound(tree: ast.Module) -> set[str]:
     return twice
 
 
+@functools.lru_cache(maxsize=64)
+def _codes(path: str) -> dict[tuple[str, int], CodeType]:
+    """The code objects the file's source compiles to, by name and first line (nested
+    ones included), compiled once per process with no flags of this module's."""
+    try:
+        top = compile(Path(path).read_bytes(), path, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    out: dict[tuple[str, int], CodeType] = {}
+    stack = [top]
+    while stack:
+        for const in stack.pop().co_consts:
+            if isinstance(const, CodeType):
+                out[(const.co_name, const.co_firstlineno)] = const
+                stack.append(const)
+    return out
+
+
+def _same_code(a: CodeType, b: CodeType) -> bool:
+    """Whether two code objects run the same instructions on the same constants and
+    names (nested code compared alike; line tables and file names are not)."""
+    if (a.co_code, a.co_names, a.co_varnames) != (b.co_code, b.co_names, b.co_varnames):
+        return False
+    if len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts, strict=True):
+        if isinstance(x, CodeType) and isinstance(y, CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or x != y:
+            return False
+    return True
+
+
 def _is_def(obj: Any, node: ast.FunctionDef | ast.AsyncFunctionDef, path: str) -> bool:
     """Whether ``obj`` is the function ``node`` defines (through decorators' wrappers:
     ``__wrapped__``, a Triton kernel's or autotuner's ``fn``; a decorator that hides the
-    function is let be)."""
+    function is let be), running the code the file compiles to: a function object kept
+    while its ``__code__`` was replaced, under the same name and file, is not."""
     for _ in range(4):
         code = getattr(obj, "__code__", None)
         if code is not None:
-            return bool(code.co_name == node.name and os.path.realpath(code.co_filename) == path)
+            if code.co_name != node.name or os.path.realpath(code.co_filename) != path:
+                return False
+            codes = _codes(path)
+            if not codes:  # the file no longer compiles: its name and file must do
+                return True
+            want = codes.get((code.co_name, code.co_firstlineno))
+            return want is not None and _same_code(code, want)
         inner = getattr(obj, "__wrapped__", None) or getattr(obj, "fn", None)
         if inner is None:
             break

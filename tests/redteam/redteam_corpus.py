@@ -189,7 +189,6 @@ ADVERSARIAL = [
         ("task_code_patched",),
         time=True,
         bundled=True,
-        open_hole="a task function's code object replaced in place keeps its identity and name",
     ),
     Entry(
         "s20_e2e_dead_rows",

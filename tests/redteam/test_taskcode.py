@@ -103,7 +103,27 @@ def test_a_function_renamed_into_place_is_not_the_file_s(
     module.norm = norm  # type: ignore[attr-defined]
     assert patched([str(path)]) == ["llama.py:norm"]
     norm.__code__ = norm.__code__.replace(co_filename=str(path), co_name="norm")
-    assert patched([str(path)]) == []  # a forgery this check does not see: a tripwire
+    assert patched([str(path)]) == ["llama.py:norm"]  # not the code the file compiles to
+
+
+def test_a_function_whose_code_was_replaced_in_place_is_not_the_file_s(
+    model: tuple[ModuleType, Path],
+) -> None:
+    """The function object the file bound, its ``__code__`` swapped under its own name,
+    file and first line: the binding keeps its identity, the instructions do not."""
+    module, path = model
+    original = module.norm.__code__
+
+    def other(x: object) -> object:
+        return x
+
+    module.norm.__code__ = other.__code__.replace(
+        co_name=original.co_name, co_filename=original.co_filename,
+        co_firstlineno=original.co_firstlineno,
+    )  # fmt: skip
+    assert patched([str(path)]) == ["llama.py:norm"]
+    module.norm.__code__ = original
+    assert patched([str(path)]) == []
 
 
 def test_names_the_file_rebinds_or_binds_conditionally_are_skipped(
