@@ -233,6 +233,9 @@ def _sealed(
     # The baseline's copies too: its calls walk the same frames as the candidate's (their
     # findings let go), and a candidate calling into them is judged like any task code.
     task += tuple(f for f in task_files(job, Path(request.base_dir))[0] if f not in task)
+    # The reference too: the core records what ``make_inputs`` runs (a torch name the
+    # candidate rebound runs its code there), and the reference's own calls are task code.
+    task += (str(Path(request.task_dir) / job.reference),)
     text = plan.text(task, tuple(stdlib), tuple(_ops.forbidden_operators(job.forbidden)),
                      editable, tuple(job_allowed(job)))  # fmt: skip
     cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)

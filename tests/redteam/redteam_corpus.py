@@ -180,7 +180,6 @@ ADVERSARIAL = [
         14,
         time=True,
         bundled=True,
-        open_hole="inputs are drawn by task Python in the candidate's process, through torch names it can rebind",
     ),
     Entry(
         "s19_e2e_code_swap",

@@ -769,9 +769,26 @@ class Seal {
 
   // Fresh values for (arm, shape, dtype, seed), written into that arm's buffers for the
   // shape: the call sees the same tensors at the same addresses every time, new values.
+  //
+  // The operator recorder is on meanwhile, as in a candidate call: ``make_inputs`` is
+  // Python that looks torch's names up as it runs, and a candidate that rebound one
+  // (``torch.__dict__["where"] = hook``) ran code of its own there, outside every call,
+  // computing the answer from the inputs as they were drawn. The reference's own
+  // operators are task code (its file is among the plan's task files): sites, weighed
+  // against its baseline's like any other; an operator the candidate's code runs here is
+  // the candidate's.
   py::tuple generate(int shape, int dtype, int64_t seed) {
     NoUserModes clean;
-    return py::tuple(make_inputs_(shapes_[shape], dtypes_[dtype], device_, seed));
+    g_call_thread = std::this_thread::get_id();
+    g_recording = 1;
+    try {
+      py::tuple out(make_inputs_(shapes_[shape], dtypes_[dtype], device_, seed));
+      g_recording = 0;
+      return out;
+    } catch (...) {
+      g_recording = 0;
+      throw;
+    }
   }
 
   // ``fresh`` written into arm's buffers for the shape: the call sees the same tensors at
@@ -945,10 +962,10 @@ class Seal {
                       std::to_string(c.seed) + ",\"poison\":" + std::to_string(c.poison);
     bool ok = true;
     try {
+      clear_ops();  // what drawing the inputs ran counts with the call
       auto [args, fresh] = inputs(1, c.shape, c.dtype, c.seed);
       poison(1, c.poison);
       sync();
-      clear_ops();
       double t0 = now_s();
       py::object out;
       try {
