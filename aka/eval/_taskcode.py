@@ -119,9 +119,12 @@ def _codes(path: str) -> dict[tuple[str, int], CodeType]:
 
 
 def _same_code(a: CodeType, b: CodeType) -> bool:
-    """Whether two code objects run the same instructions on the same constants and
-    names (nested code compared alike; line tables and file names are not)."""
-    if (a.co_code, a.co_names, a.co_varnames) != (b.co_code, b.co_names, b.co_varnames):
+    """Whether two code objects use the same names, locals, arguments and constants
+    (nested code compared alike). Not the instructions: a task's loader may compile its
+    files another way (statement by statement, with other flags), which changes the
+    bytecode of the very same source (``LOAD_METHOD`` for ``LOAD_ATTR``)."""
+    fields = ("co_names", "co_varnames", "co_argcount", "co_kwonlyargcount", "co_freevars")
+    if any(getattr(a, f) != getattr(b, f) for f in fields):
         return False
     if len(a.co_consts) != len(b.co_consts):
         return False
