@@ -96,7 +96,7 @@ def baseline_sites(
     if assembled["error"] or any(r.get("error") for r in assembled["records"]):
         return None
     _, raw = _sites.split(assembled["ops"])
-    parsed = (_sites.parse(text, _sites.trees(root / "base")) for text in raw)
+    parsed = (_sites.parse(text, _sites.trees(root / "base"), root / "task") for text in raw)
     return frozenset(site for site in parsed if site is not None)
 
 

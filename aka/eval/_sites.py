@@ -51,18 +51,22 @@ def split(ops: Iterable[str]) -> tuple[list[str], list[str]]:
     return plain, sites
 
 
-def parse(raw: str, trees: Iterable[Path]) -> Site | None:
-    """A site from the core's text, its file relative to the first of ``trees`` holding it
-    (a site elsewhere keeps its whole path, so it matches no baseline site); ``None`` for
-    text that is not a site."""
+def parse(raw: str, trees: Iterable[Path], task: Path | None = None) -> Site | None:
+    """A site from the core's text, its file relative to the first of ``trees`` holding it,
+    or to the evaluation's ``task`` folder (the reference, whose ``make_inputs`` runs in
+    the candidate's process), as ``task/<name>``; a site elsewhere keeps its whole path, so
+    it matches no baseline site. ``None`` for text that is not a site."""
     op, _, rest = raw.partition("@")
     parts = rest.rsplit(":", 4)
     if not op or len(parts) != 5:
         return None
     file, line, function, instruction, path = parts
-    for tree in trees:
+    named = [(tree, "") for tree in trees]
+    if task is not None:  # as given and resolved, like ``trees``
+        named += [(tree, "task/") for tree in dict.fromkeys([task, task.resolve()])]
+    for tree, prefix in named:
         try:
-            file = Path(file).relative_to(tree).as_posix()
+            file = prefix + Path(file).relative_to(tree).as_posix()
             break
         except ValueError:
             continue
@@ -83,7 +87,7 @@ def charged(raw: Iterable[str], folder: Path, baseline: frozenset[Site] | None) 
     out: list[str] = []
     seen: set[tuple[str, str, str]] = set()
     for text in raw:
-        site = parse(text, trees(folder))
+        site = parse(text, trees(folder), folder.parent / "task")
         if site is None:
             out.append(
                 f"the candidate's process reported an unreadable operator site {text[:200]!r}"

@@ -73,7 +73,7 @@ def test_the_model_is_scored_with_the_candidate_kernel(cli, tmp_path, ledger_dir
     faster, wrong = rows[(task, "faster")], rows[(task, "wrong")]
     assert faster["compiled"] is True and faster["correct"] is True, faster["error"]
     assert float(faster["speedup"]) > 0  # type: ignore[arg-type]
-    assert wrong["compiled"] is True and wrong["correct"] is False and wrong["score"] == 20.0
+    assert wrong["compiled"] is True and wrong["correct"] is False and wrong["score"] == 20.0, (wrong["error"], wrong.get("hack_flags"))
     cases = _cases(cli, ledger_dir, str(wrong["attempt_key"]))
     assert cases and all(not c["ok"] and "beyond atol" in c["error"] for c in cases)
     _check_tokens_per_s(cli, ledger_dir)

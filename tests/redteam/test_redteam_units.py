@@ -462,3 +462,21 @@ def test_a_task_code_site_is_judged_by_its_place_in_the_tree(tmp_path: Path) -> 
     assert "could not be run alone" in _sites.charged([raw], cand, None)[0]
     assert _sites.parse("aten::mm@no-fields", [cand]) is None
     assert "unreadable" in _sites.charged(["aten::mm@x:1:f:z:d"], cand, frozenset())[0]
+
+
+def test_a_reference_site_is_the_same_in_every_evaluation_s_folder(tmp_path: Path) -> None:
+    """``make_inputs`` runs in the candidate's process from the evaluation's task folder,
+    a new folder each time: its sites are named within it, so the baseline's kept sites
+    (from the first evaluation of the task) match every later evaluation's."""
+    from aka.eval import _sites
+
+    first, later = tmp_path / "eval-1", tmp_path / "eval-2"
+    for root in (first, later):
+        (root / "cand").mkdir(parents=True)
+        (root / "task").mkdir()
+    raw = "aten::randn@{}/task/reference.py:45:make_inputs:30:0123456789abcdef"
+    kept = _sites.parse(raw.format(first), _sites.trees(first / "base"), first / "task")
+    assert kept is not None and kept.file == "task/reference.py"
+    assert _sites.charged([raw.format(later)], later / "cand", frozenset({kept})) == []
+    # Named without the prefix it would be a candidate file of that name.
+    assert _sites.parse(raw.format(later), _sites.trees(later / "cand")).file != kept.file
