@@ -43,6 +43,11 @@ class Backend:
     lists_device_kernels: bool = False
     """On a GPU the candidate process lists the kernels that ran: only library kernels is
     flagged."""
+    builds_native: bool = False
+    """Candidates may build and load native code of their own (a torch extension,
+    inductor's C++ kernels). Otherwise every folder the candidate can write but Triton's
+    cache is ``noexec``, and a library it made is ``native_code``
+    (:mod:`aka.eval._foreign`)."""
 
 
 BACKENDS: dict[str, Backend] = {
@@ -67,6 +72,7 @@ BACKENDS: dict[str, Backend] = {
             devices=("cuda",),
             must_launch=True,
             lists_device_kernels=True,
+            builds_native=True,
         ),
         Backend(
             name="torch",
@@ -76,6 +82,7 @@ BACKENDS: dict[str, Backend] = {
             compile_step="none (eager PyTorch)",
             devices=("cuda", "cpu"),
             must_launch=False,
+            builds_native=True,  # torch.compile is PyTorch: inductor loads C++ on the CPU
         ),
     )
 }

@@ -142,14 +142,15 @@ def _probes(req: CandidateRequest, cand: Callable[..., Any], make_inputs: Any, g
     return notes
 
 
-def _task_code(req: CandidateRequest, guards: Guards, stage: str, moved: Sequence[str] = ()
-               ) -> None:  # fmt: skip
+def _task_code(req: CandidateRequest, guards: Guards, stage: str, moved: Sequence[str] = (),
+               held: Sequence[ModuleType] = ()) -> None:  # fmt: skip
     """``task_code_patched`` when a task module's top-level names no longer hold what its
-    file defines, or (``moved``) what they held once everything had loaded
-    (:mod:`aka.eval._taskcode`; a tripwire, flagged once)."""
+    file defines, or (``moved``) what they held before the candidate was imported or
+    once everything had loaded (``held``: the modules the harness loaded itself;
+    :mod:`aka.eval._taskcode`; a tripwire, flagged once)."""
     if any(f["flag"] == "task_code_patched" for f in guards.flags):
         return
-    changed = list(dict.fromkeys([*patched(req.task_files or []), *moved]))
+    changed = list(dict.fromkeys([*patched(req.task_files or [], held), *moved]))
     if changed:
         guards.flag("task_code_patched", f"{stage}: {', '.join(changed[:6])} replaced")
 
@@ -219,6 +220,16 @@ def _kernel_caches(contained: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _code_caches(backend_name: str) -> tuple[str, ...] | None:
+    """The only folder this process may write whose files it may load as native code:
+    Triton's cache (set by :func:`_kernel_caches`), where Triton compiles its launchers.
+    Every other folder it can write is mounted ``noexec`` (:mod:`aka.eval._foreign`);
+    ``None`` (nothing ``noexec``) for a backend whose candidates may build native code."""
+    if backend(backend_name).builds_native:
+        return None
+    return tuple(p for p in [os.environ.get("TRITON_CACHE_DIR")] if p)
+
+
 def _own_folder(eval_root: str) -> tuple[str, ...]:
     """The working folder, when it lies in the evaluation's folder (the processes of one
     evaluation share it on disk): replaced by a private one, so nothing this process
@@ -263,13 +274,15 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.empty(1, device=device)
         torch.cuda.synchronize(device)
+    caches = _kernel_caches(req.contain)
     contained = _contain.hide(
         req.hide,
         keep=req.eval_root,
         private=(tempfile.gettempdir(), "/dev/shm"),
         fresh=_own_folder(req.eval_root),
         read_only=True,
-        writable=_kernel_caches(req.contain),
+        writable=caches,
+        executable=_code_caches(req.backend),
         enabled=req.contain,
     )
     limits = _contain.limit(
@@ -290,19 +303,25 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     )
     guards.install([])
     seal.send_py(json.dumps({"kind": "mark", "name": "loaded", "network": network}))
+    # The baseline's modules as the harness loaded them: what the candidate's import
+    # rebinds there (a slower kernel under the baseline's name, corpus ``s30``) is caught
+    # against this, even where the name still holds something its file defines.
+    held: tuple[ModuleType, ...] = (base,)
+    before = snapshot(req.task_files or [], held)
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
     compiled: dict[str, Any]
     try:
         module = load_file_module(cand_dir / req.entry_file, "aka_candidate")
+        held = (base, module)
         candidate = _entry(module, req.entry_file, req.entry_symbol)
         compiled = {"ok": True, "error": None, "wall_s": time.perf_counter() - t0}
     except Exception as exc:
         compiled = {"ok": False, "error": _short_error(exc), "wall_s": time.perf_counter() - t0}
     guards.check_state("compile")
-    _task_code(req, guards, "compile")
+    _task_code(req, guards, "compile", changed_since(before), held)
     _compiled(req, guards, "compile")
-    loaded = snapshot(req.task_files or [])
+    loaded = snapshot(req.task_files or [], held)
     if candidate is not None:
         seal.send_py(json.dumps({"kind": "mark", "name": "compiled"}))
         launches.ping = core.launched if launches.hooked else None
@@ -312,7 +331,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
             launches.ping = None
         _unlaunched(core, launches, guards)
         guards.check_state("plan")
-        _task_code(req, guards, "plan", changed_since(loaded))
+        _task_code(req, guards, "plan", [*changed_since(before), *changed_since(loaded)], held)
         _compiled(req, guards, "plan")
         if req.probe_shape:
             try:

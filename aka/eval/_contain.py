@@ -171,6 +171,7 @@ def hide(
     fresh: tuple[str, ...] = (),
     read_only: bool = False,
     writable: tuple[str, ...] = (),
+    executable: tuple[str, ...] | None = None,
     enabled: bool = True,
 ) -> str:
     """A private mount namespace where only what the candidate may see is left.
@@ -190,6 +191,12 @@ def hide(
         read_only: make every mount read-only (:func:`_read_only`) but the private and
             fresh ones and ``writable`` (this candidate tree's own kernel caches). An
             agent's sandbox leaves it off: agents write their workspace and home.
+        executable: with ``read_only``, the only folders the process may write where the
+            kernel also maps files as code (Triton's cache: Triton compiles its launcher
+            there and loads it). Every other folder it can write is mounted ``noexec``,
+            so a library the candidate builds or writes cannot be loaded
+            (:mod:`aka.eval._foreign`); one that lies in a private folder gets an
+            executable tmpfs of its own. ``None`` leaves every folder executable.
         enabled: ``False`` returns at once (recorded as disabled).
 
     Returns what was done (``contained (...)``) or why not (``not contained: ...``).
@@ -205,10 +212,11 @@ def hide(
     replaced = sorted({os.path.realpath(p) for p in private if os.path.isdir(p)})
     back = _kept(keep, replaced)
     opts = f"size={private_bytes},mode=1777"  # every private tmpfs, fresh ones included
+    noexec = _NoExec(read_only and executable is not None)
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in back}
     try:
         for folder in replaced:
-            if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+            if noexec.tmpfs(folder, opts) != 0:
                 return "not contained: " + _err(f"replacing {folder}")
         for path, fd in held.items():
             os.makedirs(path, exist_ok=True)
@@ -218,17 +226,26 @@ def hide(
         for fd in held.values():
             os.close(fd)
     for folder in sorted({os.path.realpath(p) for p in fresh if os.path.isdir(p)}):
-        if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+        if noexec.tmpfs(folder, opts) != 0:
             return "not contained: " + _err(f"replacing {folder}")
     kept = sorted({os.path.realpath(p) for p in writable if os.path.isdir(p)})
+    code = {os.path.realpath(p) for p in executable or ()}
     ro = ""
     if read_only:
         for folder in kept:
             if _mount(folder, folder, None, MS_BIND, None) != 0:
                 return "not contained: " + _err(f"binding {folder}")
-        left = _read_only(skip={*replaced, *(os.path.realpath(p) for p in fresh), *kept})
-        ro = f", read-only but {len(kept)} cache(s)" + (
-            f", {len(left)} left writable: {', '.join(left[:3])}" if left else ""
+            if folder not in code:
+                noexec.bound(folder)
+        for folder in sorted(code - set(kept)):  # a cache inside a private folder
+            os.makedirs(folder, exist_ok=True)
+            if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+                return "not contained: " + _err(f"mounting {folder}")
+        left = _read_only(skip={*replaced, *(os.path.realpath(p) for p in fresh), *kept, *code})
+        ro = (
+            f", read-only but {len(kept)} cache(s)"
+            + (f", {len(left)} left writable: {', '.join(left[:3])}" if left else "")
+            + noexec.status()
         )
     hidden = 0
     for path in sorted({os.path.realpath(p) for p in paths if p}):
@@ -254,6 +271,35 @@ def hide(
         f"contained ({hidden} paths hidden, {len(private) + len(fresh)} private tmpfs{ro}, "
         f"/proc {'private' if proc else 'shared'})"
     )
+
+
+class _NoExec:
+    """Mounts the writable folders of :func:`hide` ``noexec`` (when ``on``), and keeps
+    going without it where a platform refuses, saying so in the status."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.refused: list[str] = []
+
+    def tmpfs(self, folder: str, opts: str) -> int:
+        flags = MS_NOSUID | MS_NODEV
+        if self.on and _mount("tmpfs", folder, "tmpfs", flags | MS_NOEXEC, opts) == 0:
+            return 0
+        if self.on:
+            self.refused.append(folder)
+        return _mount("tmpfs", folder, "tmpfs", flags, opts)
+
+    def bound(self, folder: str) -> None:
+        options = dict(mounts()).get(folder, set())
+        if self.on and _remount(folder, options | {"noexec"}, read_only=False) != 0:
+            self.refused.append(folder)
+
+    def status(self) -> str:
+        if not self.on:
+            return ""
+        if self.refused:
+            return f", noexec refused: {', '.join(self.refused[:3])}"
+        return ", writable folders noexec"
 
 
 def mounts() -> list[tuple[str, set[str]]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _alone, _detect, _native, _ops, _plan, _sites, _spares
+from aka.eval import _alone, _detect, _foreign, _native, _ops, _plan, _sites, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._proc import CHILD_TIMEOUT_S, Collected, child_env
@@ -271,8 +271,8 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
            ) -> tuple[CandidateRun, dict[str, Any]]:  # fmt: skip
     """The naive path's processes as one run: records renamed into their folders."""
     first, last = parts[0][0], parts[-1][0]
-    merged: dict[str, Any] = {"records": [], "twins": [], "timing": [], "ops": [], "flags": [],
-                              "error": None}  # fmt: skip
+    merged: dict[str, Any] = {"records": [], "twins": [], "timing": [], "ops": [], "code": [],
+                              "flags": [], "error": None}  # fmt: skip
     for (run, asm), sub in zip(parts, subdirs, strict=True):
         base = len(merged["records"])
         for rec in asm["records"]:
@@ -280,7 +280,7 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
                 {**rec, "file": f"{sub}/{rec['file']}" if rec.get("file") else None}
             )
         merged["twins"] += [(a + base, b + base) for a, b in asm["twins"]]
-        for key in ("timing", "ops", "flags"):
+        for key in ("timing", "ops", "code", "flags"):
             merged[key] += asm[key]
         merged["error"] = merged["error"] or asm["error"] or run.error
     run = dataclasses.replace(
@@ -407,6 +407,9 @@ def run_job(
     plain, sites = _sites.split(assembled["ops"])
     found += forbidden_ops(job.forbidden, plain, strict=bool(job_allowed(job)))
     found += _alone.task_site_flags(job, root, sites, workers or current())
+    found += _foreign.flags(job.backend, assembled["code"], _foreign.writable_roots(root),
+                            gpu=job.device.startswith("cuda"))  # fmt: skip
+    found += _foreign.refused([compiled.get("error"), *(c.get("error") for c in cases)])
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
     replay = _detect.REPLAY_RATIO["cuda" if job.device.startswith("cuda") else "cpu"]

@@ -32,6 +32,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +41,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -494,6 +497,31 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// ---- native code loaded after the core ----------------------------------------------
+//
+// Executable file mappings are how native code enters a process (``dlopen``, ``ctypes``,
+// a torch extension, inductor's C++ kernels); candidate Python cannot compute without
+// ATen operators or Triton except through one. The core lists the files mapped executable
+// when it is created (before candidate code is imported) and, after the import and every
+// call of the plan, those mapped since, each with whether it changed after the core
+// started (built during this evaluation; a deleted file or a ``memfd`` counts as such).
+// The parent decides what a task allows (``aka.eval._detect.native_code``).
+
+std::set<std::string> exec_files() {
+  std::set<std::string> out;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // address perms offset dev inode path
+    size_t sp = line.find(' ');
+    if (sp == std::string::npos || sp + 3 >= line.size() || line[sp + 3] != 'x') continue;
+    size_t path = line.find('/', sp);
+    if (path == std::string::npos) continue;  // anonymous memory, [vdso], [stack]
+    out.insert(line.substr(path));
+  }
+  return out;
+}
+
 class Seal {
  public:
   Seal(int secret_fd, int result_fd, int out_dir_fd, std::string device, py::object make_inputs,
@@ -553,6 +581,8 @@ class Seal {
           return redispatch(self, *args, **kwargs);
         },
         py::is_method(handle));
+    code_at_start_ = exec_files();
+    started_ns_ = wall_ns();
   }
 
   void send_py(const std::string& body) { frame("{\"kind\":\"py\",\"body\":" + jstr(body) + "}"); }
@@ -566,8 +596,10 @@ class Seal {
     recorder_ = add_recorder();
     size_t done = 0;
     bool failed = false;
+    note_code();  // what importing the candidate loaded
     for (auto& c : calls_) {
       failed = !correctness(c) || failed;
+      note_code();
       done++;
     }
     last_ = at::Tensor();  // the device holds nothing of the correctness calls while timing
@@ -579,14 +611,18 @@ class Seal {
       if (::poll(&pfd, 1, 600 * 1000) != 1 || ::read(0, &b, 1) != 1) {  // never ungated
         at::removeCallback(recorder_);
         frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) +
-              ",\"error\":\"the timing gate never opened\"}");
+              ",\"error\":\"the timing gate never opened\",\"code\":" + code_seen() + "}");
         return;
       }
-      for (size_t k = 0; k < pairs_.size(); k++) timing(int(k));
+      for (size_t k = 0; k < pairs_.size(); k++) {
+        timing(int(k));
+        note_code();
+      }
     }
     at::removeCallback(recorder_);
     frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) + ",\"error\":null" +
-          ",\"recorder\":" + (g_tamper.empty() ? std::string("null") : jstr(g_tamper)) + "}");
+          ",\"recorder\":" + (g_tamper.empty() ? std::string("null") : jstr(g_tamper)) +
+          ",\"code\":" + code_seen() + "}");
   }
 
  private:
@@ -597,6 +633,35 @@ class Seal {
   py::object make_inputs_, baseline_, candidate_;
   bool pass_shape_, ran_ = false;
   at::CallbackHandle recorder_ = 0;
+  std::set<std::string> code_at_start_;
+  std::map<std::string, bool> code_new_;  // path: changed after the core started
+  int64_t started_ns_ = 0;
+
+  static int64_t wall_ns() {
+    struct timespec ts;
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  }
+
+  // Files mapped executable since the core was created, kept once seen (unmapping one
+  // later does not take it back).
+  void note_code() {
+    for (auto& path : exec_files()) {
+      if (code_at_start_.count(path) || code_new_.count(path)) continue;
+      struct stat st;  // a file that cannot be stat'ed (deleted, memfd) counts as new
+      code_new_[path] = ::stat(path.c_str(), &st) != 0 ||
+                        int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec >= started_ns_;
+    }
+  }
+
+  std::string code_seen() const {
+    std::string out = "[";
+    for (auto& [path, fresh] : code_new_) {
+      out += (out.size() > 1 ? "," : "") + std::string("{\"path\":") + jstr(path) +
+             ",\"fresh\":" + (fresh ? "true" : "false") + "}";
+    }
+    return out + "]";
+  }
 
   // A call of the candidate with the operator recorder on, as every one of its calls is.
   py::object recorded(const py::object& fn, const py::tuple& args, int shape, int mode = 1) {

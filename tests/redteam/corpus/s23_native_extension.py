@@ -2,9 +2,9 @@
 # mypy: ignore-errors
 """Softmax in C++ built at import by torch's own extension loader.
 
-Task: triton2triton/llm/softmax (bundled). Expected: ``ctypes`` (or another flag for
-foreign native code; docs/security.md counts "ctypes and foreign code" among the
-tripwires that fail a candidate).
+Task: triton2triton/llm/softmax (bundled). Expected: ``native_code`` (the extension
+cache of a Triton task's candidate is mounted noexec, so the library cannot be loaded;
+where containment is off, the sealed core sees it mapped).
 
 ``torch.utils.cpp_extension.load_inline`` writes the source into the (writable) torch
 extensions cache, runs the compiler and loads the library. Every subprocess, file and

@@ -2,7 +2,8 @@
 # mypy: ignore-errors
 """Softmax compiled by inductor without dynamo, its generated ``call`` invoked raw.
 
-Task: triton2triton/llm/softmax (bundled). Expected: ``torch_compile``.
+Task: triton2triton/llm/softmax (bundled). Expected: ``native_code`` (inductor loads its C++
+kernel from a folder the candidate can write, which is mounted noexec).
 
 ``s17_dynamo_counters_reset`` is now caught by the plumbing-only operator rule: the
 ``torch.compile`` wrapper opens a ``Torch-Compiled Region`` record, which is charged like
