@@ -28,10 +28,11 @@ from typing import Any
 __all__ = ["changed_since", "patched", "snapshot"]
 
 
-def patched(files: Iterable[str]) -> list[str]:
-    """``file:name`` for each top-level binding of a loaded task module that changed."""
+def patched(files: Iterable[str], held: Iterable[ModuleType] = ()) -> list[str]:
+    """``file:name`` for each top-level binding of a loaded task module that changed
+    (``held``: modules the harness loaded itself, :func:`_task_modules`)."""
     found: list[str] = []
-    for module, path in _task_modules(files):
+    for module, path in _task_modules(files, held):
         tree = _tree(path)
         if tree is None:
             continue
@@ -199,29 +200,51 @@ def _absolute(node: ast.ImportFrom, module: ModuleType) -> str | None:
     return ".".join([*base, *([node.module] if node.module else [])]) or None
 
 
-def _task_modules(files: Iterable[str]) -> list[tuple[ModuleType, str]]:
-    """The loaded modules whose file is one of ``files`` (a thousand modules or more are
-    loaded; only those with a task file's name are resolved on disk)."""
+def _task_modules(
+    files: Iterable[str], held: Iterable[ModuleType] = ()
+) -> list[tuple[ModuleType, str]]:
+    """The loaded modules whose file is one of ``files``: those in ``sys.modules`` (a
+    thousand modules or more; only those with a task file's name are resolved on disk),
+    and those reached from ``held`` through the module globals of task modules.
+
+    ``held`` are modules the harness loaded and keeps (the baseline's entry, the
+    candidate's): ``sys.modules`` is only a dict that code can take a module out of
+    while the module's importers still hold and use it (corpus ``s28``), and the
+    harness loads the baseline without entering it there at all."""
     wanted = {os.path.realpath(f) for f in files}
     names = {os.path.basename(f) for f in wanted}
-    out = []
-    for module in list(sys.modules.values()):
+    out: dict[int, tuple[ModuleType, str]] = {}
+
+    def take(module: ModuleType) -> None:
         path = getattr(module, "__file__", None)
         if not isinstance(path, str) or os.path.basename(path) not in names:
-            continue
+            return
         if os.path.realpath(path) in wanted:
-            out.append((module, path))
-    return out
+            out[id(module)] = (module, path)
+
+    for module in list(sys.modules.values()):
+        take(module)
+    stack = [*held, *(m for m, _ in out.values())]
+    seen: set[int] = set()
+    while stack:  # task modules' imports of task modules, however deep
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        take(module)
+        if id(module) in out:
+            stack += [v for v in list(vars(module).values()) if isinstance(v, ModuleType)]
+    return list(out.values())
 
 
 Snapshot = dict[str, tuple[ModuleType, dict[str, Any]]]
 
 
-def snapshot(files: Iterable[str]) -> Snapshot:
+def snapshot(files: Iterable[str], held: Iterable[ModuleType] = ()) -> Snapshot:
     """Every loaded task module's bindings now (the objects, held), minus those its own
     functions rebind (``global`` names) and dunders."""
     out: Snapshot = {}
-    for module, path in _task_modules(files):
+    for module, path in _task_modules(files, held):
         tree = _tree(path)
         if tree is None:
             continue

@@ -16,6 +16,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redteam_corpus import CORPUS, TASKS, scale_job
@@ -36,37 +37,62 @@ def test_frame_walks_cannot_forge_a_speedup(tmp_path: Path) -> None:
     assert not v.correct or v.timing
 
 
-def test_a_baseline_slowed_from_the_candidate_s_process_earns_nothing(tmp_path: Path) -> None:
-    """s10 is correct and honestly fast, and on import slows the baseline (every torch
-    function it calls runs fifty times); scored against the baseline as it runs without
-    candidate code, it gets what the same kernel gets without the trick."""
-    honest = _run(tmp_path / "honest", "honest_vectorized")
-    forged = _run(tmp_path / "forged", "s10_baseline_globals")
-    assert honest.correct and forged.correct, (honest.error, forged.error)
-    (pair,) = [t["pair"] for t in forged.timing]
-    assert pair["baseline_beside"]["median_s"] > 2 * pair["baseline"]["median_s"]  # slowed
-    assert pair["speedup"] < 2 * honest.timing[0]["pair"]["speedup"], (pair, honest.timing)
-    assert any(n.startswith("baseline_slowed: shape") for n in forged.notes), forged.notes
-    assert not any(n.startswith("baseline_slowed") for n in honest.notes), honest.notes
+def test_a_baseline_slowed_from_the_candidate_s_process_is_caught(tmp_path: Path) -> None:
+    """s10 is correct and honestly fast, and on import slows the baseline (the ``torch``
+    its module's globals name becomes a proxy whose every function runs fifty times). The
+    baseline's modules are snapshotted as the harness loaded them, before the candidate
+    is imported: the rebinding is named."""
+    forged = _run(tmp_path, "s10_baseline_globals")
+    assert not forged.correct and "task_code_patched" in forged.flags, forged.flags
+    assert any("kernel.py:torch" in e for e in forged.evidence), forged.evidence
 
 
-def test_a_baseline_slowed_in_the_first_process_only_earns_nothing(tmp_path: Path) -> None:
+def test_a_baseline_slowed_in_the_first_process_only_is_caught(tmp_path: Path) -> None:
     """s11 slows the baseline as s10 does, but only in the first process that imports it
-    (a marker file tells it which): the second timing that tells noise from tampering sees
-    a clean baseline, and the evaluator keeps the lower speedup, which is the honest one."""
-    honest = _run(tmp_path / "honest", "honest_vectorized")
+    (a marker folder in its kernel cache tells it which), so that a second timing would
+    see a clean baseline; the first process already names the rebinding."""
     # A tree of its own: the marker it leaves in its kernel cache would outlive this test.
     src = (CORPUS / "s11_baseline_slowed_once.py").read_text() + f"\n# {os.urandom(8).hex()}\n"
-    job, root = scale_job(tmp_path / "forged", src)
+    job, root = scale_job(tmp_path, src)
     forged = run_job(job, root)
+    assert not forged.correct and "task_code_patched" in forged.flags, forged.flags
+
+
+def _faster(timing: list[dict[str, Any]], factor: float) -> list[dict[str, Any]]:
+    """``timing`` with every time of both arms of each pair divided by ``factor``."""
+
+    def arm(a: dict[str, Any]) -> dict[str, Any]:
+        return {k: v / factor if k.endswith("_s") and isinstance(v, float) else v
+                for k, v in a.items()}  # fmt: skip
+
+    return [{**t, "pair": {**t["pair"], "baseline": arm(t["pair"]["baseline"]),
+                           "candidate": arm(t["pair"]["candidate"])}}
+            for t in timing]  # fmt: skip
+
+
+def test_a_baseline_slower_beside_the_candidate_than_alone_is_scored_against_the_latter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However the baseline came to run slower in the candidate's process (a way no
+    tripwire names, or a kernel that leaves the machine slow for the call after it), a
+    baseline slower there than in a process without candidate code, and again in a
+    second process, is replaced by the clean timing. Here the clean timing is made four
+    times faster than it ran, which is what a candidate slowing its baseline fourfold
+    looks like to the parent."""
+    from aka.eval import _alone, _baseline_ref
+    from aka.eval._once import Once
+
+    honest = _run(tmp_path / "honest", "honest_vectorized")
+    monkeypatch.setattr(_baseline_ref, "_cache", Once())
+    clean = _alone.clean_baseline_timing
+    monkeypatch.setattr(_alone, "clean_baseline_timing", lambda *a: _faster(clean(*a), 4.0))
+    forged = _run(tmp_path / "forged", "honest_vectorized")
     assert honest.correct and forged.correct, (honest.error, forged.error)
     (pair,) = [t["pair"] for t in forged.timing]
-    assert pair["speedup"] < 2 * honest.timing[0]["pair"]["speedup"], (pair, honest.timing)
-    assert any(n.startswith(("baseline_noise: shape", "baseline_slowed: shape"))
-               for n in forged.notes), forged.notes  # fmt: skip
-    # Whichever timing stands, it was read on the same device (aka compare matches arms
-    # on it): a pair from the second process carries the checker's fingerprint too.
-    assert forged.device and pair.get("fingerprint") == forged.device == honest.device
+    assert pair["baseline_beside"]["median_s"] > 2 * pair["baseline"]["median_s"]
+    assert pair["speedup"] < honest.timing[0]["pair"]["speedup"] / 2, (pair, honest.timing)
+    assert any(n.startswith("baseline_slowed: shape") for n in forged.notes), forged.notes
+    assert not any(n.startswith("baseline_slowed") for n in honest.notes), honest.notes
 
 
 def test_without_a_clean_baseline_timing_there_is_no_speedup(
@@ -76,8 +102,9 @@ def test_without_a_clean_baseline_timing_there_is_no_speedup(
     process of its own (here it never comes back), a correct candidate keeps its verdict
     but earns no speedup, and the note says why."""
     from aka.eval import _alone, _baseline_ref
+    from aka.eval._once import Once
 
-    monkeypatch.setattr(_baseline_ref, "_cache", {})
+    monkeypatch.setattr(_baseline_ref, "_cache", Once())
     monkeypatch.setattr(_alone, "clean_baseline_timing", lambda *a: [])
     job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
     v = run_job(job, root)

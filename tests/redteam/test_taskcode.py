@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from aka.eval._taskcode import patched
+from aka.eval._taskcode import changed_since, patched, snapshot
 
 MODEL = '''
 """A model file as tasks write them."""
@@ -133,3 +133,41 @@ def test_names_the_file_rebinds_or_binds_conditionally_are_skipped(
     module.step = print  # type: ignore[attr-defined]
     module.numpy = None  # type: ignore[attr-defined]
     assert patched([str(path)]) == []
+
+
+def test_a_task_module_taken_out_of_sys_modules_is_found_through_its_importer(
+    model: tuple[ModuleType, Path], tmp_path: Path
+) -> None:
+    """``sys.modules`` is a dict: a module taken out of it keeps working for the modules
+    that imported it, and the harness's own module (held) leads to it (corpus ``s28``)."""
+    module, path = model
+    importer = ModuleType("_taskcode_entry")
+    importer.__file__ = str(tmp_path / "model.py")
+    importer.llama = module  # type: ignore[attr-defined]
+    files = [str(path), importer.__file__]
+    del sys.modules["_taskcode_model"]
+    try:
+        module.norm = lambda x: x  # type: ignore[attr-defined]
+        assert patched(files) == []  # through sys.modules alone, nothing is found
+        assert patched(files, held=[importer]) == ["llama.py:norm"]
+        assert patched([str(path)], held=[importer]) == []  # only task modules are followed
+    finally:
+        sys.modules["_taskcode_model"] = module
+
+
+def test_a_rebinding_the_file_cannot_explain_is_caught_against_the_snapshot(
+    model: tuple[ModuleType, Path],
+) -> None:
+    """A decorated function replaced by an object that hides it (a wrapper with no
+    ``__wrapped__``) passes the file comparison; the snapshot taken before the candidate
+    was imported still names it (corpus ``s30``: a slower kernel under the baseline's)."""
+    module, path = model
+    before = snapshot([str(path)])
+
+    class Slower:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+    module.table = Slower(module.table)  # type: ignore[attr-defined]
+    assert patched([str(path)]) == []  # a decorator that hides the function is let be
+    assert changed_since(before) == ["llama.py:table"]

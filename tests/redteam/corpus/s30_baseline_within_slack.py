@@ -2,7 +2,8 @@
 # mypy: ignore-errors
 """The baseline slowed by a fifth, beside the candidate, under the clean-timing check's slack.
 
-Task: triton2triton/llm/softmax (bundled). Expected: caught, or at least no speedup.
+Task: triton2triton/llm/softmax (bundled). Expected: ``task_code_patched`` (the baseline's
+module, snapshotted before the candidate was imported, no longer binds its kernel).
 
 The kernel is the baseline's own, unchanged. At import it walks out of its own import
 through a caught exception's traceback to the evaluator's frame that holds the loaded
