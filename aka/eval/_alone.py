@@ -18,17 +18,18 @@ task's contract asks of a drop-in replacement.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from pathlib import Path
 from typing import Any
 
 from aka.eval import _baseline_ref, _detect, _native, _ops, _pipeline, _sites
 from aka.eval._judge import timing_results
+from aka.eval._once import Once
 from aka.eval._outputs import output_dir
 from aka.eval._workers import Workers
 
-__all__ = ["baseline_dtypes", "baseline_sites", "clean_baseline_timing", "device_of",
-           "output_dtype_flags", "rebase_slowed", "task_site_flags"]  # fmt: skip
+__all__ = ["Alone", "baseline_alone", "baseline_dtypes", "baseline_sites",
+           "clean_baseline_timing", "device_of", "output_dtype_flags", "rebase_slowed",
+           "task_site_flags"]  # fmt: skip
 
 
 def clean_baseline_timing(job: _pipeline.Job, root: Path, workers: Workers) -> list[dict[str, Any]]:
@@ -87,53 +88,82 @@ def _baseline_key(job: _pipeline.Job, root: Path, *parts: Any) -> str:
     )  # fmt: skip
 
 
+DtypeKey = tuple[tuple[tuple[str, int], ...], str]
+"""A case's shape (sorted items) and dtype."""
+
+CONTIGUOUS = "contiguous"
+"""Among a shape's expected output traits: the baseline's outputs were all contiguous."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Alone:
+    """What the baseline's checked calls show when they run alone, in a process where no
+    candidate code is."""
+
+    sites: frozenset[_sites.Site]
+    """Where the task's own code calls forbidden operators (:mod:`aka.eval._sites`)."""
+    outputs: dict[DtypeKey, frozenset[str]]
+    """Per shape and dtype: each output's dtype, and :data:`CONTIGUOUS` when every one
+    was contiguous."""
+
+
+_alone: Once[Alone] = Once()
+
+
+def baseline_alone(job: _pipeline.Job, root: Path, workers: Workers) -> Alone | None:
+    """The baseline's checked calls in a process of their own, once per task and settings
+    (``None`` when any of them failed, and then measured again by the next evaluation).
+
+    Read as soon as the process ends, in the folder of the evaluation that ran it: the
+    sites name files of that folder's trees, which a later evaluation's folder does not
+    hold."""
+    key = _baseline_key(job, root, "alone", sorted(_ops.forbidden_operators(job.forbidden)),
+                        sorted(_pipeline.job_allowed(job)))  # fmt: skip
+
+    def run() -> Alone | None:
+        got = _run_alone(job, root, workers, root / "base", "alone", ("correctness",))
+        if got["error"] or any(r.get("error") for r in got["records"]):
+            return None
+        _, raw = _sites.split(got["ops"])
+        trees = _sites.trees(root / "base")
+        parsed = (_sites.parse(text, trees, root / "task") for text in raw)
+        return Alone(frozenset(s for s in parsed if s is not None), _outputs_of(got["records"]))
+
+    return _alone.get(key, run)
+
+
 def baseline_sites(
     job: _pipeline.Job, root: Path, workers: Workers
 ) -> frozenset[_sites.Site] | None:
-    """Where the task's own code calls forbidden operators when the baseline runs alone: its
-    checked calls in a process of their own (``None`` when any of them failed)."""
-    assembled = _run_alone(job, root, workers, root / "base", "sites", ("correctness",))
-    if assembled["error"] or any(r.get("error") for r in assembled["records"]):
-        return None
-    _, raw = _sites.split(assembled["ops"])
-    parsed = (_sites.parse(text, _sites.trees(root / "base"), root / "task") for text in raw)
-    return frozenset(site for site in parsed if site is not None)
+    """Where the task's own code calls forbidden operators when the baseline runs alone
+    (``None`` when it could not run)."""
+    alone = baseline_alone(job, root, workers)
+    return alone.sites if alone else None
 
 
-DtypeKey = tuple[tuple[tuple[str, int], ...], str]
-"""A case's shape (sorted items) and dtype."""
+def baseline_dtypes(
+    job: _pipeline.Job, root: Path, workers: Workers
+) -> dict[DtypeKey, frozenset[str]] | None:
+    """The outputs the baseline returns per shape and dtype (:attr:`Alone.outputs`;
+    ``None`` when it could not run)."""
+    alone = baseline_alone(job, root, workers)
+    return alone.outputs if alone else None
 
 
 def _dtype_key(rec: dict[str, Any]) -> DtypeKey:
     return tuple(sorted((rec.get("shape") or {}).items())), str(rec.get("dtype"))
 
 
-def baseline_dtypes(
-    job: _pipeline.Job, root: Path, workers: Workers
-) -> dict[DtypeKey, frozenset[str]] | None:
-    """The outputs the baseline returns per shape and dtype, from its checked calls in a
-    process of their own: each output's dtype, and ``contiguous`` among them when every
-    one was (``None`` when any call failed)."""
-    assembled = _run_alone(job, root, workers, root / "base", "dtypes", ("correctness",))
-    if assembled["error"] or any(r.get("error") for r in assembled["records"]):
-        return None
+def _outputs_of(records: list[dict[str, Any]]) -> dict[DtypeKey, frozenset[str]]:
     found: dict[DtypeKey, set[str]] = {}
     scattered: set[DtypeKey] = set()
-    for rec in assembled["records"]:
+    for rec in records:
         if rec.get("out_dtype"):
             found.setdefault(_dtype_key(rec), set()).add(str(rec["out_dtype"]))
         if rec.get("out_contiguous") is False:
             scattered.add(_dtype_key(rec))
     return {k: frozenset(v | ({CONTIGUOUS} if k not in scattered else set()))
             for k, v in found.items()}  # fmt: skip
-
-
-CONTIGUOUS = "contiguous"
-"""Among a shape's expected output traits: the baseline's outputs were all contiguous."""
-
-_dtypes: dict[str, dict[DtypeKey, frozenset[str]]] = {}
-_dtype_locks: dict[str, threading.Lock] = {}
-_dtype_guard = threading.Lock()
 
 
 def output_dtype_flags(
@@ -144,19 +174,9 @@ def output_dtype_flags(
     not contiguous where the baseline's are (a flat copy returned through a transposed
     view: the core's save, outside every timed window, then did the kernel's work).
     Nothing when the baseline could not run."""
-    key = _baseline_key(job, root, "dtypes")
-    with _dtype_guard:
-        lock = _dtype_locks.setdefault(key, threading.Lock())
-    with lock:
-        expected = _dtypes.get(key)
-        if expected is None:
-            expected = baseline_dtypes(job, root, workers)
-            if expected is None:
-                return []
-            with _dtype_guard:
-                if len(_dtypes) >= _MAX_KEPT:
-                    _dtypes.pop(next(iter(_dtypes)))
-                _dtypes[key] = expected
+    expected = baseline_dtypes(job, root, workers)
+    if expected is None:
+        return []
     wrong: dict[tuple[str, str], list[dict[str, Any]]] = {}
     scattered: list[dict[str, Any]] = []
     for rec in records:
@@ -183,9 +203,6 @@ def output_dtype_flags(
     return flags
 
 
-_MAX_KEPT = 256  # tasks x devices one evaluator sees
-
-
 def task_site_flags(
     job: _pipeline.Job, root: Path, raw: list[str], workers: Workers
 ) -> list[dict[str, str]]:
@@ -193,9 +210,7 @@ def task_site_flags(
     does not make (:mod:`aka.eval._sites`)."""
     if not raw:
         return []
-    key = _baseline_key(job, root, "sites", sorted(_ops.forbidden_operators(job.forbidden)),
-                        sorted(_pipeline.job_allowed(job)))  # fmt: skip
-    allowed = _sites.allowed(key, lambda: baseline_sites(job, root, workers))
+    allowed = baseline_sites(job, root, workers)
     return [{"flag": "forbidden_api", "evidence": e}
             for e in _sites.charged(raw, root / "cand", allowed)]  # fmt: skip
 

@@ -20,19 +20,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from aka.eval._once import Once
 
 __all__ = ["clean_key", "slowed"]
 
 T = TypeVar("T")
 
-_cache: dict[str, list[dict[str, Any]]] = {}
-_locks: dict[str, threading.Lock] = {}
-_guard = threading.Lock()
-_MAX = 256  # keys kept: tasks x devices x settings one evaluator sees
+_cache: Once[list[dict[str, Any]]] = Once()
 
 
 def clean_key(root: Path, files: list[Path], *parts: Any) -> str:
@@ -50,11 +48,6 @@ def clean_key(root: Path, files: list[Path], *parts: Any) -> str:
     return h.hexdigest()
 
 
-def _lock(key: str) -> threading.Lock:
-    with _guard:
-        return _locks.setdefault(key, threading.Lock())
-
-
 def slowed(
     key: str,
     timings: list[dict[str, Any]],
@@ -69,21 +62,20 @@ def slowed(
     closed on: a candidate that can make the clean timing fail (break what its process
     needs, outlast its time) must not thereby switch the check of its baseline off.
     """
-    with _lock(key):
-        kept = _cache.get(key)
-        if kept is None:
-            kept = _store(key, measure())
-            return detect(timings, kept) if kept else None
-        if not detect(timings, kept):
-            return []
-        fresh = _store(key, measure())
-        return detect(timings, fresh) if fresh else None
+    measured: list[bool] = []
 
+    def first() -> list[dict[str, Any]] | None:
+        measured.append(True)
+        return measure() or None
 
-def _store(key: str, timing: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    with _guard:
-        if timing:
-            if len(_cache) >= _MAX:
-                _cache.pop(next(iter(_cache)))
-            _cache[key] = timing
-    return timing
+    kept = _cache.get(key, first)
+    if kept is None:
+        return None
+    found = detect(timings, kept)
+    if not found or measured:
+        return found
+    fresh = measure()
+    if not fresh:
+        return None
+    _cache.put(key, fresh)
+    return detect(timings, fresh)

@@ -19,12 +19,11 @@ comparison happens here, in the parent, where candidate code never runs.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Site", "allowed", "charged", "parse", "split"]
+__all__ = ["Site", "charged", "parse", "split"]
 
 
 class Site(NamedTuple):
@@ -106,26 +105,3 @@ def charged(raw: Iterable[str], folder: Path, baseline: frozenset[Site] | None) 
         )
         out.append(f"the candidate ran {site.op} through the task's code at {site.where()}: {why}")
     return out[:8]
-
-
-_kept: dict[str, frozenset[Site]] = {}
-_locks: dict[str, threading.Lock] = {}
-_guard = threading.Lock()
-_MAX = 256
-
-
-def allowed(key: str, measure: Callable[[], frozenset[Site] | None]) -> frozenset[Site] | None:
-    """The baseline's sites for ``key`` (``measure`` runs it once; a failed run, ``None``,
-    is not kept, so the next evaluation tries again)."""
-    with _guard:
-        lock = _locks.setdefault(key, threading.Lock())
-    with lock:
-        if key in _kept:
-            return _kept[key]
-        got = measure()
-        if got is not None:
-            with _guard:
-                if len(_kept) >= _MAX:
-                    _kept.pop(next(iter(_kept)))
-                _kept[key] = got
-        return got

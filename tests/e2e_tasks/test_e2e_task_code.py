@@ -18,7 +18,7 @@ import pytest
 from e2e_helpers import E2E
 
 from aka.config import TimingSettings
-from aka.eval import EvalRequest, _alone, _sites, evaluate
+from aka.eval import EvalRequest, _alone, evaluate
 from aka.events import REGISTRY, Scored
 from aka.tasks import load_task
 from aka_ledger import Ledger
@@ -166,8 +166,7 @@ def test_the_model_s_own_forbidden_calls_stay_the_task_s(tmp_path: Path) -> None
 def test_without_the_baseline_s_own_calls_every_call_of_task_code_is_charged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_sites, "_kept", {})
-    monkeypatch.setattr(_alone, "baseline_sites", lambda *a, **k: None)
+    monkeypatch.setattr(_alone, "baseline_alone", lambda *a, **k: None)
     s = _score(tmp_path, "decode_attention")
     assert not s.correct and s.hack_flags == ["forbidden_api"]
     assert all("could not be run alone" in e for e in _through_task_code(s)), s.evidence
