@@ -4,9 +4,11 @@ Usage (from the repository root, on a CUDA machine)::
 
     python tools/redteam_gpu.py --out $OUT/redteam.json [--device cuda] [--only NAME ...]
 
-It needs only torch, triton and numpy: the pipeline (:func:`aka.eval._pipeline.run_job`)
-imports neither pydantic nor the ledger, and task specs are written out below (they mirror
-``tests/redteam/tasks/*/task.yaml``; a CI test checks that they agree). Every candidate is
+It needs only torch, triton, numpy and PyYAML: the pipeline
+(:func:`aka.eval._pipeline.run_job`) imports neither pydantic nor the ledger, the fixture
+task specs are written out below (they mirror ``tests/redteam/tasks/*/task.yaml``), and a
+bundled task's (``tasks/``) job is read from its ``task.yaml`` as
+``aka.kinds._kernel.job_for`` builds it; CI tests check both. Every candidate is
 evaluated in its own candidate and checker processes, exactly as ``aka run`` does.
 Adversarial candidates must come back incorrect with the listed flags among those that
 fired; honest ones correct with no flag. The JSON holds one row per candidate (flags,
@@ -26,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -33,6 +37,7 @@ from aka.eval._detect import aggregate_speedups  # noqa: E402
 from aka.eval._pipeline import Job, run_job  # noqa: E402
 
 TASKS = REPO / "tests" / "redteam" / "tasks"
+BUNDLED = REPO / "tasks"
 CPU_CORPUS = REPO / "tests" / "redteam" / "corpus"
 GPU_CORPUS = REPO / "tests" / "redteam" / "corpus_gpu"
 TOL = {"float32": {"atol": 1.0e-5, "rtol": 1.0e-5}}
@@ -98,6 +103,25 @@ FORBIDDEN = {
     "s06_autograd_function": ["torch.mul"],
 }
 """Names the task forbids on top of the fixture's, per entry (the scale task forbids none)."""
+# Entries of ``tests/redteam/redteam_corpus.py`` against bundled tasks (``bundled=True``),
+# less those with an ``open_hole``: (name, task under tasks/, pattern or None, flags).
+# Their candidates are in CPU_CORPUS; a CI test checks that the table agrees.
+BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
+    ("s17_dynamo_counters_reset", "triton2triton/llm/softmax", 12, ()),
+    ("s18_inputs_hook_patch", "triton2triton/llm/softmax", 14, ()),
+    ("s19_e2e_code_swap", "e2e/llama/prefill_rmsnorm", 14, ("task_code_patched",)),
+    ("s22_strided_output", "triton2triton/llm/transpose", 3, ("output_layout",)),
+    ("s23_native_extension", "triton2triton/llm/softmax", 12, ("native_code",)),
+    ("s24_unlisted_exp2", "triton2triton/llm/softmax", 12, ("forbidden_api",)),
+    ("s25_unlisted_reduction", "triton2triton/llm/rms_norm", 12, ("forbidden_api",)),
+    ("s26_unlisted_cummax", "triton2triton/llm/argmax", 12, ("forbidden_api",)),
+    ("s28_e2e_module_hidden", "e2e/llama/prefill_rmsnorm", 14, ("task_code_patched",)),
+    ("s29_degenerate_inputs", "triton2triton/llm/softmax", 9, ()),
+    ("s30_baseline_within_slack", "triton2triton/llm/softmax", 4, ("task_code_patched",)),
+    ("s31_torchscript_fuser", "triton2triton/llm/softmax", 12, ("forbidden_api",)),
+    ("s32_e2e_unlisted_sqrt", "e2e/llama/prefill_rmsnorm", 12, ("forbidden_api",)),
+    ("s33_inductor_raw_call", "triton2triton/llm/softmax", 12, ("native_code",)),
+]
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):
 its timed outputs are audited by keyed samples, not whole copies."""
@@ -133,18 +157,63 @@ def job(
     )  # fmt: skip
 
 
+def bundled_spec(task: str) -> dict[str, Any]:
+    """A bundled task's ``task.yaml`` as a plain mapping (``aka.tasks`` needs pydantic)."""
+    spec: dict[str, Any] = yaml.safe_load((BUNDLED / task / "task.yaml").read_text())
+    return spec
+
+
+def bundled_job(task: str, device: str) -> Job:
+    """The evaluation job for a bundled task: ``aka.kinds._kernel.job_for``'s mapping, with
+    the defaults of ``aka.tasks.TaskSpec`` for the fields a ``task.yaml`` may leave out
+    (tolerances as its ``model_dump`` gives them, ``rms_atol`` included)."""
+    spec = bundled_spec(task)
+    entry_file, symbol = spec["entry"].split(":", 1)
+    return Job(
+        reference=spec.get("reference", "reference.py"), editable=list(spec["editable"]),
+        forbidden=list(spec.get("forbidden", [])), operators=spec.get("operators", "any"),
+        allowed_operators=list(spec.get("allowed_operators", [])),
+        entry_file=entry_file, entry_symbol=symbol, pass_shape=spec.get("pass_shape", False),
+        backend=spec["backend"], shapes=spec["shapes"]["cpu" if device == "cpu" else "tuning"],
+        dtypes=list(spec["dtypes"]),
+        tolerances={k: {"rms_atol": 0.0, **v} for k, v in spec["tolerances"].items()},
+        seeds=spec.get("seeds", 3), device=device, time=True,
+        timing=CPU_TIMING if device == "cpu" else TIMING, seed=secrets.randbelow(2**31),
+    )  # fmt: skip
+
+
 def evaluate(
-    name: str, task: str, folder: Path, device: str, shapes: list[dict[str, int]] | None = None
+    name: str,
+    task: str,
+    folder: Path,
+    device: str,
+    shapes: list[dict[str, int]] | None = None,
+    *,
+    bundled: bool = False,
 ) -> dict[str, Any]:
-    """One candidate through the pipeline in a fresh directory; a row of the table."""
+    """One candidate through the pipeline in a fresh directory; a row of the table.
+
+    Laid out as ``KernelKind.lay_out`` does: ``cand/`` is the sources without their editable
+    files plus the candidate, which replaces the entry file or, where that is not editable
+    (an e2e model around the kernel), the first editable file (as the CPU corpus does).
+    """
+    if bundled:
+        run, src = bundled_job(task, device), BUNDLED / task
+        src_dir = src / bundled_spec(task).get("source_dir", "source")
+    else:
+        run, src = job(task, device, shapes=shapes, forbidden=FORBIDDEN.get(name)), TASKS / task
+        src_dir = src / "source"
+    target = run.entry_file if run.entry_file in run.editable else run.editable[0]
     with tempfile.TemporaryDirectory(prefix="aka-redteam-") as tmp:
         root = Path(tmp)
-        shutil.copytree(TASKS / task, root / "task")
-        shutil.copytree(TASKS / task / "source", root / "base")
-        shutil.copytree(TASKS / task / "source", root / "cand")
-        shutil.copy(folder / f"{name}.py", root / "cand" / "kernel.py")
+        shutil.copytree(src, root / "task")
+        shutil.copytree(src_dir, root / "base")
+        shutil.copytree(src_dir, root / "cand")
+        for rel in run.editable:
+            (root / "cand" / rel).unlink(missing_ok=True)
+        shutil.copy(folder / f"{name}.py", root / "cand" / target)
         t0 = time.perf_counter()
-        v = run_job(job(task, device, shapes=shapes, forbidden=FORBIDDEN.get(name)), root)
+        v = run_job(run, root)
         wall = time.perf_counter() - t0
     speedups, noise = aggregate_speedups(v.timing) if v.correct else ([], 0)
     geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
@@ -169,11 +238,12 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None, help="evaluate only these names")
     args = ap.parse_args()
     rows = []
-    runs = [(e, None) for e in ENTRIES] + [(e, LARGE) for e in LARGE_ENTRIES]
-    for (name, task, pattern, flags, folder), shapes in runs:
+    runs = [(e, None, False) for e in ENTRIES] + [(e, LARGE, False) for e in LARGE_ENTRIES]
+    runs += [((*e, CPU_CORPUS), None, True) for e in BUNDLED_ENTRIES]
+    for (name, task, pattern, flags, folder), shapes, bundled in runs:
         if (args.only and name not in args.only) or (shapes and args.device == "cpu"):
             continue
-        row = evaluate(name, task, folder, args.device, shapes)
+        row = evaluate(name, task, folder, args.device, shapes, bundled=bundled)
         if shapes:
             row["name"] = f"{name}@N={shapes[0]['N']}"
         row.update(pattern=pattern, honest=pattern is None, expected=list(flags))

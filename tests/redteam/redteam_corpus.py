@@ -170,7 +170,7 @@ ADVERSARIAL = [
         "s17_dynamo_counters_reset",
         "triton2triton/llm/softmax",
         12,
-        ("forbidden_api",),
+        (),  # native_code on the CPU (inductor's C++ kernel), forbidden_api on a GPU
         time=True,
         bundled=True,
     ),
@@ -210,10 +210,9 @@ ADVERSARIAL = [
         "s23_native_extension",
         "triton2triton/llm/softmax",
         12,
-        ("ctypes",),
+        ("native_code",),
         time=True,
         bundled=True,
-        open_hole="a native extension built at import computes without ATen operators",
     ),
     Entry(
         "s24_unlisted_exp2",
@@ -246,11 +245,18 @@ ADVERSARIAL = [
         ("task_code_patched",),
         time=True,
         bundled=True,
-        open_hole="the task-code tripwire finds task modules through sys.modules",
     ),
     Entry("s29_degenerate_inputs", "triton2triton/llm/softmax", 9, bundled=True),
     Entry(
         "s30_baseline_within_slack",
+        "triton2triton/llm/softmax",
+        4,
+        ("task_code_patched",),
+        time=True,
+        bundled=True,
+    ),
+    Entry(
+        "s34_baseline_attribute_slowed",
         "triton2triton/llm/softmax",
         4,
         time=True,
@@ -277,10 +283,9 @@ ADVERSARIAL = [
         "s33_inductor_raw_call",
         "triton2triton/llm/softmax",
         12,
-        ("torch_compile",),
+        ("native_code",),
         time=True,
         bundled=True,
-        open_hole="inductor's generated code called directly records no operator",
     ),
 ]
 ALL = HONEST + ADVERSARIAL

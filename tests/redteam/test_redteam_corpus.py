@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from redteam_corpus import ADVERSARIAL, ALL, HONEST, TASKS, Entry, evaluate_all
+from redteam_corpus import ADVERSARIAL, ALL, BUNDLED, HONEST, TASKS, Entry, evaluate_all
 
 from aka.events import Scored
 
@@ -92,6 +92,34 @@ def test_gpu_script_specs_match_the_fixture_tasks() -> None:
         assert task["shapes"]["tuning"] == spec["shapes"]
         assert task["shapes"]["heldout"] == spec["heldout"]
         assert task["shapes"]["cpu"] == spec["cpu"]
+
+
+def test_gpu_script_bundled_entries_match_the_corpus() -> None:
+    table = _gpu_script().BUNDLED_ENTRIES
+    assert table == [
+        (e.name, e.task, e.pattern, e.flags) for e in ALL if e.bundled and not e.open_hole
+    ]
+
+
+@pytest.mark.parametrize("key", ["triton2triton/llm/softmax", "e2e/llama/prefill_rmsnorm"])
+def test_gpu_script_bundled_job_is_what_job_for_builds(key: str) -> None:
+    """Every field but those the script sets itself (its timing, a random seed, the process
+    limits and switches of a run) is what ``aka.kinds._kernel.job_for`` gives."""
+    import dataclasses
+
+    from aka.config import TimingSettings
+    from aka.eval import EvalRequest
+    from aka.kinds._kernel import job_for
+    from aka.tasks import load_task
+
+    req = EvalRequest(task=load_task(BUNDLED / key, root=BUNDLED), task_tree="", candidate="",
+                      harness="", device="cpu", policy="agentkernelarena",
+                      timing=TimingSettings())  # fmt: skip
+    want = job_for(req, seed=0)
+    got = _gpu_script().bundled_job(key, "cpu")
+    own = ("seed", "timing", "timeout_s", "hide", "isolate_network", "contain")
+    assert dataclasses.replace(got, **{k: getattr(want, k) for k in own}) == want
+    assert got.shapes and got.shapes == req.task.spec.shapes.cpu
 
 
 def test_gpu_script_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
