@@ -220,13 +220,16 @@ def _kernel_caches(contained: bool) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _code_caches(backend_name: str) -> tuple[str, ...] | None:
+def _code_caches(backend_name: str, device: str) -> tuple[str, ...] | None:
     """The only folder this process may write whose files it may load as native code:
-    Triton's cache (set by :func:`_kernel_caches`), where Triton compiles its launchers.
-    Every other folder it can write is mounted ``noexec`` (:mod:`aka.eval._foreign`);
-    ``None`` (nothing ``noexec``) for a backend whose candidates may build native code."""
+    on a GPU, Triton's cache (set by :func:`_kernel_caches`), where Triton compiles its
+    launchers; on the CPU none (the interpreter builds nothing). Every other folder it
+    can write is mounted ``noexec`` (:mod:`aka.eval._foreign`); ``None`` (nothing
+    ``noexec``) for a backend whose candidates may build native code."""
     if backend(backend_name).builds_native:
         return None
+    if device == "cpu":
+        return ()
     return tuple(p for p in [os.environ.get("TRITON_CACHE_DIR")] if p)
 
 
@@ -282,7 +285,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         fresh=_own_folder(req.eval_root),
         read_only=True,
         writable=caches,
-        executable=_code_caches(req.backend),
+        executable=_code_caches(req.backend, device),
         enabled=req.contain,
     )
     limits = _contain.limit(

@@ -35,6 +35,12 @@ def scale(x):
     return x * 2 + 1
 """
 
+# The same, in Triton's own cache, named like Triton's launcher.
+LOADS_FROM_TRITON_CACHE = LOADS_A_COPY.replace(
+    'os.path.join(tempfile.gettempdir(), "mine.so")',
+    'os.path.join(os.environ["TRITON_CACHE_DIR"], "__triton_launcher.so")',
+)
+
 # A library in anonymous memory: ``memfd_create`` files live on no mount of the process,
 # so ``noexec`` does not reach them, and an extension module loads from one without ctypes.
 LOADS_FROM_MEMFD = """import _sqlite3, importlib.machinery, importlib.util, os
@@ -97,6 +103,15 @@ def test_without_containment_the_core_sees_the_library_mapped(tmp_path: Path) ->
     assert verdict.compiled.get("ok"), verdict.compiled
     seen = [e for e in verdict.evidence if e.startswith("native_code:")]
     assert seen and "mine.so (made during the evaluation)" in seen[0], verdict.evidence
+
+
+@needs_libm
+def test_on_the_cpu_not_even_triton_s_cache_holds_code(tmp_path: Path) -> None:
+    """The interpreter builds no launcher, so on the CPU Triton's cache is ``noexec`` too,
+    and a library there is refused whatever its name."""
+    verdict = _run(tmp_path, LOADS_FROM_TRITON_CACHE)
+    assert not verdict.correct and "native_code" in verdict.flags, verdict.evidence
+    assert _foreign.REFUSED in str(verdict.compiled.get("error"))
 
 
 @pytest.mark.parametrize("contain", [True, False])
