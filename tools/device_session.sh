@@ -105,10 +105,16 @@
 #                                    the core's build, then a few red-team entries through warm
 #                                    workers (the output contract and layout checks, honest
 #                                    controls): a short call that the core builds and judges
+#   bash tools/device_session.sh nx
+#                                    the core's build, then the bundled-task red-team entries
+#                                    (native code refused and seen, the baseline's modules
+#                                    snapshotted, operators: plumbing) through warm workers
+#                                    and cold, and one task of each CUDA suite validated (their
+#                                    extensions must still build and load)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|nx|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -140,6 +146,16 @@ sealbuild() {
   step sealbuild 100 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
 }
 case $PART in
+nx)
+  sealbuild
+  BUNDLED=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.BUNDLED_ENTRIES))")
+  for W in 1 0; do
+    AKA_EVAL_WARM=$W step "redteam_w$W" 150 python3 tools/redteam_gpu.py --out $R/redteam_w$W.json \
+      --only honest_triton_basic honest_triton_autotune honest_vectorized $BUNDLED
+  done
+  AKA_EVAL_WARM=1 step cuda 120 aka tasks validate --device cuda --jobs 2 \
+    cuda2cuda/ops/softmax torch2cuda/ops/$(ls tasks/torch2cuda/ops | head -1)
+  ;;
 m)
   sealbuild
   AKA_EVAL_WARM=1 step agree 100 aka bench agree --gpus $GPUS --max-time-s 0.5 --output $R/agree.json \
