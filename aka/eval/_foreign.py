@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 
 from aka.backends import backend
 
-__all__ = ["flags", "refused", "triton_launcher", "writable_roots"]
+__all__ = ["environment", "flags", "refused", "triton_launcher", "writable_roots"]
 
 # Triton's launcher modules: ``__triton_launcher`` (one per kernel signature, Triton up to
 # 3.6), ``cuda_utils`` / ``hip_utils`` (the driver's), each ``<name><EXT_SUFFIX>``.
@@ -43,30 +44,45 @@ def triton_launcher(path: str) -> bool:
     return bool(_LAUNCHER.fullmatch(p.name)) and any("triton" in d for d in p.parent.parts)
 
 
-def writable_roots(eval_root: Path) -> tuple[Path, ...]:
+def writable_roots() -> tuple[Path, ...]:
     """Where a candidate process can leave a file that is not new when a later one maps
-    it: its evaluation's folder, the kernel caches warm workers keep per candidate tree,
-    the temporary folders (shared between processes where the evaluation is not
-    contained)."""
+    it, besides its evaluation's folder: the kernel caches warm workers keep per
+    candidate tree, the temporary folders (shared between processes where the evaluation
+    is not contained)."""
     from aka.eval._warm import CACHE_ROOT
 
-    places = (eval_root, CACHE_ROOT / "kernels", Path(tempfile.gettempdir()), Path("/dev/shm"))
+    places = (CACHE_ROOT / "kernels", Path(tempfile.gettempdir()), Path("/dev/shm"))
     return tuple(Path(os.path.realpath(p)) for p in places)  # as the kernel names a mapping
 
 
+def environment() -> tuple[Path, ...]:
+    """The evaluator's import path: packages installed under a temporary folder (a
+    ``pip install --target /tmp/site``) are the environment, not the candidate's."""
+    return tuple(Path(os.path.realpath(p)) for p in sys.path if p and os.path.isdir(p))
+
+
 def flags(
-    backend_name: str, code: Sequence[dict[str, Any]], roots: Sequence[Path], *, gpu: bool
+    backend_name: str,
+    code: Sequence[dict[str, Any]],
+    roots: Sequence[Path],
+    *,
+    gpu: bool,
+    env: Sequence[Path] = (),
+    own: Path | None = None,
 ) -> list[dict[str, str]]:
     """``native_code`` for each library the core saw mapped executable after it started
-    that the candidate could have made: built during the evaluation (``fresh``) or lying
-    under ``roots``. Nothing for a backend whose candidates build native code. Triton's
-    launchers are let be on a ``gpu`` (the interpreter builds none)."""
+    that the candidate could have made: built during the evaluation (``fresh``), lying in
+    its evaluation's folder ``own``, or under ``roots`` but not in ``env``. Nothing for a
+    backend whose candidates build native code. Triton's launchers are let be on a
+    ``gpu`` (the interpreter builds none)."""
     if backend(backend_name).builds_native:
         return []
+    mine = Path(os.path.realpath(own)) if own else None
     out = []
     for item in code:
         path = str(item.get("path", ""))
-        made = bool(item.get("fresh")) or any(_under(path, r) for r in roots)
+        shared = any(_under(path, r) for r in roots) and not any(_under(path, e) for e in env)
+        made = bool(item.get("fresh")) or shared or (mine is not None and _under(path, mine))
         if made and not (gpu and triton_launcher(path)):
             why = "made during the evaluation" if item.get("fresh") else "in a writable folder"
             out.append({"flag": "native_code", "evidence": (

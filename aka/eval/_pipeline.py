@@ -407,8 +407,9 @@ def run_job(
     plain, sites = _sites.split(assembled["ops"])
     found += forbidden_ops(job.forbidden, plain, strict=bool(job_allowed(job)))
     found += _alone.task_site_flags(job, root, sites, workers or current())
-    found += _foreign.flags(job.backend, assembled["code"], _foreign.writable_roots(root),
-                            gpu=job.device.startswith("cuda"))  # fmt: skip
+    found += _foreign.flags(job.backend, assembled["code"], _foreign.writable_roots(),
+                            gpu=job.device.startswith("cuda"), env=_foreign.environment(),
+                            own=root)  # fmt: skip
     found += _foreign.refused([compiled.get("error"), *(c.get("error") for c in cases)])
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)

@@ -134,7 +134,7 @@ def test_a_library_of_the_environment_loaded_late_is_not_native_code(
 
 
 def test_only_what_the_candidate_could_have_made_counts() -> None:
-    roots = (Path("/eval/7"), Path("/tmp"))
+    roots = (Path("/tmp"),)
     code = [
         {"path": "/usr/lib/python3.11/lib-dynload/_bz2.so", "fresh": False},
         {"path": "/tmp/aka-triton_cache_dir/AB12/__triton_launcher.cpython-312-x86_64-linux-gnu.so",
@@ -144,17 +144,36 @@ def test_only_what_the_candidate_could_have_made_counts() -> None:
         {"path": "/eval/7/cand/helper.py", "fresh": False},  # a library under a .py name
         {"path": "/memfd:jit (deleted)", "fresh": True},
     ]  # fmt: skip
-    found = [
-        f["evidence"].split(" ", 1)[0] for f in _foreign.flags("triton", code, roots, gpu=True)
-    ]
-    assert found == ["/tmp/torchinductor_u/xy/cxy.so", "/eval/7/cand/helper.py", "/memfd:jit"]
+    own = Path("/eval/7")
+
+    def found(backend: str, gpu: bool) -> list[str]:
+        flagged = _foreign.flags(backend, code, roots, gpu=gpu, own=own)
+        return [f["evidence"].split(" ", 1)[0] for f in flagged]
+
+    assert found("triton", True) == [
+        "/tmp/torchinductor_u/xy/cxy.so", "/eval/7/cand/helper.py", "/memfd:jit"
+    ]  # fmt: skip
     # Triton's interpreter builds no launcher: on the CPU, one is the candidate's.
-    on_cpu = [
-        f["evidence"].split(" ", 1)[0] for f in _foreign.flags("triton", code, roots, gpu=False)
-    ]
+    on_cpu = found("triton", False)
     assert len(on_cpu) == 5 and "cuda_utils.so" in on_cpu[1]
-    assert _foreign.flags("cuda", code, roots, gpu=True) == []  # CUDA candidates build extensions
-    assert _foreign.flags("torch", code, roots, gpu=False) == []  # and PyTorch ones compile
+    assert found("cuda", True) == []  # CUDA candidates build extensions
+    assert found("torch", False) == []  # and PyTorch ones compile
+
+
+def test_packages_installed_under_a_temporary_folder_are_the_environment() -> None:
+    """A GPU machine whose image lacks a package gets it with ``pip install --target
+    /tmp/site``: its libraries are on the import path, older than the evaluation."""
+    code = [{"path": "/tmp/site/blake3/blake3.so", "fresh": False}]
+    roots, env = (Path("/tmp"),), (Path("/tmp/site"),)
+    assert _foreign.flags("triton", code, roots, gpu=True, env=env) == []
+    assert _foreign.flags("triton", code, roots, gpu=True) != []
+    fresh = [{**code[0], "fresh": True}]  # one written there during the evaluation
+    assert _foreign.flags("triton", fresh, roots, gpu=True, env=env) != []
+    # The evaluation's own folder is the candidate's, on the import path or not.
+    mine = [{"path": "/tmp/site/ev/cand/helper.py", "fresh": False}]
+    own = Path("/tmp/site/ev")
+    assert _foreign.flags("triton", mine, roots, gpu=True, env=env, own=own) != []
+    assert all(p.is_dir() for p in _foreign.environment())
 
 
 def test_a_launcher_name_outside_a_triton_cache_is_not_a_launcher() -> None:
