@@ -56,9 +56,11 @@ def writable_roots() -> tuple[Path, ...]:
 
 
 def environment() -> tuple[Path, ...]:
-    """The evaluator's import path: packages installed under a temporary folder (a
-    ``pip install --target /tmp/site``) are the environment, not the candidate's."""
-    return tuple(Path(os.path.realpath(p)) for p in sys.path if p and os.path.isdir(p))
+    """The evaluator's interpreter and import path: packages installed under a temporary
+    folder (a ``pip install --target /tmp/site``) are the environment, not the
+    candidate's."""
+    places = [*sys.path, sys.prefix, sys.base_prefix, sys.exec_prefix]
+    return tuple(Path(os.path.realpath(p)) for p in places if p and os.path.isdir(p))
 
 
 def flags(
