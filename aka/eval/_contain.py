@@ -238,9 +238,7 @@ def hide(
             if folder not in code:
                 noexec.bound(folder)
         for folder in sorted(code - set(kept)):  # a cache inside a private folder
-            os.makedirs(folder, exist_ok=True)
-            if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
-                return "not contained: " + _err(f"mounting {folder}")
+            noexec.carve(folder, [*replaced, *fresh], opts)
         left = _read_only(skip={*replaced, *(os.path.realpath(p) for p in fresh), *kept, *code})
         ro = (
             f", read-only but {len(kept)} cache(s)"
@@ -290,9 +288,23 @@ class _NoExec:
         return _mount("tmpfs", folder, "tmpfs", flags, opts)
 
     def bound(self, folder: str) -> None:
+        if not self.on:
+            return
         options = dict(mounts()).get(folder, set())
-        if self.on and _remount(folder, options | {"noexec"}, read_only=False) != 0:
+        if _remount(folder, options | {"noexec"}, read_only=False) != 0:
             self.refused.append(folder)
+
+    def carve(self, folder: str, private: list[str], opts: str) -> None:
+        """An executable tmpfs at ``folder``, inside one of the ``private`` tmpfs; where
+        that is refused, the private one it lies in is made executable again (a Triton
+        cache that cannot map its launcher breaks every honest candidate)."""
+        os.makedirs(folder, exist_ok=True)
+        if _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0 or not self.on:
+            return
+        self.refused.append(folder)
+        for outer in private:
+            if folder.startswith(os.path.realpath(outer).rstrip("/") + "/"):
+                _mount(None, outer, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts)
 
     def status(self) -> str:
         if not self.on:

@@ -6,6 +6,10 @@ the clean baseline timing that checks its own among them (a timing that fails le
 detector silent). A read-only mount stops that; device nodes stay writable on one (the
 kernel exempts them), and where a platform does not, ``/dev`` is given its writes back
 and the containment note says so rather than leaving the evaluation without devices.
+
+The folders a contained process can write hold no code it could load (``noexec``), but
+the one cache it is given for that (Triton's, on a GPU), which stays executable even where
+a platform refuses its own mount.
 """
 
 from __future__ import annotations
@@ -109,3 +113,64 @@ def test_where_device_nodes_stop_opening_dev_keeps_its_writes_and_says_so(
         got["note"]
     ), got
     assert got.get("mkdir") == "done" and made, got  # writable again, as before
+
+
+LIBM = next((p for p in ("/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib64/libm.so.6")
+             if Path(p).exists()), None)  # fmt: skip
+
+
+def _loads(path: str) -> str:
+    """Whether the dynamic loader maps a copy of the system's libm placed at ``path``."""
+    import ctypes
+    import shutil
+
+    assert LIBM is not None
+    shutil.copy(LIBM, path)
+    try:
+        ctypes.CDLL(path)
+    except OSError as exc:
+        return "refused" if "failed to map segment" in str(exc) else repr(exc)
+    return "loaded"
+
+
+def _noexec_but_cache() -> dict[str, object]:
+    tmp = tempfile.gettempdir()
+    cache = os.path.join(tmp, "aka-test-cache")  # Triton's cache of a cold GPU evaluation
+    note = _contain.hide([], private=(tmp, "/dev/shm"), read_only=True, executable=(cache,))
+    return {
+        "note": note,
+        "tmp": _loads(os.path.join(tmp, "mine.so")),
+        "shm": _loads("/dev/shm/mine.so"),
+        "cache": _loads(os.path.join(cache, "__triton_launcher.so")),
+    }
+
+
+@pytest.mark.skipif(LIBM is None, reason="no libm at a known path")
+def test_writable_folders_hold_no_code_but_the_executable_cache() -> None:
+    got = _in_child(_noexec_but_cache)
+    if str(got.get("note", "")).startswith("not contained"):
+        pytest.skip(f"no containment here: {got['note']}")
+    assert "writable folders noexec" in str(got["note"]), got
+    assert got["tmp"] == got["shm"] == "refused" and got["cache"] == "loaded", got
+
+
+@pytest.mark.skipif(LIBM is None, reason="no libm at a known path")
+def test_where_the_cache_s_own_mount_is_refused_its_folder_keeps_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A platform that refuses a tmpfs inside the private temporary folder would leave
+    Triton unable to load its launchers: that folder is made executable again, and the
+    note says so."""
+    real = _contain._mount
+
+    def refusing(src: str | None, target: str, *rest: object) -> int:
+        if target.endswith("aka-test-cache"):
+            return -1
+        return real(src, target, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_contain, "_mount", refusing)
+    got = _in_child(_noexec_but_cache)
+    if str(got.get("note", "")).startswith("not contained"):
+        pytest.skip(f"no containment here: {got['note']}")
+    assert "noexec refused: " in str(got["note"]) and "aka-test-cache" in str(got["note"]), got
+    assert got["cache"] == "loaded" and got["shm"] == "refused", got
