@@ -334,7 +334,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
             launches.ping = None
         _unlaunched(core, launches, guards)
         guards.check_state("plan")
-        _task_code(req, guards, "plan", [*changed_since(before), *changed_since(loaded)], held)
+        moved = [*changed_since(before, data=False), *changed_since(loaded, data=False)]
+        _task_code(req, guards, "plan", moved, held)
         _compiled(req, guards, "plan")
         if req.probe_shape:
             try:

@@ -254,11 +254,26 @@ def snapshot(files: Iterable[str], held: Iterable[ModuleType] = ()) -> Snapshot:
     return out
 
 
-def changed_since(before: Snapshot) -> list[str]:
-    """``file:name`` for each binding of ``before`` that is gone or bound to another object."""
+def changed_since(before: Snapshot, *, data: bool = True) -> list[str]:
+    """``file:name`` for each binding of ``before`` that is gone or bound to another object.
+
+    ``data=False`` lets a value be replaced by another plain value (numbers, strings,
+    tuples of them): a task's own code may set its module's sizes for each shape it runs
+    (imported KernelBench models get theirs from the problem file that way), and a size
+    set wrong changes the answer the checker compares, not the code that computes it."""
     found: list[str] = []
     for where, (module, kept) in before.items():
         space = vars(module)
         name = where.split(":", 1)[0]
-        found += [f"{name}:{k}" for k, v in kept.items() if space.get(k, _MISSING) is not v]
+        for k, v in kept.items():
+            now = space.get(k, _MISSING)
+            if now is not v and (data or not (_plain(v) and _plain(now))):
+                found.append(f"{name}:{k}")
     return found
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is plain data: a number, string, ``None``, or a tuple of them."""
+    if value is None or isinstance(value, int | float | complex | str | bytes):
+        return True
+    return isinstance(value, tuple) and all(_plain(v) for v in value)

@@ -171,3 +171,17 @@ def test_a_rebinding_the_file_cannot_explain_is_caught_against_the_snapshot(
     module.table = Slower(module.table)  # type: ignore[attr-defined]
     assert patched([str(path)]) == []  # a decorator that hides the function is let be
     assert changed_since(before) == ["llama.py:table"]
+
+
+def test_sizes_a_task_sets_per_shape_are_not_code(model: tuple[ModuleType, Path]) -> None:
+    """A task's own code may set its module's sizes for each shape (imported KernelBench
+    models do): during the calls, a plain value replaced by another is let be; a function
+    replaced is not."""
+    module, path = model
+    module.SIZE = 4096  # type: ignore[attr-defined]
+    before = snapshot([str(path)])
+    module.SIZE = 64  # type: ignore[attr-defined]
+    assert changed_since(before) == ["llama.py:SIZE"]
+    assert changed_since(before, data=False) == []
+    module.norm = lambda x: x  # type: ignore[attr-defined]
+    assert changed_since(before, data=False) == ["llama.py:norm"]
