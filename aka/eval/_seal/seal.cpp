@@ -502,8 +502,8 @@ double now_s() {
 // Executable file mappings are how native code enters a process (``dlopen``, ``ctypes``,
 // a torch extension, inductor's C++ kernels); candidate Python cannot compute without
 // ATen operators or Triton except through one. The core lists the files mapped executable
-// when it is created (before candidate code is imported) and, after the import and every
-// call of the plan, those mapped since, each with whether it changed after the core
+// when it is created (before candidate code is imported) and, after the import, the checked
+// calls and each timed shape, those mapped since, each with whether it changed after the core
 // started (built during this evaluation; a deleted file or a ``memfd`` counts as such).
 // The parent decides what a task allows (``aka.eval._detect.native_code``).
 
@@ -599,9 +599,10 @@ class Seal {
     note_code();  // what importing the candidate loaded
     for (auto& c : calls_) {
       failed = !correctness(c) || failed;
-      note_code();
       done++;
     }
+    note_code();  // a library's mapping outlives the call that loaded it (Python never
+                  // unloads an extension), so once per stage sees what the calls loaded
     last_ = at::Tensor();  // the device holds nothing of the correctness calls while timing
     frame("{\"kind\":\"mark\",\"name\":\"checked\"}");
     if (!failed && !pairs_.empty()) {
