@@ -121,6 +121,7 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
     ("s31_torchscript_fuser", "triton2triton/llm/softmax", 12, ("forbidden_api",)),
     ("s32_e2e_unlisted_sqrt", "e2e/llama/prefill_rmsnorm", 12, ("forbidden_api",)),
     ("s33_inductor_raw_call", "triton2triton/llm/softmax", 12, ("native_code",)),
+    ("s35_interpreter_host_values", "triton2triton/llm/softmax", 12, ()),
 ]
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):

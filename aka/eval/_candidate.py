@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from aka.backends import backend
+from aka.eval._gpu_compile import check as gpu_compile_check
 from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
@@ -180,6 +181,16 @@ def _compiled(req: CandidateRequest, guards: Guards, stage: str) -> None:
             f"{stage}: torch.compile built {graphs} graph(s): the compiler wrote these "
             "kernels, and they run no operator the task's checks can see",
         )
+
+
+def _gpu_compiled(launches: LaunchCounter, guards: Guards, cand_dir: Path) -> list[str]:
+    """``gpu_compile`` for each of the candidate's kernels the plan launched under the
+    interpreter that Triton cannot compile for a GPU (:mod:`aka.eval._gpu_compile`);
+    notes when it could not tell."""
+    failures, notes = gpu_compile_check(launches.kinds, str(cand_dir))
+    if failures:
+        guards.flag("gpu_compile", "; ".join(failures))
+    return notes
 
 
 def _unlaunched(core: Any, launches: LaunchCounter, guards: Guards) -> None:
@@ -333,6 +344,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         finally:
             launches.ping = None
         _unlaunched(core, launches, guards)
+        if device == "cpu" and launches.hooked:
+            notes += _gpu_compiled(launches, guards, cand_dir)
         guards.check_state("plan")
         moved = [*changed_since(before, data=False), *changed_since(loaded, data=False)]
         _task_code(req, guards, "plan", moved, held)

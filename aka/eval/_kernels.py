@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from aka.eval._gpu_compile import Launches, track_interpreter
+
 LIBRARY_KERNEL_PREFIXES = (
     "void at::", "at::", "void (anonymous namespace)", "cutlass", "cublas", "cudnn", "sm80_",
     "sm90_", "sm100_", "ampere_", "volta_", "turing_", "gemv", "gemm", "nvjet", "Memcpy",
@@ -70,6 +72,8 @@ class LaunchCounter:
         # Called from inside every launch while the sealed plan runs: the core counts
         # the candidate calls that returned without one (its ``launched``).
         self.ping: Callable[[], None] | None = None
+        # The kernels launched and their argument types (aka.eval._gpu_compile).
+        self.kinds = Launches()
 
     def install(self) -> None:
         """Wrap ``run`` of Triton's JIT (and interpreter) kernels; no Triton: nothing."""
@@ -84,6 +88,7 @@ class LaunchCounter:
             from triton.runtime.interpreter import InterpretedFunction
 
             classes.append(InterpretedFunction)
+            track_interpreter()
         except ImportError:
             pass
         for cls in classes:
@@ -99,6 +104,8 @@ class LaunchCounter:
                 counter.launches += 1
                 if counter.noop:
                     return None
+            if not warmup:
+                counter.kinds.add(kernel, args, kwargs)
             grid = kwargs.get("grid")
             used: list[Any] = []
             if callable(grid):  # ``grid=lambda meta: ...``: what Triton got from it counts

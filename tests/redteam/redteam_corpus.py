@@ -287,6 +287,14 @@ ADVERSARIAL = [
         time=True,
         bundled=True,
     ),
+    Entry(
+        "s35_interpreter_host_values",
+        "triton2triton/llm/softmax",
+        12,
+        (),  # gpu_compile on the CPU; on a GPU, Triton's compiler refuses it at launch
+        time=True,
+        bundled=True,
+    ),
 ]
 ALL = HONEST + ADVERSARIAL
 FAST_TIMING = TimingSettings(max_time_s=0.2, min_samples=5)

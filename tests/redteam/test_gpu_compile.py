@@ -1,0 +1,121 @@
+"""On the CPU, the Triton kernels a candidate launched must compile for a GPU
+(aka.eval._gpu_compile): the interpreter runs a kernel's body as Python, so a body that
+computes on the host is right there and no kernel anywhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from redteam_corpus import ADVERSARIAL, HONEST, evaluate_entry
+
+from aka.eval import _gpu_compile
+
+KERNELS = """
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _twice(x):
+    return x * 2
+
+
+@triton.jit
+def good(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, _twice(tl.load(x_ptr + offs, mask=m)) + 1, mask=m)
+
+
+@triton.jit
+def scaled(x_ptr, y_ptr, n, BLOCK: tl.constexpr, ALPHA: tl.constexpr = 3.0):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * ALPHA, mask=offs < n)
+
+
+@triton.jit
+def host(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, x * float(np.max(x.handle.data)), mask=offs < n)
+"""
+
+SCRIPT = """
+import importlib.util, json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton
+from aka.eval import _gpu_compile
+from aka.eval._kernels import LaunchCounter
+
+counter = LaunchCounter()
+counter.install()
+spec = importlib.util.spec_from_file_location("kernels", sys.argv[1])
+k = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(k)
+x, y = torch.randn(64), torch.empty(64)
+for name in sys.argv[2:]:
+    getattr(k, name)[(1,)](x, y, 64, BLOCK=64)
+print(json.dumps(_gpu_compile.check(counter.kinds)))
+"""
+
+
+def _check(tmp_path: Path, *names: str) -> tuple[list[str], list[str]]:
+    """What the check says of the kernels ``names`` launched under the interpreter, in a
+    process of its own (the interpreter is chosen when triton is imported)."""
+    import json
+
+    (tmp_path / "kernels.py").write_text(textwrap.dedent(KERNELS))
+    (tmp_path / "run.py").write_text(SCRIPT)
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "run.py"), str(tmp_path / "kernels.py"), *names],
+        capture_output=True, text=True, env=env, timeout=300, check=True,
+    )  # fmt: skip
+    failures, notes = json.loads(out.stdout.strip().splitlines()[-1])
+    return failures, notes
+
+
+def test_kernels_that_compile_pass_helpers_and_defaults_included(tmp_path: Path) -> None:
+    """A helper ``@triton.jit`` function called from a kernel's body leaves the
+    interpreter's builtins in ``triton.language`` (no restore): the check compiles anyway."""
+    assert _check(tmp_path, "good", "scaled") == ([], [])
+
+
+def test_a_kernel_that_computes_on_the_host_does_not_compile(tmp_path: Path) -> None:
+    failures, notes = _check(tmp_path, "good", "host")
+    assert len(failures) == 1 and failures[0].startswith("host does not compile for a GPU")
+    assert notes == []
+
+
+def test_where_triton_cannot_compile_here_the_check_is_a_note(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unavailable() -> None:
+        raise RuntimeError("no NVIDIA backend")
+
+    monkeypatch.setattr(_gpu_compile, "_compiler", unavailable)
+    failures, notes = _gpu_compile.check(_gpu_compile.Launches())
+    assert failures == [] and notes == [
+        "GPU compile check unavailable: RuntimeError: no NVIDIA backend"
+    ]
+
+
+def test_the_evaluator_fails_a_kernel_only_the_interpreter_runs(tmp_path: Path) -> None:
+    (entry,) = [e for e in ADVERSARIAL if e.name == "s35_interpreter_host_values"]
+    scored = evaluate_entry(entry, tmp_path)
+    assert not scored.correct and "gpu_compile" in scored.hack_flags, scored.error
+
+
+@pytest.mark.parametrize("name", ["honest_triton_basic", "honest_triton_autotune"])
+def test_honest_triton_kernels_compile(tmp_path: Path, name: str) -> None:
+    (entry,) = [e for e in HONEST if e.name == name]
+    scored = evaluate_entry(entry, tmp_path)
+    assert scored.correct and not scored.hack_flags, scored.error
