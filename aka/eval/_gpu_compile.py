@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -101,13 +102,38 @@ def track_interpreter() -> None:
 
 @contextlib.contextmanager
 def _pristine() -> Iterator[None]:
-    """``triton.language`` as it was before the interpreter touched it, for the block."""
+    """``triton.language`` as the compiler reads it, for the block: the interpreter's
+    replacements undone, and its own ``@jit`` functions (``tl.max``, ``tl.sum``, ...), which
+    the interpreter built as interpreted ones when triton was imported, as JIT functions."""
     now = [(obj, name, getattr(obj, name, _MISSING_ATTR)) for obj, name, _ in _ORIGINALS.values()]
-    _put(list(_ORIGINALS.values()))
+    library = _library_as_jit()
+    _put(list(_ORIGINALS.values()) + [(m, name, new) for m, name, _, new in library])
     try:
         yield
     finally:
-        _put(now)
+        _put(now + [(m, name, old) for m, name, old, _ in library])
+
+
+def _library_as_jit() -> list[tuple[Any, str, Any, Any]]:
+    """``(module, name, interpreted, jit)`` for every interpreted function of Triton's
+    language modules (nothing when triton is not loaded or this is not its interpreter)."""
+    try:
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return []
+    out = []
+    for name, module in list(sys.modules.items()):
+        if name != "triton.language" and not name.startswith("triton.language."):
+            continue
+        for attr, value in list(vars(module).items()):
+            fn = _python_function(value) if _interpreted(value) else None
+            if fn is not None:
+                out.append((module, attr, value, JITFunction(fn)))
+    return out
+
+
+def _interpreted(value: Any) -> bool:
+    return type(value).__name__ == "InterpretedFunction"
 
 
 def _put(values: list[tuple[Any, str, Any]]) -> None:
@@ -208,7 +234,7 @@ def _shadow(fn: types.FunctionType, jit: type, done: dict[int, Any]) -> Any:
     twin.__annotations__ = dict(fn.__annotations__)
     done[id(fn)] = shadow = jit(twin)
     for name, value in list(space.items()):
-        inner = _python_function(value) if type(value).__name__ == "InterpretedFunction" else None
+        inner = _python_function(value) if _interpreted(value) else None
         if inner is not None:
             space[name] = _shadow(inner, jit, done)
     return shadow
