@@ -5,16 +5,20 @@ computes on the host is right there and no kernel anywhere else.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from redteam_corpus import ADVERSARIAL, HONEST, evaluate_entry
+from redteam_corpus import ADVERSARIAL, BUNDLED, HONEST, evaluate_entry
 
 from aka.eval import _gpu_compile
+
+REPO = Path(__file__).resolve().parents[2]
 
 KERNELS = """
 import numpy as np
@@ -122,3 +126,27 @@ def test_honest_triton_kernels_compile(tmp_path: Path, name: str) -> None:
     (entry,) = [e for e in HONEST if e.name == name]
     scored = evaluate_entry(entry, tmp_path)
     assert scored.correct and not scored.hack_flags, scored.error
+
+
+STARTS = sorted(
+    str(p.parent.relative_to(BUNDLED))
+    for p in BUNDLED.glob("*/*/*/task.yaml")
+    if p.parts[-4] in ("triton2triton", "e2e")
+)
+
+
+@pytest.mark.parametrize("task", STARTS)
+def test_every_bundled_starting_kernel_compiles(tmp_path: Path, task: str) -> None:
+    """The quickstart's noop submits a task's starting code: on the CPU it must stay
+    correct with no flag, its Triton kernels compiled for a GPU."""
+    spec = importlib.util.spec_from_file_location("redteam_gpu", REPO / "tools" / "redteam_gpu.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("redteam_gpu", script)
+    spec.loader.exec_module(script)
+    yaml_spec = script.bundled_spec(task)
+    entry_file = yaml_spec["entry"].split(":")[0]
+    target = entry_file if entry_file in yaml_spec["editable"] else yaml_spec["editable"][0]
+    shutil.copy(BUNDLED / task / "source" / target, tmp_path / "start.py")
+    row = script.evaluate("start", task, tmp_path, "cpu", bundled=True)
+    assert row["correct"] and not row["flags"], (row["flags"], row["evidence"], row["error"])
