@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from aka.backends import backend
+from aka.eval._gpu_compile import Launches
 from aka.eval._gpu_compile import check as gpu_compile_check
 from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
@@ -183,11 +184,11 @@ def _compiled(req: CandidateRequest, guards: Guards, stage: str) -> None:
         )
 
 
-def _gpu_compiled(launches: LaunchCounter, guards: Guards, cand_dir: Path) -> list[str]:
+def _gpu_compiled(kinds: Launches, guards: Guards, cand_dir: Path) -> list[str]:
     """``gpu_compile`` for each of the candidate's kernels the plan launched under the
     interpreter that Triton cannot compile for a GPU (:mod:`aka.eval._gpu_compile`);
     notes when it could not tell."""
-    failures, notes = gpu_compile_check(launches.kinds, str(cand_dir))
+    failures, notes = gpu_compile_check(kinds, str(cand_dir))
     if failures:
         guards.flag("gpu_compile", "; ".join(failures))
     return notes
@@ -309,6 +310,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     launches = LaunchCounter()
     if backend(req.backend).counts_launches:
         launches.install()
+        if device == "cpu":  # the interpreter's kernels, compiled for a GPU after the plan
+            launches.kinds = Launches()
     cand_dir = Path(req.cand_dir)
     guards = Guards(
         cand_dir,
@@ -344,8 +347,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         finally:
             launches.ping = None
         _unlaunched(core, launches, guards)
-        if device == "cpu" and launches.hooked:
-            notes += _gpu_compiled(launches, guards, cand_dir)
+        if launches.kinds is not None:
+            notes += _gpu_compiled(launches.kinds, guards, cand_dir)
         guards.check_state("plan")
         moved = [*changed_since(before, data=False), *changed_since(loaded, data=False)]
         _task_code(req, guards, "plan", moved, held)

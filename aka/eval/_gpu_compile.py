@@ -52,10 +52,9 @@ class Launches:
     def add(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if len(self.seen) >= _MAX:
             return
-        names = list(getattr(kernel, "arg_names", []) or [])
         values = [_shape_of(v) for v in args]
         named = {k: _shape_of(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}
-        key = (id(kernel), repr(values), repr(sorted(named.items())), len(names))
+        key = (id(kernel), repr(values), repr(sorted(named.items())))
         if key not in self.seen:
             self.seen[key] = (kernel, values, named)
 

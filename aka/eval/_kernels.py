@@ -72,8 +72,9 @@ class LaunchCounter:
         # Called from inside every launch while the sealed plan runs: the core counts
         # the candidate calls that returned without one (its ``launched``).
         self.ping: Callable[[], None] | None = None
-        # The kernels launched and their argument types (aka.eval._gpu_compile).
-        self.kinds = Launches()
+        # The kernels launched and their argument types (aka.eval._gpu_compile), kept
+        # only where set (CPU evaluations): on a GPU the hook stays as cheap as it was.
+        self.kinds: Launches | None = None
 
     def install(self) -> None:
         """Wrap ``run`` of Triton's JIT (and interpreter) kernels; no Triton: nothing."""
@@ -104,7 +105,7 @@ class LaunchCounter:
                 counter.launches += 1
                 if counter.noop:
                     return None
-            if not warmup:
+            if counter.kinds is not None and not warmup:
                 counter.kinds.add(kernel, args, kwargs)
             grid = kwargs.get("grid")
             used: list[Any] = []

@@ -62,6 +62,7 @@ from aka.eval._kernels import LaunchCounter
 
 counter = LaunchCounter()
 counter.install()
+counter.kinds = _gpu_compile.Launches()
 spec = importlib.util.spec_from_file_location("kernels", sys.argv[1])
 k = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(k)
