@@ -100,34 +100,39 @@ def track_interpreter() -> None:
 
 
 @contextlib.contextmanager
-def _pristine() -> Iterator[None]:
+def _pristine(inside: str) -> Iterator[None]:
     """``triton.language`` as the compiler reads it, for the block: the interpreter's
-    replacements undone, and its own ``@jit`` functions (``tl.max``, ``tl.sum``, ...), which
-    the interpreter built as interpreted ones when triton was imported, as JIT functions."""
+    replacements undone, and the ``@jit`` functions the interpreter built as interpreted
+    ones as JIT functions: Triton's own (``tl.max``, ``tl.sum``, ...) and those of the
+    candidate's modules (files under ``inside``), which a kernel may call as ``mod.fn``."""
     now = [(obj, name, getattr(obj, name, _MISSING_ATTR)) for obj, name, _ in _ORIGINALS.values()]
-    library = _library_as_jit()
-    _put(list(_ORIGINALS.values()) + [(m, name, new) for m, name, _, new in library])
+    swapped = _as_jit(inside)
+    _put(list(_ORIGINALS.values()) + [(m, name, new) for m, name, _, new in swapped])
     try:
         yield
     finally:
-        _put(now + [(m, name, old) for m, name, old, _ in library])
+        _put(now + [(m, name, old) for m, name, old, _ in swapped])
 
 
-def _library_as_jit() -> list[tuple[Any, str, Any, Any]]:
+def _as_jit(inside: str) -> list[tuple[Any, str, Any, Any]]:
     """``(module, name, interpreted, jit)`` for every interpreted function of Triton's
-    language modules (nothing when triton is not loaded or this is not its interpreter)."""
-    try:
-        from triton.runtime.jit import JITFunction
-    except ImportError:
-        return []
+    language modules and of the modules loaded from files under ``inside``."""
+    from triton.runtime.jit import JITFunction
+
     out = []
     for name, module in list(sys.modules.items()):
-        if name != "triton.language" and not name.startswith("triton.language."):
+        path = os.path.realpath(getattr(module, "__file__", None) or "/nowhere")
+        library = name == "triton.language" or name.startswith("triton.language.")
+        if not library and not (inside and path.startswith(inside)):
             continue
         for attr, value in list(vars(module).items()):
             fn = _python_function(value) if _interpreted(value) else None
-            if fn is not None:
+            if fn is None:
+                continue
+            try:  # one that cannot be built (no source) only fails a kernel that calls it
                 out.append((module, attr, value, JITFunction(fn)))
+            except Exception:
+                continue
     return out
 
 
@@ -148,19 +153,19 @@ def check(launches: Launches, within: str | None = None) -> tuple[list[str], lis
     """``(failures, notes)``: a line for each launched kernel (defined in a file under
     ``within``, the candidate's folder: the baseline's kernels are the task's) that does
     not compile for :data:`TARGET`, and why nothing was checked when the compiler is not
-    usable here."""
-    with _pristine():
-        return _check(launches, within)
-
-
-def _check(launches: Launches, within: str | None) -> tuple[list[str], list[str]]:
+    usable here. Never raises: what it cannot do is a note."""
+    inside = os.path.realpath(within).rstrip("/") + "/" if within else ""
     try:
-        compile_one, jit = _compiler()
+        with _pristine(inside):
+            return _check(launches, inside)
     except Exception as exc:  # another Triton, no NVIDIA backend, no ptxas
         return [], [f"GPU compile check unavailable: {type(exc).__name__}: {str(exc)[:200]}"]
+
+
+def _check(launches: Launches, inside: str) -> tuple[list[str], list[str]]:
+    compile_one, jit = _compiler()
     failures: list[str] = []
     notes: list[str] = []
-    inside = os.path.realpath(within).rstrip("/") + "/" if within else ""
     for kernel, values, named in launches.seen.values():
         fn = _python_function(kernel)
         if fn is None or not os.path.realpath(fn.__code__.co_filename).startswith(inside):

@@ -21,6 +21,7 @@ from aka.eval import _gpu_compile
 REPO = Path(__file__).resolve().parents[2]
 
 KERNELS = """
+import helpers
 import numpy as np
 import torch
 import triton
@@ -41,6 +42,12 @@ def good(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def via_module(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, helpers.negate(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+
+@triton.jit
 def scaled(x_ptr, y_ptr, n, BLOCK: tl.constexpr, ALPHA: tl.constexpr = 3.0):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * ALPHA, mask=offs < n)
@@ -53,6 +60,15 @@ def host(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, x * float(np.max(x.handle.data)), mask=offs < n)
 """
 
+HELPERS = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def negate(x):
+    return -x
+"""
+
 SCRIPT = """
 import importlib.util, json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
@@ -63,13 +79,14 @@ from aka.eval._kernels import LaunchCounter
 counter = LaunchCounter()
 counter.install()
 counter.kinds = _gpu_compile.Launches()
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
 spec = importlib.util.spec_from_file_location("kernels", sys.argv[1])
 k = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(k)
 x, y = torch.randn(64), torch.empty(64)
 for name in sys.argv[2:]:
     getattr(k, name)[(1,)](x, y, 64, BLOCK=64)
-print(json.dumps(_gpu_compile.check(counter.kinds)))
+print(json.dumps(_gpu_compile.check(counter.kinds, os.path.dirname(sys.argv[1]))))
 """
 
 
@@ -79,6 +96,7 @@ def _check(tmp_path: Path, *names: str) -> tuple[list[str], list[str]]:
     import json
 
     (tmp_path / "kernels.py").write_text(textwrap.dedent(KERNELS))
+    (tmp_path / "helpers.py").write_text(HELPERS)
     (tmp_path / "run.py").write_text(SCRIPT)
     env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache")}
     out = subprocess.run(
@@ -92,9 +110,10 @@ def _check(tmp_path: Path, *names: str) -> tuple[list[str], list[str]]:
 def test_kernels_that_compile_pass_helpers_and_defaults_included(tmp_path: Path) -> None:
     """A helper ``@triton.jit`` function called from a kernel's body leaves the
     interpreter's builtins in ``triton.language`` (no restore), and the interpreter built
-    Triton's own ``tl.max`` and ``tl.sum`` as interpreted functions: the check compiles
-    anyway (every bundled Triton task's starting kernel does, as the quickstart's noop)."""
-    assert _check(tmp_path, "good", "scaled") == ([], [])
+    Triton's own ``tl.max`` and ``tl.sum`` as interpreted functions, as it did a helper
+    in another module of the candidate's: the check compiles anyway (every bundled
+    Triton task's starting kernel does, as the quickstart's noop)."""
+    assert _check(tmp_path, "good", "scaled", "via_module") == ([], [])
 
 
 def test_a_kernel_that_computes_on_the_host_does_not_compile(tmp_path: Path) -> None:
