@@ -100,37 +100,43 @@ def track_interpreter() -> None:
 
 
 @contextlib.contextmanager
-def _pristine(inside: str) -> Iterator[None]:
+def _pristine(spaces: list[dict[str, Any]]) -> Iterator[None]:
     """``triton.language`` as the compiler reads it, for the block: the interpreter's
-    replacements undone, and the ``@jit`` functions the interpreter built as interpreted
-    ones as JIT functions: Triton's own (``tl.max``, ``tl.sum``, ...) and those of the
-    candidate's modules (files under ``inside``), which a kernel may call as ``mod.fn``."""
+    replacements undone, and every ``@jit`` function the interpreter built as an
+    interpreted one a JIT function, in every loaded module and in ``spaces`` (the
+    launched kernels' globals, whether or not their module is still in ``sys.modules``):
+    Triton's own (``tl.max``, ``tl.sum``) and the candidate's helpers, however a kernel
+    reaches them (a global, a module's attribute)."""
     now = [(obj, name, getattr(obj, name, _MISSING_ATTR)) for obj, name, _ in _ORIGINALS.values()]
-    swapped = _as_jit(inside)
-    _put(list(_ORIGINALS.values()) + [(m, name, new) for m, name, _, new in swapped])
+    swapped = _as_jit(spaces)
+    _put(list(_ORIGINALS.values()))
+    for space, name, _, new in swapped:
+        space[name] = new
     try:
         yield
     finally:
-        _put(now + [(m, name, old) for m, name, old, _ in swapped])
+        _put(now)
+        for space, name, old, _ in swapped:
+            space[name] = old
 
 
-def _as_jit(inside: str) -> list[tuple[Any, str, Any, Any]]:
-    """``(module, name, interpreted, jit)`` for every interpreted function of Triton's
-    language modules and of the modules loaded from files under ``inside``."""
+def _as_jit(spaces: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, Any, Any]]:
+    """``(namespace, name, interpreted, jit)`` for every interpreted function bound at the
+    top of a loaded module or in ``spaces``."""
     from triton.runtime.jit import JITFunction
 
+    # A module's own dict, past any ``__getattribute__`` of its class (a lazy module would
+    # import itself on any attribute read).
+    found = [object.__getattribute__(m, "__dict__") for m in list(sys.modules.values())
+             if isinstance(m, types.ModuleType)]  # fmt: skip
     out = []
-    for name, module in list(sys.modules.items()):
-        path = os.path.realpath(getattr(module, "__file__", None) or "/nowhere")
-        library = name == "triton.language" or name.startswith("triton.language.")
-        if not library and not (inside and path.startswith(inside)):
-            continue
-        for attr, value in list(vars(module).items()):
+    for space in {id(d): d for d in [*found, *spaces]}.values():
+        for attr, value in list(space.items()):
             fn = _python_function(value) if _interpreted(value) else None
             if fn is None:
                 continue
             try:  # one that cannot be built (no source) only fails a kernel that calls it
-                out.append((module, attr, value, JITFunction(fn)))
+                out.append((space, attr, value, JITFunction(fn)))
             except Exception:
                 continue
     return out
@@ -156,7 +162,9 @@ def check(launches: Launches, within: str | None = None) -> tuple[list[str], lis
     usable here. Never raises: what it cannot do is a note."""
     inside = os.path.realpath(within).rstrip("/") + "/" if within else ""
     try:
-        with _pristine(inside):
+        spaces = [fn.__globals__ for k, _, _ in launches.seen.values()
+                  if (fn := _python_function(k)) is not None]  # fmt: skip
+        with _pristine(spaces):
             return _check(launches, inside)
     except Exception as exc:  # another Triton, no NVIDIA backend, no ptxas
         return [], [f"GPU compile check unavailable: {type(exc).__name__}: {str(exc)[:200]}"]
@@ -171,13 +179,13 @@ def _check(launches: Launches, inside: str) -> tuple[list[str], list[str]]:
         if fn is None or not os.path.realpath(fn.__code__.co_filename).startswith(inside):
             continue
         try:
-            shadow = _shadow(fn, jit, {})
-            signature, constants, options = _signature(shadow, values, dict(named))
+            kernel_jit = jit(fn)  # over its module's globals, their kernels JIT ones now
+            signature, constants, options = _signature(kernel_jit, values, dict(named))
         except Exception as exc:  # a launch this check cannot describe: not the kernel's fault
             notes.append(f"GPU compile check skipped {fn.__name__}: {str(exc)[:200]}")
             continue
         try:
-            compile_one(shadow, signature, constants, options)
+            compile_one(kernel_jit, signature, constants, options)
         except Exception as exc:
             message = " ".join(str(exc).split())[:300]
             failures.append(f"{fn.__name__} does not compile for a GPU (sm_{TARGET[1]}): {message}")
@@ -225,23 +233,6 @@ def _python_function(kernel: Any) -> types.FunctionType | None:
             return None
         kernel = fn
     return None
-
-
-def _shadow(fn: types.FunctionType, jit: type, done: dict[int, Any]) -> Any:
-    """``fn`` as a JIT kernel over a copy of its globals in which every interpreted kernel
-    it may call is a JIT kernel too (built the same way, once each)."""
-    if id(fn) in done:
-        return done[id(fn)]
-    space = dict(fn.__globals__)
-    twin = types.FunctionType(fn.__code__, space, fn.__name__, fn.__defaults__, fn.__closure__)
-    twin.__qualname__, twin.__module__ = fn.__qualname__, fn.__module__
-    twin.__annotations__ = dict(fn.__annotations__)
-    done[id(fn)] = shadow = jit(twin)
-    for name, value in list(space.items()):
-        inner = _python_function(value) if _interpreted(value) else None
-        if inner is not None:
-            space[name] = _shadow(inner, jit, done)
-    return shadow
 
 
 def _signature(
