@@ -350,8 +350,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         if launches.kinds is not None:
             notes += _gpu_compiled(launches.kinds, guards, cand_dir)
         guards.check_state("plan")
-        moved = [*changed_since(before, data=False), *changed_since(loaded, data=False)]
-        _task_code(req, guards, "plan", moved, held)
+        # ``loaded`` holds what ``before`` held, unchanged (else the compile stage flagged).
+        _task_code(req, guards, "plan", changed_since(loaded, data=False), held)
         _compiled(req, guards, "plan")
         if req.probe_shape:
             try:
