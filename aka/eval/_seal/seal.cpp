@@ -505,7 +505,7 @@ double now_s() {
 // when it is created (before candidate code is imported) and, after the import, the checked
 // calls and each timed shape, those mapped since, each with whether it changed after the core
 // started (built during this evaluation; a deleted file or a ``memfd`` counts as such).
-// The parent decides what a task allows (``aka.eval._detect.native_code``).
+// The parent decides what a task allows (``aka.eval._foreign.flags``).
 
 std::set<std::string> exec_files() {
   std::set<std::string> out;
