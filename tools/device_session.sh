@@ -111,10 +111,15 @@
 #                                    snapshotted, operators: plumbing) through warm workers
 #                                    and cold, and one task of each CUDA suite validated (their
 #                                    extensions must still build and load)
+#   bash tools/device_session.sh ndd [N] [SECONDS]
+#                                    the core's build, the bundled-task red-team entries and
+#                                    three honest controls through warm workers, then part dd's
+#                                    stream of N (default 24) distinct new candidates, 8 then 12
+#                                    in flight, serial and cached (overhead beyond compile)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|nx|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -155,6 +160,14 @@ nx)
   done
   AKA_EVAL_WARM=1 step cuda 120 aka tasks validate --device cuda --jobs 2 \
     cuda2cuda/ops/softmax torch2cuda/ops/$(ls tasks/torch2cuda/ops | head -1)
+  ;;
+ndd)
+  sealbuild
+  BUNDLED=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.BUNDLED_ENTRIES))")
+  AKA_EVAL_WARM=1 step redteam_w1 150 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
+    --only honest_triton_basic honest_triton_autotune honest_vectorized $BUNDLED
+  step distinct "${3:-300}" python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
+    --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.1 --in-flight-first --output $R/distinct.json
   ;;
 m)
   sealbuild
