@@ -86,9 +86,13 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
         job = dataclasses.replace(job, timing={**job.timing, "max_time_s": max_time_s})
         verdict = run_job(job, root, workers=workers)
         wall = time.perf_counter() - start
-    kernel = sum(arm["median_s"] * arm["n"] for item in verdict.timing
-                 for arm in (item["pair"]["baseline"], item["pair"]["candidate"]))  # fmt: skip
-    return {"wall_s": wall, "kernel_s": kernel, "correct": verdict.correct,
+    pairs = [item["pair"] for item in verdict.timing]
+    kernel = sum(arm["median_s"] * arm["n"] for pair in pairs
+                 for arm in (pair["baseline"], pair["candidate"]))  # fmt: skip
+    ratios = [p["baseline"]["median_s"] / p["candidate"]["median_s"] for p in pairs
+              if p["candidate"]["median_s"] > 0 and p["baseline"]["median_s"] > 0]  # fmt: skip
+    speedup = statistics.geometric_mean(ratios) if ratios else None
+    return {"wall_s": wall, "kernel_s": kernel, "speedup": speedup, "correct": verdict.correct,
             "flags": verdict.flags, "error": verdict.error, "stage_s": verdict.stage_s}  # fmt: skip
 
 
@@ -153,10 +157,19 @@ def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
             for k in names}  # fmt: skip
 
 
+def speedup_agreement(one: dict[str, Any], other: dict[str, Any]) -> float | None:
+    """The largest relative difference between two passes' speedups of the same variants:
+    whether evaluations in flight time candidates as one at a time does."""
+    diffs = [abs(b["speedup"] / a["speedup"] - 1) for a, b in zip(one["runs"], other["runs"],
+                                                                   strict=True)
+             if a.get("speedup") and b.get("speedup")]  # fmt: skip
+    return round(max(diffs), 4) if diffs else None
+
+
 def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3,
                  output: Path | None = None, max_time_s: float = TIMING["max_time_s"],
-                 in_flight_first: bool = False, sweep: tuple[int, ...] = ()
-                 ) -> dict[str, Any]:  # fmt: skip
+                 in_flight_first: bool = False, sweep: tuple[int, ...] = (),
+                 warm_up: bool = False) -> dict[str, Any]:  # fmt: skip
     """The three passes over one stream of ``distinct`` variants; see the module doc.
 
     ``in_flight_first``: the in-flight pass before the serial one, so that a run cut short
@@ -169,6 +182,9 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
 
     ``output``: each finished pass is written there at once, so a run cut short by a
     time limit still leaves the passes it finished.
+
+    ``warm_up``: first, one variant of each task evaluated uncounted (``warm_up`` in the
+    report), so that no counted pass pays the tasks' first-time costs.
     """
     items = distinct_sources(triton_tasks(tasks), distinct)
     salt = secrets.token_hex(4)
@@ -183,6 +199,10 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
         return report
 
     try:
+        if warm_up:
+            firsts = list({v.task: v for v in reversed(items)}.values())
+            finished("warm_up", one_pass(firsts, f"{salt} warm-up", device, len(firsts),
+                                         workers, max_time_s))  # fmt: skip
         order = ["in_flight_pass", "serial"] if in_flight_first else ["serial", "in_flight_pass"]
         order[order.index("in_flight_pass") + 1 : 0] = [f"in_flight_{k}" for k in sweep]
         for name in order:  # new digests in each: every candidate compiled afresh
@@ -214,6 +234,11 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
         "compile_median_s": round(statistics.median(compile_s), 3),
         "overhead_beyond_compile_median_s": round(statistics.median(beyond), 3),
         "speedup_in_flight": round(flight["candidates_per_min"] / serial["candidates_per_min"], 2),
+        "speedup_agreement": {
+            name: speedup_agreement(serial, p)
+            for name, p in done.items()
+            if name.startswith("in_flight_") or name == "cached"
+        },
     }
 
 
@@ -234,6 +259,10 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"{'':<15} stage medians (s): {stages}")
     lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']}; "
                  f"all correct: {report['all_correct']}")  # fmt: skip
+    agree = ", ".join(f"{k} {v}" for k, v in (report.get("speedup_agreement") or {}).items())
+    lines.append(
+        f"largest relative difference of a variant's speedup from the serial pass: {agree}"
+    )
     lines.append(f"compile median {report['compile_median_s']:.2f} s; overhead beyond compile "
                  f"median {report['overhead_beyond_compile_median_s']:.2f} s")  # fmt: skip
     return "\n".join(lines)
@@ -249,12 +278,16 @@ def main() -> None:
     parser.add_argument("--max-time-s", type=float, default=TIMING["max_time_s"])
     parser.add_argument("--in-flight-first", action="store_true")
     parser.add_argument("--sweep", default="", help="more depths to try, e.g. 12,16")
+    parser.add_argument(
+        "--warm-up", action="store_true", help="one variant of each task evaluated first, uncounted"
+    )
     parser.add_argument("--output")
     args = parser.parse_args()
     out = Path(args.output) if args.output else None
     report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks, out,
                           args.max_time_s, args.in_flight_first,
-                          tuple(int(k) for k in args.sweep.split(",") if k))  # fmt: skip
+                          tuple(int(k) for k in args.sweep.split(",") if k),
+                          args.warm_up)  # fmt: skip
     if out is not None:
         out.write_text(json.dumps(report, indent=2))
     print(render(report))

@@ -65,7 +65,8 @@ class Gate:
     the candidate process whose ``gate`` request was granted. While a timer runs, every
     other tracked process of the device is stopped; a second candidate asking meanwhile
     is queued (it is stopped anyway, so it asks at most once) and granted when the timer
-    is gone. Compiles and correctness runs of several evaluations thus overlap, and
+    is gone. The others go on as soon as the timer's core reports its last sample
+    (:meth:`timed`), not only once it has exited. Compiles and correctness runs of several evaluations thus overlap, and
     timing stays exclusive per device.
     """
 
@@ -76,6 +77,7 @@ class Gate:
         self._waiting: dict[str, set[int]] = {}  # device -> prepared pids without a request
         self._active: dict[str, set[int]] = {}  # device -> evaluating pids
         self._timer: dict[str, int] = {}  # device -> the candidate process timing now
+        self._timed: set[str] = set()  # devices whose timer is done timing, not yet gone
         self._queue: dict[str, list[tuple[int, Callable[[], None]]]] = {}
 
     def _stop(self, pid: int) -> None:
@@ -90,7 +92,7 @@ class Gate:
         with self._lock:
             self._join(device)
             self._waiting.setdefault(device, set()).add(pid)
-            if device in self._timer:
+            if self._timing(device):
                 self._stop(pid)
 
     def join(self, device: str) -> None:
@@ -116,7 +118,7 @@ class Gate:
             self._join(device)
             self._waiting.get(device, set()).discard(pid)
             self._active.setdefault(device, set()).add(pid)
-            if device in self._timer and self._timer[device] != pid:
+            if self._timing(device) and self._timer[device] != pid:
                 self._stop(pid)
             else:
                 _signal(pid, signal.SIGCONT)
@@ -133,6 +135,21 @@ class Gate:
                 return
             self._start(device, pid, grant)
 
+    def _timing(self, device: str) -> bool:
+        return device in self._timer and device not in self._timed
+
+    def timed(self, device: str, pid: int) -> None:
+        """Candidate ``pid``'s core has taken its last sample: the other processes of the
+        device go on now, while it hands over its outputs and exits (its finish stage, a
+        CUDA context's teardown). The next candidate still times only once it is gone:
+        kernels it left queued would run inside that one's samples."""
+        with self._lock:
+            if self._timer.get(device) != pid or device in self._timed:
+                return
+            self._timed.add(device)
+            for other in self._others(device, pid):
+                _signal(other, signal.SIGCONT)
+
     def _join(self, device: str) -> None:
         if self.host is not None:
             self.host.join(device)
@@ -142,6 +159,7 @@ class Gate:
             # Blocks while another member times; this process is stopped meanwhile anyway.
             self.host.acquire(device)
         self._timer[device] = pid
+        self._timed.discard(device)
         for other in self._others(device, pid):
             self._stop(other)
         if pid > 0:  # a process, not a token (hold)
@@ -175,6 +193,7 @@ class Gate:
             if self._timer.get(device) != pid:
                 return
             del self._timer[device]
+            self._timed.discard(device)
             if self.host is not None:
                 self.host.release(device)  # other members take their turn first, if waiting
             if queue:
@@ -190,9 +209,10 @@ class Gate:
                 self.host.leave()
 
     def closed(self, device: str) -> bool:
-        """Whether a candidate process on ``device`` is timing now."""
+        """Whether a candidate process on ``device`` is timing now (not yet done taking
+        samples: :meth:`timed`)."""
         with self._lock:
-            return device in self._timer
+            return self._timing(device)
 
     def timer(self, device: str) -> int | None:
         """The pid of the candidate process timing on ``device`` now, if any."""

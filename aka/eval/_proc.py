@@ -177,8 +177,9 @@ class Proc:
     def _frame(self, data: bytes) -> None:
         """On the reader's thread: a signed ``gate`` mark stops the prepared processes.
 
-        The answer goes out once they are stopped; the gate opens again when this
-        process has exited (:meth:`collect`, :meth:`kill`).
+        The answer goes out once they are stopped. They go on when its core reports the
+        timing done (``core_done``); the device is timed by another candidate only once
+        this process has exited (:meth:`collect`, :meth:`kill`).
         """
         if self.module != GATED_MODULE:
             return
@@ -187,6 +188,8 @@ class Proc:
             self._junk()
             return
         if self.gated:
+            if any(isinstance(f, dict) and f.get("kind") == "core_done" for _, f in frames):
+                self.gate.timed(self.device, self.proc.pid)
             return
         frame = frames[0][1] if frames else None
         if (
@@ -307,6 +310,10 @@ class Proc:
                 marks.append({**frame, "t": times.get(offset)})
             else:
                 bodies.append(frame)
+        done = [i for i, f in enumerate(core) if f.get("kind") == "core_done"]
+        if done and done[0] != len(core) - 1:  # the gate let the others go on at the first
+            flags.append({"flag": "result_channel_tamper",
+                          "evidence": "core frames after the core reported its timing done"})  # fmt: skip
         report: CandidateReport | CheckerReport | None = None
         if len(bodies) > 1:
             flags.append({"flag": "result_channel_tamper", "evidence": "two result frames"})

@@ -316,6 +316,31 @@ def test_a_forged_frame_with_another_key_is_detected() -> None:
     assert frames == [] and tamper is not None
 
 
+def _collected(core: list[dict[str, Any]]) -> list[str]:
+    """What a process's collector finds tampered in these signed core frames."""
+    from types import SimpleNamespace
+
+    from aka.eval._proc import Proc
+
+    key = b"k" * 32
+    reader = SimpleNamespace(data=_frames(core, key), arrivals={})
+    proc = SimpleNamespace(reader=reader, key=key, module="checker", tail=[],
+                           proc=SimpleNamespace(returncode=0))  # fmt: skip
+    got = Proc._result(proc, [])  # type: ignore[arg-type]
+    return [f["evidence"] for f in got.flags if f["flag"] == "result_channel_tamper"]
+
+
+def test_core_frames_after_the_core_reported_done_are_tampering() -> None:
+    """The gate lets the device's other processes go on at the first ``core_done``: a
+    frame forged early would let them run during the rest of the samples."""
+    timing = {"kind": "timing", "pair": 0}
+    done = {"kind": "core_done", "calls": 1, "error": None, "code": []}
+    after = ["core frames after the core reported its timing done"]
+    assert _collected([timing, done]) == []
+    assert _collected([done, timing]) == after
+    assert _collected([timing, done, done]) == after
+
+
 # -- the file guard -----------------------------------------------------------------
 
 

@@ -149,3 +149,34 @@ def test_the_candidate_times_only_after_the_evaluator_answers(answer: bytes, ok:
     assert (b"timing" in done.stdout) == ok
     if not ok:
         assert b"did not open the timing gate" in done.stderr
+
+
+def test_the_others_go_on_once_the_timer_reports_its_last_sample() -> None:
+    """While the timed candidate hands over its outputs and exits, the other evaluations
+    compile and check again; the next candidate still times only once it is gone."""
+    device, gate = "gate-test-timed", Gate()
+    a, b, checker = procs = _sleepers(3)
+    granted: list[str] = []
+    try:
+        for p in procs:
+            gate.activate(device, p.pid)
+        gate.close(device, a.pid, lambda: granted.append("a"))
+        gate.close(device, b.pid, lambda: granted.append("b"))  # queued, stopped
+        assert settles(checker.pid, stopped=True) and settles(b.pid, stopped=True)
+        gate.timed(device, b.pid)  # not the timer: nothing changes
+        assert settles(checker.pid, stopped=True)
+        gate.timed(device, a.pid)
+        assert not gate.closed(device)
+        assert settles(checker.pid, stopped=False) and settles(b.pid, stopped=False)
+        late = _sleepers(1)[0]
+        procs.append(late)
+        gate.register(device, late.pid)  # a spare started while a exits: it runs
+        assert settles(late.pid, stopped=False) and granted == ["a"]
+        gate.open(device, a.pid)  # a is gone: b times, everything else stops again
+        assert granted == ["a", "b"] and gate.closed(device)
+        assert settles(checker.pid, stopped=True) and settles(late.pid, stopped=True)
+        gate.timed(device, b.pid)
+        gate.open(device, b.pid)
+        assert settles(checker.pid, stopped=False) and settles(late.pid, stopped=False)
+    finally:
+        _end(procs)

@@ -132,11 +132,21 @@ def test_bench_distinct_sweeps_further_depths_with_new_digests() -> None:
     from aka.cli._bench_distinct import render, run_distinct
 
     report = run_distinct("cpu", distinct=2, in_flight=2, tasks=2, max_time_s=0.05,
-                          in_flight_first=True, sweep=(1,))  # fmt: skip
+                          in_flight_first=True, sweep=(1,), warm_up=True)  # fmt: skip
     swept = report["in_flight_1"]
     assert swept["in_flight"] == 1 and swept["candidates"] == 2
     assert [r["correct"] for r in swept["runs"]] == [r["correct"] for r in report["serial"]["runs"]]
     assert "in_flight_1    " in render(report)
+    # The warm-up took one variant of each task, uncounted by the passes after it.
+    warm = report["warm_up"]
+    assert sorted(r["task"] for r in warm["runs"]) == sorted(
+        r["task"] for r in report["serial"]["runs"]
+    )
+    # Each pass's speedups against the serial pass's, variant by variant.
+    assert all(r["speedup"] > 0 for r in report["serial"]["runs"])
+    agree = report["speedup_agreement"]
+    assert set(agree) == {"in_flight_pass", "in_flight_1", "cached"}
+    assert all(v is not None and v >= 0 for v in agree.values())
 
 
 def test_busy_fraction_reads_the_share_of_busy_ticks() -> None:
