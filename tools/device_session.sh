@@ -121,10 +121,15 @@
 #                                    after an uncounted warm-up, 8, 12 and 16 in flight, serial
 #                                    and cached, at 0.05 s per shape; then 12 in flight and
 #                                    serial with the timing gate off (what stopping costs)
+#   bash tools/device_session.sh df [N]
+#                                    the core's build, N (default 32) distinct new candidates
+#                                    after an uncounted warm-up, 8 and 12 in flight, serial and
+#                                    cached, at 0.05 s per shape; then 8 and 12 in flight at
+#                                    0.1 s per shape (cut in its serial pass)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -165,6 +170,15 @@ nx)
   done
   AKA_EVAL_WARM=1 step cuda 120 aka tasks validate --device cuda --jobs 2 \
     cuda2cuda/ops/softmax torch2cuda/ops/$(ls tasks/torch2cuda/ops | head -1)
+  ;;
+df)
+  sealbuild
+  step distinct 250 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-32}" \
+    --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+    --output $R/distinct.json
+  step distinct_01 170 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-32}" \
+    --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.1 --in-flight-first --warm-up \
+    --output $R/distinct_01.json
   ;;
 de)
   sealbuild

@@ -101,7 +101,7 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
              ) -> dict[str, Any]:  # fmt: skip
     """Evaluate every item (tagged ``tag``) with ``in_flight`` at once; rate and runs.
 
-    ``device_held_s`` sums the stages that hold the device alone (``timing``, ``finish``):
+    ``device_held_s`` sums the stage that holds the device alone (``timing``):
     one device cannot take the stream faster than that sum, whatever overlaps around it."""
 
     def one(i: int) -> dict[str, Any]:
@@ -144,13 +144,14 @@ def busy_fraction(before: tuple[int, int] | None, after: tuple[int, int] | None
     return round((after[0] - before[0]) / (after[1] - before[1]), 3)
 
 
-HELD = ("timing", "finish")
-"""The stages during which a candidate process holds the device alone (the timing gate)."""
+HELD = ("timing",)
+"""The stages during which a candidate process holds the device alone (the timing gate
+hands it over at the core's last sample, before the ``finish`` stage)."""
 
 
 def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
     """Median seconds per stage over the runs that reached it (``gate``: waiting for the
-    device while others time; ``timing`` and ``finish`` hold it)."""
+    device while others time; ``timing`` holds it)."""
     names = sorted({k for r in runs for k in r.get("stage_s") or {}})
     return {k: round(statistics.median(r["stage_s"][k] for r in runs
                                        if k in (r.get("stage_s") or {})), 3)

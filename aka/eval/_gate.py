@@ -8,14 +8,17 @@ second process's start-up on the same GPU takes time slices and memory bandwidth
 sample window would count. So a candidate process asks before timing (a ``gate`` mark
 on its signed result channel, then it waits for one byte on stdin), and the evaluator
 first stops (``SIGSTOP``) every prepared process of that device that has no request yet,
-then answers. They continue (``SIGCONT``) once the candidate process has exited, and
-any started meanwhile is stopped as soon as it is registered. A stopped process holds
+then answers. They continue (``SIGCONT``) once the candidate's sealed core reports its
+last sample (its ``core_done`` frame; or once the process has exited, whichever comes
+first), and any started meanwhile is stopped as soon as it is registered. A stopped process holds
 no work of its own on the GPU beyond the tiny operations it may have queued, and the
 candidate's warm-up comes before its first sample.
 
 With several evaluations in flight on one device, the other evaluations' candidate and
 checker processes are stopped too (wherever they are: compiling, checking, computing
-references), and a second candidate that asks to time waits its turn. A process stopped
+references), and a second candidate that asks to time waits its turn: it times as soon
+as the first has taken its last sample, while the first hands over its outputs and exits
+(stopped meanwhile, like every other process of the device). A process stopped
 mid-operation may leave kernels it already queued running on the GPU for a moment; the
 timed candidate's warm-up calls come before its first sample. A prepared process runs
 nothing of a candidate before its request arrives, and is continued before it gets one.
@@ -65,8 +68,7 @@ class Gate:
     the candidate process whose ``gate`` request was granted. While a timer runs, every
     other tracked process of the device is stopped; a second candidate asking meanwhile
     is queued (it is stopped anyway, so it asks at most once) and granted when the timer
-    is gone. The others go on as soon as the timer's core reports its last sample
-    (:meth:`timed`), not only once it has exited. Compiles and correctness runs of several evaluations thus overlap, and
+    has taken its last sample (:meth:`timed`: its core says so) or is gone. Compiles and correctness runs of several evaluations thus overlap, and
     timing stays exclusive per device.
     """
 
@@ -77,7 +79,6 @@ class Gate:
         self._waiting: dict[str, set[int]] = {}  # device -> prepared pids without a request
         self._active: dict[str, set[int]] = {}  # device -> evaluating pids
         self._timer: dict[str, int] = {}  # device -> the candidate process timing now
-        self._timed: set[str] = set()  # devices whose timer is done timing, not yet gone
         self._queue: dict[str, list[tuple[int, Callable[[], None]]]] = {}
 
     def _stop(self, pid: int) -> None:
@@ -92,7 +93,7 @@ class Gate:
         with self._lock:
             self._join(device)
             self._waiting.setdefault(device, set()).add(pid)
-            if self._timing(device):
+            if device in self._timer:
                 self._stop(pid)
 
     def join(self, device: str) -> None:
@@ -118,7 +119,7 @@ class Gate:
             self._join(device)
             self._waiting.get(device, set()).discard(pid)
             self._active.setdefault(device, set()).add(pid)
-            if self._timing(device) and self._timer[device] != pid:
+            if device in self._timer and self._timer[device] != pid:
                 self._stop(pid)
             else:
                 _signal(pid, signal.SIGCONT)
@@ -135,20 +136,27 @@ class Gate:
                 return
             self._start(device, pid, grant)
 
-    def _timing(self, device: str) -> bool:
-        return device in self._timer and device not in self._timed
-
     def timed(self, device: str, pid: int) -> None:
-        """Candidate ``pid``'s core has taken its last sample: the other processes of the
-        device go on now, while it hands over its outputs and exits (its finish stage, a
-        CUDA context's teardown). The next candidate still times only once it is gone:
-        kernels it left queued would run inside that one's samples."""
+        """Candidate ``pid``'s core has taken its last sample: the device is handed over
+        now, not once the process has exited. It still evaluates (hands over its
+        outputs, exits) as any other process of the device does: stopped while the next
+        candidate times, if one is queued, with whatever it queued on the GPU finishing
+        during that one's warm-up, as for every process the gate stops."""
         with self._lock:
-            if self._timer.get(device) != pid or device in self._timed:
-                return
-            self._timed.add(device)
-            for other in self._others(device, pid):
-                _signal(other, signal.SIGCONT)
+            if self._timer.get(device) == pid:
+                self._hand_over(device, pid)
+
+    def _hand_over(self, device: str, pid: int) -> None:
+        """The timer ``pid`` is done: the next in the queue times, or everything goes on."""
+        del self._timer[device]
+        if self.host is not None:
+            self.host.release(device)  # other members take their turn first, if waiting
+        queue = self._queue.get(device, [])
+        if queue:
+            self._start(device, *queue.pop(0))
+            return
+        for other in self._others(device, pid):
+            _signal(other, signal.SIGCONT)
 
     def _join(self, device: str) -> None:
         if self.host is not None:
@@ -159,7 +167,6 @@ class Gate:
             # Blocks while another member times; this process is stopped meanwhile anyway.
             self.host.acquire(device)
         self._timer[device] = pid
-        self._timed.discard(device)
         for other in self._others(device, pid):
             self._stop(other)
         if pid > 0:  # a process, not a token (hold)
@@ -190,17 +197,8 @@ class Gate:
             self._active.get(device, set()).discard(pid)
             queue = self._queue.get(device, [])
             queue[:] = [(p, g) for p, g in queue if p != pid]
-            if self._timer.get(device) != pid:
-                return
-            del self._timer[device]
-            self._timed.discard(device)
-            if self.host is not None:
-                self.host.release(device)  # other members take their turn first, if waiting
-            if queue:
-                self._start(device, *queue.pop(0))
-                return
-            for other in self._others(device, pid):
-                _signal(other, signal.SIGCONT)
+            if self._timer.get(device) == pid:
+                self._hand_over(device, pid)
 
     def shutdown(self) -> None:
         """Leave the host gate's folder (its locks freed, its member files removed)."""
@@ -209,10 +207,9 @@ class Gate:
                 self.host.leave()
 
     def closed(self, device: str) -> bool:
-        """Whether a candidate process on ``device`` is timing now (not yet done taking
-        samples: :meth:`timed`)."""
+        """Whether a candidate process on ``device`` is timing now."""
         with self._lock:
-            return self._timing(device)
+            return device in self._timer
 
     def timer(self, device: str) -> int | None:
         """The pid of the candidate process timing on ``device`` now, if any."""

@@ -177,9 +177,9 @@ class Proc:
     def _frame(self, data: bytes) -> None:
         """On the reader's thread: a signed ``gate`` mark stops the prepared processes.
 
-        The answer goes out once they are stopped. They go on when its core reports the
-        timing done (``core_done``); the device is timed by another candidate only once
-        this process has exited (:meth:`collect`, :meth:`kill`).
+        The answer goes out once they are stopped. The device is handed over when its
+        core reports the timing done (``core_done``), or when this process has exited
+        (:meth:`collect`, :meth:`kill`).
         """
         if self.module != GATED_MODULE:
             return

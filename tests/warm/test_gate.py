@@ -151,9 +151,10 @@ def test_the_candidate_times_only_after_the_evaluator_answers(answer: bytes, ok:
         assert b"did not open the timing gate" in done.stderr
 
 
-def test_the_others_go_on_once_the_timer_reports_its_last_sample() -> None:
-    """While the timed candidate hands over its outputs and exits, the other evaluations
-    compile and check again; the next candidate still times only once it is gone."""
+def test_the_device_is_handed_over_once_the_timer_reports_its_last_sample() -> None:
+    """The timed candidate hands over its outputs and exits after its last sample: the
+    next candidate times meanwhile (the first is stopped like any other process then),
+    and with none queued everything goes on."""
     device, gate = "gate-test-timed", Gate()
     a, b, checker = procs = _sleepers(3)
     granted: list[str] = []
@@ -164,19 +165,21 @@ def test_the_others_go_on_once_the_timer_reports_its_last_sample() -> None:
         gate.close(device, b.pid, lambda: granted.append("b"))  # queued, stopped
         assert settles(checker.pid, stopped=True) and settles(b.pid, stopped=True)
         gate.timed(device, b.pid)  # not the timer: nothing changes
-        assert settles(checker.pid, stopped=True)
-        gate.timed(device, a.pid)
+        assert granted == ["a"] and settles(checker.pid, stopped=True)
+        gate.timed(device, a.pid)  # a's last sample: b times, a finishes when b is done
+        assert granted == ["a", "b"] and gate.timer(device) == b.pid
+        assert settles(a.pid, stopped=True) and settles(checker.pid, stopped=True)
+        assert settles(b.pid, stopped=False)
+        gate.open(device, a.pid)  # a exits meanwhile: b's turn is not cut short
+        assert gate.timer(device) == b.pid
+        gate.timed(device, b.pid)  # none queued: everything goes on, b exits later
         assert not gate.closed(device)
         assert settles(checker.pid, stopped=False) and settles(b.pid, stopped=False)
         late = _sleepers(1)[0]
         procs.append(late)
-        gate.register(device, late.pid)  # a spare started while a exits: it runs
-        assert settles(late.pid, stopped=False) and granted == ["a"]
-        gate.open(device, a.pid)  # a is gone: b times, everything else stops again
-        assert granted == ["a", "b"] and gate.closed(device)
-        assert settles(checker.pid, stopped=True) and settles(late.pid, stopped=True)
-        gate.timed(device, b.pid)
+        gate.register(device, late.pid)  # a spare started while b exits: it runs
+        assert settles(late.pid, stopped=False)
         gate.open(device, b.pid)
-        assert settles(checker.pid, stopped=False) and settles(late.pid, stopped=False)
+        assert gate.active(device) == {checker.pid}
     finally:
         _end(procs)

@@ -30,10 +30,11 @@ MIXED = ["honest_vectorized", "p04_timer_patch", "p14_channel_write"]
 
 
 def _watch(workers: Workers) -> list[tuple[str, int, float]]:
-    """Record when the gate grants the device and when its timer is gone."""
+    """Record when the gate grants the device and when its timer hands it over (its last
+    sample taken, or the process gone)."""
     log: list[tuple[str, int, float]] = []
     gate, lock = workers.gate, threading.Lock()
-    real_close, real_open = gate.close, gate.open
+    real_close, real_open, real_timed = gate.close, gate.open, gate.timed
 
     def close(device: str, pid: int, grant: Callable[[], None]) -> None:
         def granted() -> None:
@@ -43,15 +44,19 @@ def _watch(workers: Workers) -> list[tuple[str, int, float]]:
 
         real_close(device, pid, granted)
 
-    def open_(device: str, pid: int) -> None:
-        # Logged before the gate opens: opening grants the next waiting candidate at once,
-        # whose "start" must not land ahead of this "end".
-        if gate.timer(device) == pid:
-            with lock:
-                log.append(("end", pid, time.monotonic()))
-        real_open(device, pid)
+    def ended(real: Callable[[str, int], None]) -> Callable[[str, int], None]:
+        def end(device: str, pid: int) -> None:
+            # Logged before the hand-over: it grants the next waiting candidate at once,
+            # whose "start" must not land ahead of this "end".
+            if gate.timer(device) == pid:
+                with lock:
+                    log.append(("end", pid, time.monotonic()))
+            real(device, pid)
 
-    gate.close, gate.open = close, open_  # type: ignore[method-assign]
+        return end
+
+    gate.close = close  # type: ignore[method-assign]
+    gate.open, gate.timed = ended(real_open), ended(real_timed)  # type: ignore[method-assign]
     return log
 
 
@@ -112,8 +117,8 @@ def test_bench_distinct_reports_a_stream_and_agreeing_verdicts(cli: Callable[...
     assert report["verdicts_identical"] is True
     assert report["max_time_s"] == 0.05
     flight = report["in_flight_pass"]
-    # What held the device alone: the timing and finish stages of every candidate.
-    held = sum(r["stage_s"].get(k, 0.0) for r in flight["runs"] for k in ("timing", "finish"))
+    # What held the device alone: the timing stage of every candidate.
+    held = sum(r["stage_s"].get("timing", 0.0) for r in flight["runs"])
     assert flight["device_held_s"] == round(held, 3) > 0
     assert flight["in_flight"] == 2 and flight["candidates"] == 2
     # Two tasks' first variants: distinct sources, each evaluated in every pass.
