@@ -92,8 +92,10 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
     ratios = [p["baseline"]["median_s"] / p["candidate"]["median_s"] for p in pairs
               if p["candidate"]["median_s"] > 0 and p["baseline"]["median_s"] > 0]  # fmt: skip
     speedup = statistics.geometric_mean(ratios) if ratios else None
+    again = any(n.startswith("evaluated again with the device to itself") for n in verdict.notes)
     return {"wall_s": wall, "kernel_s": kernel, "speedup": speedup, "correct": verdict.correct,
-            "flags": verdict.flags, "error": verdict.error, "stage_s": verdict.stage_s}  # fmt: skip
+            "flags": verdict.flags, "error": verdict.error, "stage_s": verdict.stage_s,
+            "again_alone": again}  # fmt: skip
 
 
 def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
@@ -118,6 +120,7 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
     cpu_after = host_cpu()
     held = sum((r.get("stage_s") or {}).get(k, 0.0) for r in runs for k in HELD)
     return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
+            "again_alone": sum(bool(r.get("again_alone")) for r in runs),
             "device_held_s": round(held, 3),
             "host_cpu_busy": busy_fraction(cpu_before, cpu_after),
             "candidates_per_min": round(60 * len(runs) / total, 2),
@@ -216,8 +219,13 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
                           one_pass(items, f"{salt} in-flight", device, 1, workers, max_time_s))  # fmt: skip
     finally:
         workers.shutdown()
-    key = [(r["correct"], sorted(r["flags"])) for r in serial["runs"]]
-    same = key == [(r["correct"], sorted(r["flags"])) for r in flight["runs"]]
+
+    def key(p: dict[str, Any]) -> list[tuple[bool, list[str]]]:
+        return [(r["correct"], sorted(r["flags"])) for r in p["runs"]]
+
+    counted = {name: p for name, p in done.items()
+               if name.startswith("in_flight_") or name in ("serial", "cached")}  # fmt: skip
+    same = {name: key(p) == key(serial) for name, p in counted.items() if name != "serial"}
     compile_s = [s["wall_s"] - c["wall_s"] for s, c in zip(serial["runs"], cached["runs"],
                                                           strict=True)]  # fmt: skip
     beyond = [c["wall_s"] - c["kernel_s"] for c in cached["runs"]]
@@ -230,8 +238,9 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
         "serial": serial,
         "in_flight_pass": flight,
         "cached": cached,
-        "verdicts_identical": same,
-        "all_correct": all(r["correct"] for r in serial["runs"] + flight["runs"]),
+        "verdicts_identical": all(same.values()),
+        "verdicts_identical_by_pass": same,
+        "all_correct": all(r["correct"] for p in counted.values() for r in p["runs"]),
         "compile_median_s": round(statistics.median(compile_s), 3),
         "overhead_beyond_compile_median_s": round(statistics.median(beyond), 3),
         "speedup_in_flight": round(flight["candidates_per_min"] / serial["candidates_per_min"], 2),
@@ -255,11 +264,13 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"{name:<15} in flight {p['in_flight']}: {p['candidates_per_min']:.2f}/min, "
                      f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s, "
                      f"device held alone {p.get('device_held_s', 0.0):.1f} s, "
-                     f"host CPU busy {p.get('host_cpu_busy')}")  # fmt: skip
+                     f"host CPU busy {p.get('host_cpu_busy')}, "
+                     f"evaluated again alone {p.get('again_alone', 0)}")  # fmt: skip
         stages = ", ".join(f"{k} {v:.2f}" for k, v in p.get("stage_median_s", {}).items())
         lines.append(f"{'':<15} stage medians (s): {stages}")
-    lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']}; "
-                 f"all correct: {report['all_correct']}")  # fmt: skip
+    lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']} "
+                 f"({report.get('verdicts_identical_by_pass')}); every pass all correct: "
+                 f"{report['all_correct']}")  # fmt: skip
     agree = ", ".join(f"{k} {v}" for k, v in (report.get("speedup_agreement") or {}).items())
     lines.append(
         f"largest relative difference of a variant's speedup from the serial pass: {agree}"

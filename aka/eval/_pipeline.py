@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import secrets
 import sysconfig
 import time
@@ -106,6 +107,8 @@ class CandidateRun:
     contained: str | None
     marks: list[dict[str, Any]]
     stage_s: dict[str, float] = field(default_factory=dict)
+    crowded: bool = False
+    """Whether another evaluation ran on the device beside this one (evaluations in flight)."""
 
     @classmethod
     def of(cls, got: Collected) -> CandidateRun:
@@ -291,18 +294,26 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
 
 
 def run_processes(
-    job: Job, root: Path, *, workers: Workers | None = None, split_stages: bool = False
+    job: Job,
+    root: Path,
+    *,
+    workers: Workers | None = None,
+    split_stages: bool = False,
+    alone: bool = False,
 ) -> tuple[CandidateRun, dict[str, Any], CheckerReport]:
     """The candidate process(es), then the checker process; returns all three results.
 
     The checker starts at once (importing torch overlaps the candidate's run) but gets
     its request, and computes reference outputs, only after the candidate process and
     everything it started are gone. ``split_stages`` runs a process per stage instead
-    of one (the naive path ``aka bench eval`` compares against).
+    of one (the naive path ``aka bench eval`` compares against); ``alone``: with no other
+    evaluation on the device meanwhile (:meth:`Workers.evaluating`).
     """
     workers = workers or current()
-    with workers.evaluating(job.device):
-        return _processes(job, root, workers, split_stages)
+    with workers.evaluating(job.device, alone=alone) as share:
+        run, assembled, checked = _processes(job, root, workers, split_stages)
+    run.crowded = share.crowded
+    return run, assembled, checked
 
 
 def _processes(job: Job, root: Path, workers: Workers, split_stages: bool
@@ -380,6 +391,23 @@ def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[s
     return out
 
 
+_OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation")
+MEMORY_SENSITIVE = frozenset({"uninitialized_read"})
+"""Flags that memory pressure from other evaluations can raise on an honest kernel: two
+runs over differently poisoned memory differ when an allocation the check poisons fails
+or moves (seen with 12 and 16 evaluations in flight on an 80 GB H100, docs/benchmarks.md)."""
+
+
+def short_of_memory(verdict: Verdict) -> str | None:
+    """Why a verdict may be the device's want of memory rather than the candidate's doing:
+    a CUDA out-of-memory error, or only memory-sensitive flags; else None."""
+    if verdict.error and _OUT_OF_MEMORY.search(verdict.error):
+        return "ran out of device memory"
+    if verdict.flags and set(verdict.flags) <= MEMORY_SENSITIVE:
+        return f"was flagged {', '.join(verdict.flags)}"
+    return None
+
+
 def run_job(
     job: Job, root: Path, *, workers: Workers | None = None, split_stages: bool = False
 ) -> Verdict:
@@ -387,9 +415,29 @@ def run_job(
 
     ``workers``: the process layer to evaluate with (default: this process's,
     :func:`aka.eval._workers.current`).
+
+    An evaluation that ran beside others on its device and failed in a way the others'
+    memory can cause (:func:`short_of_memory`) is evaluated again with the device to
+    itself, and that verdict stands: a trainer's batch in flight must not score a correct
+    kernel 0 because its neighbours held the memory. The candidate gains nothing by
+    it: alone, it is judged as one evaluation at a time is.
     """
+    verdict, crowded = _evaluate(job, root, workers, split_stages, alone=False)
+    reason = short_of_memory(verdict) if crowded else None
+    if reason is None:
+        return verdict
+    again, _ = _evaluate(job, root, workers, split_stages, alone=True)
+    again.notes.append(f"evaluated again with the device to itself: beside other "
+                       f"evaluations it {reason}")  # fmt: skip
+    return again
+
+
+def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool, *, alone: bool
+              ) -> tuple[Verdict, bool]:  # fmt: skip
+    """One evaluation of the candidate (:func:`run_job`), and whether it was crowded."""
     static = static_findings(job, root / "cand")
-    run, assembled, checked = run_processes(job, root, workers=workers, split_stages=split_stages)
+    run, assembled, checked = run_processes(job, root, workers=workers, split_stages=split_stages,
+                                            alone=alone)  # fmt: skip
     core_ran = bool(assembled["records"]) or bool(assembled["timing"])
     compiled = run.compiled or (
         {"ok": True, "error": None, "wall_s": 0.0}
@@ -450,4 +498,4 @@ def run_job(
         network=run.network,
         notes=notes,
         stage_s=dict(run.stage_s),
-    )
+    ), run.crowded

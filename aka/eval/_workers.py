@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 __all__ = ["Workers", "configure", "current", "for_run"]
 
 
+class Share:
+    """How one evaluation shared its device (:meth:`Workers.evaluating`)."""
+
+    crowded: bool = False
+    """Whether another evaluation ran on the device while this one did."""
+
+
 class Workers:
     """Everything that starts and coordinates evaluation processes for one evaluator."""
 
@@ -51,8 +58,10 @@ class Workers:
         self.gate = Gate(stop=self.switches.gate, host=HostGate(host) if host else None)
         self.zygotes = Zygotes()
         self.spares = Spares(self.prepared)
-        self._count = threading.Lock()
+        self._count = threading.Condition()
         self._in_flight: dict[str, int] = {}  # device -> evaluations running on it
+        self._started: dict[str, int] = {}  # device -> evaluations ever started on it
+        self._alone: dict[str, int] = {}  # device -> evaluations waiting for it, or on it, alone
 
     @property
     def warm(self) -> bool:
@@ -78,16 +87,35 @@ class Workers:
                     prepared=isolate)  # fmt: skip
 
     @contextlib.contextmanager
-    def evaluating(self, device: str) -> Iterator[None]:
+    def evaluating(self, device: str, *, alone: bool = False) -> Iterator[Share]:
         """One evaluation runs on ``device`` inside the block: it counts toward how many
-        spares wait for the evaluations to come (:meth:`refill`)."""
+        spares wait for the evaluations to come (:meth:`refill`).
+
+        ``alone``: wait until no other evaluation runs on the device, and let none start
+        until the block ends (an evaluation that failed for want of the device's memory
+        with others in flight is run again so, :func:`aka.eval._pipeline.run_job`).
+        Evaluations that would start meanwhile wait. The :class:`Share` yielded says,
+        once the block ends, whether another evaluation ran on the device beside it.
+        """
+        share = Share()
         with self._count:
+            if alone:
+                self._alone[device] = self._alone.get(device, 0) + 1
+                self._count.wait_for(lambda: not self._in_flight.get(device))
+            else:
+                self._count.wait_for(lambda: not self._alone.get(device))
+            share.crowded = bool(self._in_flight.get(device))
             self._in_flight[device] = self._in_flight.get(device, 0) + 1
+            self._started[device] = started = self._started.get(device, 0) + 1
         try:
-            yield
+            yield share
         finally:
             with self._count:
                 self._in_flight[device] -= 1
+                share.crowded = share.crowded or self._started[device] > started
+                if alone:
+                    self._alone[device] -= 1
+                self._count.notify_all()
 
     def in_flight(self, device: str) -> int:
         """Evaluations running on ``device`` now (:meth:`evaluating` blocks)."""

@@ -161,3 +161,93 @@ def test_busy_fraction_reads_the_share_of_busy_ticks() -> None:
     assert busy_fraction(None, (1, 2)) is None and busy_fraction((5, 10), (5, 10)) is None
     now = host_cpu()
     assert now is not None and 0 <= now[0] <= now[1]
+
+
+def test_an_evaluation_alone_waits_for_the_device_and_holds_it() -> None:
+    """``alone`` waits until the evaluations in flight end, and none starts beside it;
+    each says afterwards whether another ran on its device meanwhile."""
+    workers = Workers()
+    order: list[str] = []
+    first_in, release_first = threading.Event(), threading.Event()
+
+    def first() -> bool:
+        with workers.evaluating("dev") as share:
+            first_in.set()
+            release_first.wait(10)
+            order.append("first ends")
+        return share.crowded
+
+    def alone() -> bool:
+        with workers.evaluating("dev", alone=True) as share:
+            order.append("alone runs")
+            time.sleep(0.2)
+            order.append("alone ends")
+        return share.crowded
+
+    def later() -> bool:
+        with workers.evaluating("dev") as share:
+            order.append("later runs")
+        return share.crowded
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        a = pool.submit(first)
+        assert first_in.wait(10)
+        b = pool.submit(alone)
+        time.sleep(0.2)  # the alone one is waiting now: a later one must queue behind it
+        c = pool.submit(later)
+        time.sleep(0.2)
+        assert order == []
+        with workers.evaluating("other-device") as other:  # another device is not held
+            pass
+        release_first.set()
+        crowded = a.result(10), b.result(10), c.result(10)
+    assert order == ["first ends", "alone runs", "alone ends", "later runs"]
+    assert crowded == (False, False, False) and not other.crowded
+    # Two that overlap were each crowded, the one started first too.
+    with workers.evaluating("dev") as one:
+        with workers.evaluating("dev") as two:
+            pass
+    assert one.crowded and two.crowded
+    assert workers.in_flight("dev") == 0
+
+
+def test_a_verdict_short_of_memory_beside_others_is_evaluated_again_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aka.eval import _pipeline
+
+    def verdict(error: str | None, flags: list[str]) -> Verdict:
+        return Verdict(compiled={"ok": True}, cases=[], timing=[], device={}, flags=flags,
+                       evidence=[], correct=not error and not flags, error=error,
+                       network="none")  # fmt: skip
+
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB."
+    results: list[tuple[Verdict, bool]] = []
+    calls: list[bool] = []
+
+    def evaluate(job: Any, root: Path, workers: Any, split: bool, *, alone: bool
+                 ) -> tuple[Verdict, bool]:  # fmt: skip
+        calls.append(alone)
+        return results.pop(0)
+
+    monkeypatch.setattr(_pipeline, "_evaluate", evaluate)
+    # Out of memory beside others: evaluated again alone, and that verdict stands.
+    results[:] = [(verdict(oom, []), True), (verdict(None, []), False)]
+    got = run_job(None, tmp_path)  # type: ignore[arg-type]
+    assert calls == [False, True] and got.correct
+    assert got.notes == ["evaluated again with the device to itself: beside other "
+                         "evaluations it ran out of device memory"]  # fmt: skip
+    # Flagged only for what memory pressure can cause: again; alone it is flagged again.
+    calls.clear()
+    results[:] = [(verdict(None, ["uninitialized_read"]), True),
+                  (verdict(None, ["uninitialized_read"]), False)]  # fmt: skip
+    got = run_job(None, tmp_path)  # type: ignore[arg-type]
+    assert calls == [False, True] and got.flags == ["uninitialized_read"]
+    # Alone already, or caught for anything else: the first verdict stands.
+    for first in [(verdict(oom, []), False),
+                  (verdict(None, ["uninitialized_read", "timer_tamper"]), True),
+                  (verdict("correctness: 12 mismatched elements", []), True)]:  # fmt: skip
+        calls.clear()
+        results[:] = [first]
+        assert run_job(None, tmp_path) is first[0]  # type: ignore[arg-type]
+        assert calls == [False]
