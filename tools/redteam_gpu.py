@@ -118,6 +118,7 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
     ("s28_e2e_module_hidden", "e2e/llama/prefill_rmsnorm", 14, ("task_code_patched",)),
     ("s29_degenerate_inputs", "triton2triton/llm/softmax", 9, ()),
     ("s30_baseline_within_slack", "triton2triton/llm/softmax", 4, ("task_code_patched",)),
+    ("s34_baseline_attribute_slowed", "triton2triton/llm/softmax", 4, ("task_code_patched",)),
     ("s31_torchscript_fuser", "triton2triton/llm/softmax", 12, ("forbidden_api",)),
     ("s32_e2e_unlisted_sqrt", "e2e/llama/prefill_rmsnorm", 12, ("forbidden_api",)),
     ("s33_inductor_raw_call", "triton2triton/llm/softmax", 12, ("native_code",)),

@@ -237,12 +237,15 @@ def _task_modules(
     return list(out.values())
 
 
-Snapshot = dict[str, tuple[ModuleType, dict[str, Any]]]
+Snapshot = dict[str, tuple[ModuleType, dict[str, Any], dict[str, dict[str, Any]]]]
+"""Per task module (``file:module``): the module, its bindings, and per binding the
+callables that its object and its classes hold (:func:`_callables`)."""
 
 
 def snapshot(files: Iterable[str], held: Iterable[ModuleType] = ()) -> Snapshot:
     """Every loaded task module's bindings now (the objects, held), minus those its own
-    functions rebind (``global`` names) and dunders."""
+    functions rebind (``global`` names) and dunders; and what each bound object calls
+    through its attributes."""
     out: Snapshot = {}
     for module, path in _task_modules(files, held):
         tree = _tree(path)
@@ -250,26 +253,79 @@ def snapshot(files: Iterable[str], held: Iterable[ModuleType] = ()) -> Snapshot:
             continue
         moving = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
         kept = {k: v for k, v in vars(module).items() if not k.startswith("__") and k not in moving}
-        out[f"{Path(path).name}:{module.__name__}"] = (module, kept)
+        methods = {k: _callables(v) for k, v in kept.items()}
+        out[f"{Path(path).name}:{module.__name__}"] = (module, kept, methods)
+    return out
+
+
+def _callables(obj: Any) -> dict[str, Any]:
+    """The callables reached through an object's attributes: those its own ``__dict__``
+    holds, and the methods of its classes (each class in its MRO but the built-in ones),
+    keyed ``attr`` and ``Class.attr``.
+
+    A name can keep its object while what the object calls changes: an instance attribute
+    named like a method shadows the method (``kernel.run = slower`` on the baseline's own
+    Triton kernel, corpus ``s34``), and a method rebound on a class changes every
+    instance. Callables only: objects set plain state as they run (an autotuner's best
+    config, a kernel's cache), never their methods."""
+    if isinstance(obj, ModuleType) or _plain(obj):
+        return {}
+    out: dict[str, Any] = {}
+    own = getattr(obj, "__dict__", None)
+    if isinstance(own, dict):
+        out.update({k: v for k, v in own.items() if callable(v)})
+    cls = obj if isinstance(obj, type) else type(obj)
+    for c in getattr(cls, "__mro__", ()):
+        if c.__module__ == "builtins":
+            continue  # their attributes cannot be assigned
+        for k, v in vars(c).items():
+            if callable(v) or isinstance(v, staticmethod | classmethod | property):
+                out.setdefault(f"{c.__qualname__}.{k}", v)
     return out
 
 
 def changed_since(before: Snapshot, *, data: bool = True) -> list[str]:
-    """``file:name`` for each binding of ``before`` that is gone or bound to another object.
+    """``file:name`` for each binding of ``before`` that is gone or bound to another object,
+    and ``file:name.attr`` for each callable that the same object now reaches otherwise
+    (added, removed or rebound on it or on its classes, :func:`_callables`).
 
     ``data=False`` lets a value be replaced by another plain value (numbers, strings,
     tuples of them): a task's own code may set its module's sizes for each shape it runs
     (imported KernelBench models get theirs from the problem file that way), and a size
     set wrong changes the answer the checker compares, not the code that computes it."""
     found: list[str] = []
-    for where, (module, kept) in before.items():
+    for where, (module, kept, methods) in before.items():
         space = vars(module)
         name = where.split(":", 1)[0]
         for k, v in kept.items():
             now = space.get(k, _MISSING)
             if now is not v and (data or not (_plain(v) and _plain(now))):
                 found.append(f"{name}:{k}")
+            elif now is v:  # the same object: what it calls must be the same too
+                was, has = methods.get(k, {}), _callables(v)
+                found += [f"{name}:{k}.{a}" for a in sorted(set(was) | set(has))
+                          if was.get(a, _MISSING) is not has.get(a, _MISSING)
+                          and not _cached(v, a, has.get(a, _MISSING))]  # fmt: skip
     return found
+
+
+def _cached(obj: Any, attr: str, value: Any) -> bool:
+    """Whether ``value`` is what a ``functools.cached_property`` of the object's class
+    computes for ``attr`` (stored on the instance at first use: a Triton autotuner's
+    ``do_bench``, the benchmarker it asks the driver for). Computed again to compare, so a
+    value set in its place is still named."""
+    prop = getattr(type(obj), attr, None) if "." not in attr else None
+    if not isinstance(prop, functools.cached_property) or value is _MISSING:
+        return False
+    try:
+        fresh = prop.func(obj)
+    except Exception:
+        return False
+    if fresh is value:
+        return True
+    # A bound method is made anew on each access: the same function of the same object.
+    func, owner = getattr(fresh, "__func__", _MISSING), getattr(fresh, "__self__", _MISSING)
+    return func is getattr(value, "__func__", None) and owner is getattr(value, "__self__", None)
 
 
 def _plain(value: Any) -> bool:

@@ -185,3 +185,60 @@ def test_sizes_a_task_sets_per_shape_are_not_code(model: tuple[ModuleType, Path]
     assert changed_since(before, data=False) == []
     module.norm = lambda x: x  # type: ignore[attr-defined]
     assert changed_since(before, data=False) == ["llama.py:norm"]
+
+
+KERNEL = '''
+import functools
+
+
+def bench(fn):
+    return fn()
+
+
+class Kernel:
+    """Like a Triton autotuner: called through a method, with state set as it runs."""
+
+    def __init__(self):
+        self.cache = {}
+        self.best = None
+
+    @functools.cached_property
+    def do_bench(self):  # stored on the instance at first use, as Triton's autotuner does
+        return bench
+
+    def run(self, x):
+        self.best = ("config", self.do_bench(lambda: x))  # plain state set on every call
+        self.cache[x] = self.best
+        return x
+
+
+kernel = Kernel()
+'''
+
+
+def test_a_method_shadowed_or_rebound_on_the_same_object_is_caught(tmp_path: Path) -> None:
+    """The name keeps its object, but what the object calls changes: an instance attribute
+    named like the method (corpus ``s34``, ``kernel.run = slower``) or the class's method
+    rebound. State the object sets as it runs is not code."""
+    path = tmp_path / "kernel.py"
+    path.write_text(KERNEL)
+    spec = importlib.util.spec_from_file_location("_taskcode_kernel", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    files = [str(path)]
+    before = snapshot(files, held=[module])
+    module.kernel.run(3)
+    assert changed_since(before) == []
+    real = module.kernel.run
+    module.kernel.run = lambda x: real(x)
+    assert changed_since(before, data=False) == ["kernel.py:kernel.run"]
+    del module.kernel.run
+    method = module.Kernel.run
+    module.Kernel.run = lambda self, x: method(self, x)
+    assert changed_since(before, data=False) == ["kernel.py:Kernel.Kernel.run",
+                                                 "kernel.py:kernel.Kernel.run"]  # fmt: skip
+    module.Kernel.run = method
+    assert changed_since(before) == []
+    module.kernel.do_bench = lambda fn: fn()  # in place of what the property computes
+    assert changed_since(before) == ["kernel.py:kernel.do_bench"]

@@ -2,7 +2,9 @@
 # mypy: ignore-errors
 """The baseline slowed by a fifth beside the candidate, its module left as it was.
 
-Task: triton2triton/llm/softmax (bundled). Expected: caught, or at least no speedup.
+Task: triton2triton/llm/softmax (bundled). Expected: ``task_code_patched`` (the snapshot
+of the baseline's modules holds what each bound object calls, its own attributes and its
+classes' methods: ``softmax_kernel.run`` is new on the same object).
 
 ``s30_baseline_within_slack`` rebinds the baseline module's kernel and is caught against
 the snapshot of the baseline's modules taken before the candidate was imported. This one
