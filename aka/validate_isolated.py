@@ -17,9 +17,6 @@ while a quarter of the GPU's memory is free (or when no other task runs).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -33,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from aka import events as ev
 from aka.childjson import read_request, report, run_module
 from aka.eval import HOST_GATE_ENV, current_workers, recover_host_gate
+from aka.eval._memory import ADMIT_FREE, gpu_free_fraction
 from aka.kinds import TaskValidation
 from aka.validate import record_validation
 
@@ -124,34 +122,8 @@ class Validated:
     under_load: TaskValidation | None = None
 
 
-ADMIT_FREE = 0.25
-"""A task starts on a GPU only while this fraction of its memory is free (or when no
-other task runs): five to ten KernelBench validations at once ran an H200 out of memory."""
 ADMIT_GAP_S = 3.0
 """Seconds between two starts, so that the last one's allocations show before the next."""
-
-
-def gpu_free_fraction(device: str) -> float | None:
-    """The fraction of ``device``'s memory free now, from ``nvidia-smi`` (None: unknown).
-
-    Asked of the driver's tool so that this process never starts CUDA itself; the
-    index follows ``CUDA_VISIBLE_DEVICES`` as the evaluation processes see it.
-    """
-    exe = shutil.which("nvidia-smi")
-    if exe is None or not device.startswith("cuda"):
-        return None
-    index = device.partition(":")[2] or "0"
-    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-    if visible and index.isdigit() and int(index) < len(visible):
-        index = visible[int(index)].strip()
-    query = [exe, "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"]
-    try:
-        done = subprocess.run([*query, "-i", index], capture_output=True, text=True,
-                              timeout=10, check=True)  # fmt: skip
-        used, total = (float(v) for v in done.stdout.strip().splitlines()[0].split(","))
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
-    return 1.0 - used / total if total > 0 else None
 
 
 class _Admission:

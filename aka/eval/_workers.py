@@ -19,12 +19,14 @@ import contextlib
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aka.eval._gate import Gate
 from aka.eval._hostgate import HostGate
+from aka.eval._memory import ADMIT_FREE, gpu_free_fraction
 from aka.eval._spares import Spares
 from aka.eval._switches import Switches
 from aka.eval._warm import Zygotes
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
     from aka.eval._proc import Proc
 
 __all__ = ["Workers", "configure", "current", "for_run"]
+
+
+ADMIT_POLL_S = 0.5
+"""How often an evaluation waiting for the device's memory asks again."""
 
 
 class Share:
@@ -45,10 +51,14 @@ class Share:
 class Workers:
     """Everything that starts and coordinates evaluation processes for one evaluator."""
 
-    def __init__(self, switches: Switches | None = None) -> None:
+    def __init__(self, switches: Switches | None = None,
+                 free: Callable[[str], float | None] = gpu_free_fraction) -> None:  # fmt: skip
         """Evaluation processes for this process, which becomes non-dumpable: the verdicts
         are decided here, and a candidate's process of the same user could otherwise
-        write its memory (:func:`aka.eval._contain.not_dumpable`)."""
+        write its memory (:func:`aka.eval._contain.not_dumpable`).
+
+        ``free``: the fraction of a device's memory free now (None: unknown), which an
+        evaluation starting beside others waits on (:meth:`evaluating`)."""
         if sys.platform.startswith("linux"):
             from aka.eval._contain import not_dumpable
 
@@ -62,6 +72,8 @@ class Workers:
         self._in_flight: dict[str, int] = {}  # device -> evaluations running on it
         self._started: dict[str, int] = {}  # device -> evaluations ever started on it
         self._alone: dict[str, int] = {}  # device -> evaluations waiting for it, or on it, alone
+        self._free = free
+        self._admitting: dict[str, threading.Lock] = {}  # per device: one waits for memory
 
     @property
     def warm(self) -> bool:
@@ -96,8 +108,14 @@ class Workers:
         with others in flight is run again so, :func:`aka.eval._pipeline.run_job`).
         Evaluations that would start meanwhile wait. The :class:`Share` yielded says,
         once the block ends, whether another evaluation ran on the device beside it.
+
+        An evaluation that would start beside others on a GPU first waits until
+        :data:`aka.eval._memory.ADMIT_FREE` of its memory is free (or none is left
+        running), one such start at a time per device.
         """
         share = Share()
+        if not alone:
+            self._admit(device)
         with self._count:
             if alone:
                 self._alone[device] = self._alone.get(device, 0) + 1
@@ -116,6 +134,16 @@ class Workers:
                 if alone:
                     self._alone[device] -= 1
                 self._count.notify_all()
+
+    def _admit(self, device: str) -> None:
+        """Wait while others run on ``device`` and too little of its memory is free."""
+        with self._count:
+            turn = self._admitting.setdefault(device, threading.Lock())
+        with turn:
+            while (
+                self.in_flight(device) and (f := self._free(device)) is not None and f < ADMIT_FREE
+            ):
+                time.sleep(ADMIT_POLL_S)
 
     def in_flight(self, device: str) -> int:
         """Evaluations running on ``device`` now (:meth:`evaluating` blocks)."""

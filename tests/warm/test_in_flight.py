@@ -204,9 +204,8 @@ def test_an_evaluation_alone_waits_for_the_device_and_holds_it() -> None:
     assert order == ["first ends", "alone runs", "alone ends", "later runs"]
     assert crowded == (False, False, False) and not other.crowded
     # Two that overlap were each crowded, the one started first too.
-    with workers.evaluating("dev") as one:
-        with workers.evaluating("dev") as two:
-            pass
+    with workers.evaluating("dev") as one, workers.evaluating("dev") as two:
+        pass
     assert one.crowded and two.crowded
     assert workers.in_flight("dev") == 0
 
@@ -251,3 +250,41 @@ def test_a_verdict_short_of_memory_beside_others_is_evaluated_again_alone(
         results[:] = [first]
         assert run_job(None, tmp_path) is first[0]  # type: ignore[arg-type]
         assert calls == [False]
+
+
+def test_an_evaluation_beside_others_waits_for_the_device_s_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a GPU with too little memory free, a second evaluation waits to start while
+    another runs; alone on the device, or once memory is free, it starts at once."""
+    from aka.eval import _workers
+    from aka.eval._memory import ADMIT_FREE
+
+    monkeypatch.setattr(_workers, "ADMIT_POLL_S", 0.02)
+    free = {"cuda:0": ADMIT_FREE / 2}
+    asked: list[str] = []
+
+    def probe(device: str) -> float | None:
+        asked.append(device)
+        return free.get(device)
+
+    workers = Workers(free=probe)
+    with workers.evaluating("cuda:0"):  # alone: no memory asked for
+        pass
+    assert asked == []
+    started = threading.Event()
+
+    def second() -> None:
+        with workers.evaluating("cuda:0"):
+            started.set()
+
+    with workers.evaluating("cuda:0"):
+        t = threading.Thread(target=second)
+        t.start()
+        assert not started.wait(0.3)  # waiting for memory
+        with workers.evaluating("cpu"):  # another device does not wait behind it
+            pass
+        free["cuda:0"] = ADMIT_FREE * 2
+        assert started.wait(5)
+    t.join(5)
+    assert set(asked) == {"cuda:0"} and workers.in_flight("cuda:0") == 0
