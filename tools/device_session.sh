@@ -126,10 +126,16 @@
 #                                    after an uncounted warm-up, 8 and 12 in flight, serial and
 #                                    cached, at 0.05 s per shape; then 8 and 12 in flight at
 #                                    0.1 s per shape (cut in its serial pass)
+#   bash tools/device_session.sh dg [N]
+#                                    the core's build, the red-team entries on bundled tasks from
+#                                    s31 on and three honest controls through warm workers, then
+#                                    N (default 24) distinct new candidates after a warm-up, 8, 12
+#                                    and 16 in flight (memory admission, evaluated again alone),
+#                                    serial and cached, at 0.05 s per shape
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -170,6 +176,15 @@ nx)
   done
   AKA_EVAL_WARM=1 step cuda 120 aka tasks validate --device cuda --jobs 2 \
     cuda2cuda/ops/softmax torch2cuda/ops/$(ls tasks/torch2cuda/ops | head -1)
+  ;;
+dg)
+  sealbuild
+  LATE=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s31_torchscript_fuser'):]))")
+  AKA_EVAL_WARM=1 step redteam_w1 120 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
+    --only honest_triton_basic honest_triton_autotune honest_vectorized $LATE
+  step distinct 300 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
+    --in-flight 8 --sweep 12,16 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+    --output $R/distinct.json
   ;;
 df)
   sealbuild

@@ -288,6 +288,14 @@ ADVERSARIAL = [
         bundled=True,
     ),
     Entry(
+        "s36_host_numpy_interface",
+        "triton2triton/llm/softmax",
+        12,
+        time=True,
+        bundled=True,
+        open_hole="on the CPU, numpy over a tensor's raw memory is not told from a kernel",
+    ),
+    Entry(
         "s35_interpreter_host_values",
         "triton2triton/llm/softmax",
         12,
