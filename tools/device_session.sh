@@ -128,7 +128,7 @@
 #                                    0.1 s per shape (cut in its serial pass)
 #   bash tools/device_session.sh dg [N]
 #                                    the core's build, the red-team entries on bundled tasks from
-#                                    s31 on and three honest controls through warm workers, then
+#                                    s34 on and three honest controls through warm workers, then
 #                                    N (default 24) distinct new candidates after a warm-up, 8, 12
 #                                    and 16 in flight (memory admission, evaluated again alone),
 #                                    serial and cached, at 0.05 s per shape
@@ -179,7 +179,7 @@ nx)
   ;;
 dg)
   sealbuild
-  LATE=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s31_torchscript_fuser'):]))")
+  LATE=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s34_baseline_attribute_slowed'):]))")
   AKA_EVAL_WARM=1 step redteam_w1 120 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
     --only honest_triton_basic honest_triton_autotune honest_vectorized $LATE
   step distinct 300 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
