@@ -29,8 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from aka import events as ev
 from aka.childjson import read_request, report, run_module
-from aka.eval import HOST_GATE_ENV, current_workers, recover_host_gate
-from aka.eval._memory import ADMIT_FREE, gpu_free_fraction
+from aka.eval import (
+    ADMIT_FREE,
+    HOST_GATE_ENV,
+    current_workers,
+    gpu_free_fraction,
+    recover_host_gate,
+)
 from aka.kinds import TaskValidation
 from aka.validate import record_validation
 

@@ -6,7 +6,8 @@ Public surface: :func:`evaluate` (record an evaluation of a candidate tree in th
 for the benchmarks, trainers and the task checks, :func:`run_job` (the pipeline on one
 :class:`Job`, giving a :class:`Verdict`), :func:`child_env`, :func:`load_file_module`,
 the process layer: :class:`Workers` built from :class:`Switches`, the timing :class:`Gate`, the host gate's
-folder variable :data:`HOST_GATE_ENV` and :func:`recover_host_gate`,
+folder variable :data:`HOST_GATE_ENV` and :func:`recover_host_gate`, the GPU memory probe
+:func:`gpu_free_fraction` with its bar :data:`ADMIT_FREE`,
 :func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`; and
 :func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from aka.eval._evaluate import evaluate, harness_paths
     from aka.eval._gate import Gate
     from aka.eval._hostgate import recover as recover_host_gate
+    from aka.eval._memory import ADMIT_FREE, gpu_free_fraction
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
     from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from aka.eval._workers import for_run as workers_for_run
 
 __all__ = [
+    "ADMIT_FREE",
     "HOST_GATE_ENV",
     "EvalRequest",
     "Finding",
@@ -49,6 +52,7 @@ __all__ = [
     "current_workers",
     "evaluate",
     "forbidden_uses",
+    "gpu_free_fraction",
     "hack_findings",
     "harness_paths",
     "hide",
@@ -79,6 +83,8 @@ _WHERE = {
     "current_workers": "_workers:current",
     "workers_for_run": "_workers:for_run",
     "hide": "_contain",
+    "ADMIT_FREE": "_memory",
+    "gpu_free_fraction": "_memory",
 }
 """Public name -> ``module`` (same name there) or ``module:name``."""
 
