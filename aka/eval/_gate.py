@@ -10,9 +10,9 @@ on its signed result channel, then it waits for one byte on stdin), and the eval
 first stops (``SIGSTOP``) every prepared process of that device that has no request yet,
 then answers. They continue (``SIGCONT``) once the candidate's sealed core reports its
 last sample (its ``core_done`` frame; or once the process has exited, whichever comes
-first), and any started meanwhile is stopped as soon as it is registered. A stopped process holds
-no work of its own on the GPU beyond the tiny operations it may have queued, and the
-candidate's warm-up comes before its first sample.
+first), and any started meanwhile is stopped as soon as it is registered. A stopped
+process holds no work of its own on the GPU beyond the tiny operations it may have
+queued, and the candidate's warm-up comes before its first sample.
 
 With several evaluations in flight on one device, the other evaluations' candidate and
 checker processes are stopped too (wherever they are: compiling, checking, computing
@@ -68,8 +68,9 @@ class Gate:
     the candidate process whose ``gate`` request was granted. While a timer runs, every
     other tracked process of the device is stopped; a second candidate asking meanwhile
     is queued (it is stopped anyway, so it asks at most once) and granted when the timer
-    has taken its last sample (:meth:`timed`: its core says so) or is gone. Compiles and correctness runs of several evaluations thus overlap, and
-    timing stays exclusive per device.
+    has taken its last sample (:meth:`timed`: its core says so) or is gone. Compiles and
+    correctness runs of several evaluations thus overlap, and timing stays exclusive per
+    device.
     """
 
     def __init__(self, *, stop: bool = True, host: HostGate | None = None) -> None:
