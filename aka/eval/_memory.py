@@ -8,10 +8,12 @@ beside others is run again alone.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 
-__all__ = ["ADMIT_FREE", "gpu_free_fraction"]
+__all__ = ["ADMIT_FREE", "MEMORY_SENSITIVE", "gpu_free_fraction", "short_of_memory"]
 
 ADMIT_FREE = 0.25
 """Work starts on a GPU beside other work only while this fraction of its memory is free:
@@ -40,3 +42,21 @@ def gpu_free_fraction(device: str) -> float | None:
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
     return 1.0 - used / total if total > 0 else None
+
+
+_OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation")
+MEMORY_SENSITIVE = frozenset({"uninitialized_read"})
+"""Flags that memory pressure from other evaluations can raise on an honest kernel: two
+runs over differently poisoned memory differ when an allocation the check poisons fails
+or moves (seen with 12 and 16 evaluations in flight on an 80 GB H100, docs/benchmarks.md)."""
+
+
+def short_of_memory(error: str | None, flags: Sequence[str]) -> str | None:
+    """Why a verdict (its ``error`` and hack ``flags``) may be the device's want of memory
+    rather than the candidate's doing: a CUDA out-of-memory error, or only
+    memory-sensitive flags; else None."""
+    if error and _OUT_OF_MEMORY.search(error):
+        return "ran out of device memory"
+    if flags and set(flags) <= MEMORY_SENSITIVE:
+        return f"was flagged {', '.join(flags)}"
+    return None

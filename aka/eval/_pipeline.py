@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import secrets
 import sysconfig
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 from aka.eval import _alone, _detect, _foreign, _native, _ops, _plan, _sites, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
+from aka.eval._memory import short_of_memory
 from aka.eval._outputs import output_dir
 from aka.eval._proc import CHILD_TIMEOUT_S, Collected, child_env
 from aka.eval._profiling import request_field
@@ -391,23 +391,6 @@ def stage_times(marks: list[dict[str, Any]], start: float, end: float) -> dict[s
     return out
 
 
-_OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation")
-MEMORY_SENSITIVE = frozenset({"uninitialized_read"})
-"""Flags that memory pressure from other evaluations can raise on an honest kernel: two
-runs over differently poisoned memory differ when an allocation the check poisons fails
-or moves (seen with 12 and 16 evaluations in flight on an 80 GB H100, docs/benchmarks.md)."""
-
-
-def short_of_memory(verdict: Verdict) -> str | None:
-    """Why a verdict may be the device's want of memory rather than the candidate's doing:
-    a CUDA out-of-memory error, or only memory-sensitive flags; else None."""
-    if verdict.error and _OUT_OF_MEMORY.search(verdict.error):
-        return "ran out of device memory"
-    if verdict.flags and set(verdict.flags) <= MEMORY_SENSITIVE:
-        return f"was flagged {', '.join(verdict.flags)}"
-    return None
-
-
 def run_job(
     job: Job, root: Path, *, workers: Workers | None = None, split_stages: bool = False
 ) -> Verdict:
@@ -417,13 +400,13 @@ def run_job(
     :func:`aka.eval._workers.current`).
 
     An evaluation that ran beside others on its device and failed in a way the others'
-    memory can cause (:func:`short_of_memory`) is evaluated again with the device to
+    memory can cause (:func:`aka.eval._memory.short_of_memory`) is evaluated again with the device to
     itself, and that verdict stands: a trainer's batch in flight must not score a correct
     kernel 0 because its neighbours held the memory. The candidate gains nothing by
     it: alone, it is judged as one evaluation at a time is.
     """
     verdict, crowded = _evaluate(job, root, workers, split_stages, alone=False)
-    reason = short_of_memory(verdict) if crowded else None
+    reason = short_of_memory(verdict.error, verdict.flags) if crowded else None
     if reason is None:
         return verdict
     again, _ = _evaluate(job, root, workers, split_stages, alone=True)
