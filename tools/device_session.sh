@@ -132,10 +132,15 @@
 #                                    N (default 24) distinct new candidates after a warm-up, 8, 12
 #                                    and 16 in flight (memory admission, evaluated again alone),
 #                                    serial and cached, at 0.05 s per shape
+#   bash tools/device_session.sh ab OLD
+#                                    the core's build, then 16 distinct new candidates at 8 in
+#                                    flight (0.05 s per shape, after a warm-up) twice on one
+#                                    machine: with the files in the carried folder OLD put over
+#                                    aka/eval/ (an older gate, say), then with the tree's own
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -176,6 +181,16 @@ nx)
   done
   AKA_EVAL_WARM=1 step cuda 120 aka tasks validate --device cuda --jobs 2 \
     cuda2cuda/ops/softmax torch2cuda/ops/$(ls tasks/torch2cuda/ops | head -1)
+  ;;
+ab)
+  sealbuild
+  mkdir -p /tmp/ab_new && cp aka/eval/*.py /tmp/ab_new/
+  cp "$2"/*.py aka/eval/
+  step ab_old 70 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
+    --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/ab_old.json
+  cp /tmp/ab_new/*.py aka/eval/
+  step ab_new 70 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
+    --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/ab_new.json
   ;;
 dg)
   sealbuild
