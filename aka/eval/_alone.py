@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _baseline_ref, _detect, _native, _ops, _pipeline, _sites
+from aka.eval import _baseline_ref, _detect, _native, _ops, _pipeline, _replay, _sites
 from aka.eval._judge import timing_results
 from aka.eval._once import Once
 from aka.eval._outputs import output_dir
@@ -29,7 +29,7 @@ from aka.eval._workers import Workers
 
 __all__ = ["Alone", "baseline_alone", "baseline_dtypes", "baseline_sites",
            "clean_baseline_timing", "device_of", "output_dtype_flags", "rebase_slowed",
-           "task_site_flags"]  # fmt: skip
+           "settle_replay", "task_site_flags"]  # fmt: skip
 
 
 def clean_baseline_timing(job: _pipeline.Job, root: Path, workers: Workers) -> list[dict[str, Any]]:
@@ -69,12 +69,18 @@ def _timing_only(
     ``fingerprint``: the device as the evaluation's checker read it, for pairs that may
     stand in the verdict (no checker runs after this process, and a pair without it made
     the attempt's device read as another one to ``aka compare``)."""
+    return timing_results(job, _raw_timing(job, root, workers, cand_dir, name, fingerprint))
+
+
+def _raw_timing(job: _pipeline.Job, root: Path, workers: Workers, cand_dir: Path, name: str,
+                fingerprint: dict[str, Any] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """The core's raw timing items of :func:`_timing_only` (none when it fails)."""
     assembled = _run_alone(job, root, workers, cand_dir, name, ("timing",))
     if assembled["error"] or not assembled["timing"]:
         return []
     for item in assembled["timing"]:
         item.setdefault("fingerprint", dict(fingerprint or {}))
-    return timing_results(job, assembled["timing"])
+    return list(assembled["timing"])
 
 
 def _baseline_key(job: _pipeline.Job, root: Path, *parts: Any) -> str:
@@ -239,6 +245,25 @@ def rebase_slowed(
         return timing, []
     again = _timing_only(job, root, workers, root / "cand", "again", device_of(timing))
     return _detect.settle_slowed(timing, again, slowed, slack)
+
+
+def settle_replay(
+    job: _pipeline.Job,
+    root: Path,
+    timing: list[dict[str, Any]],
+    raw: list[dict[str, Any]],
+    workers: Workers,
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """``(timing, evidence, notes)``: the candidate's shapes that :func:`aka.eval._replay.suspects`
+    finds in ``raw`` (the core's items behind ``timing``) settled by timing the candidate
+    once more in a fresh process (:func:`aka.eval._replay.settle`): ``evidence`` for
+    ``input_replay`` where the suspicion stands."""
+    ratio = _replay.ratio_for(job.device)
+    found = _replay.suspects(raw, ratio)
+    if not found:
+        return timing, [], []
+    again = _raw_timing(job, root, workers, root / "cand", "replay", device_of(timing))
+    return _replay.settle(timing, found, again, timing_results(job, again), ratio)
 
 
 def device_of(timing: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,8 +9,6 @@ unit-testable without a GPU:
   the parent saw pass (a patched clock inflating the baseline or a forged result);
 - :func:`side_stream`: the engine's host-clock cross-check says work escaped the timed
   events (side streams);
-- :func:`input_replay`: the candidate ran much faster on the timing pool's repeated input
-  sets than on sets it never saw (a cache of its outputs);
 - :func:`baseline_slowed`: the baseline, timed beside the candidate in its process, ran
   slower than the same baseline timed in a process where no candidate code ever ran
   (:func:`against_clean` then scores the candidate against the latter);
@@ -106,48 +104,8 @@ def side_stream(timings: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-REPLAY_RATIO = {"cpu": 1.5, "cuda": 4.0}
-"""How much slower a candidate may run on input sets it never saw than on the timing
-pool's repeated sets before :func:`input_replay` calls it a cache of its outputs. On a
-GPU a set is generated just before its fresh round, and that round differs in more than
-its values: on one H200, an honest kernel that allocates three tensors and synchronizes
-took 150.6 us on fresh sets against 73.09 us on repeated ones (2.06x, red-team corpus
-``honest_cuda_utils``, docs/benchmarks.md). Until the two kinds of round are made alike
-there, a cache must be four times faster than its own fresh speed to be called one."""
-
-
-def input_replay(raw: Sequence[dict[str, Any]], ratio: float = REPLAY_RATIO["cpu"]) -> list[str]:
-    """Evidence for every shape whose candidate ran much faster on the timing pool's sets,
-    which repeat, than on the sets it had never seen.
-
-    Inputs that are slow to generate are drawn from a pool of eight sets, so they repeat;
-    a kernel that keys a cache of its outputs on them (a fingerprint of a few values)
-    returns right answers at the cost of a copy. About one round in four gets a set never
-    seen before (the core tags each sample), and an honest kernel runs at the same speed
-    on both: the flag needs the fresh median above ``ratio`` times the pool's and
-    the two middle halves apart (the pool's upper quartile below the fresh lower one).
-    """
-    out = []
-    for item in raw:
-        f = item["raw"]
-        tags, cand = f.get("fresh"), list(f["windows"][1])
-        if not tags or len(tags) != len(cand):
-            continue
-        fresh = sorted(w for w, t in zip(cand, tags, strict=True) if t)
-        pooled = sorted(w for w, t in zip(cand, tags, strict=True) if not t)
-        if len(fresh) < 3 or len(pooled) < 3:
-            continue
-        mf, mp = fresh[len(fresh) // 2], pooled[len(pooled) // 2]
-        if mf > ratio * mp and pooled[(3 * len(pooled)) // 4] < fresh[len(fresh) // 4]:
-            out.append(
-                f"shape {item['shape']}: the candidate took {mp * 1e6:.4g} us on repeated input "
-                f"sets but {mf * 1e6:.4g} us on sets it had not seen ({len(pooled)} and "
-                f"{len(fresh)} calls): its outputs come from a cache keyed on its inputs"
-            )
-    return out
-
-
-def _where(item: dict[str, Any]) -> tuple[str, str]:
+def shape_key(item: dict[str, Any]) -> tuple[str, str]:
+    """What names one timed shape across timings: its shape (sorted items) and dtype."""
     return repr(sorted(dict(item["shape"]).items())), str(item["dtype"])
 
 
@@ -165,10 +123,10 @@ def baseline_slowed(
     no candidate code ran (the same core, shapes and settings); a shape whose baseline
     interval lies wholly above ``1 + slack`` times the clean medians is reported.
     """
-    ref = {_where(c): c["pair"] for c in clean}
+    ref = {shape_key(c): c["pair"] for c in clean}
     out = []
     for k, item in enumerate(timings):
-        alone = ref.get(_where(item))
+        alone = ref.get(shape_key(item))
         if alone is not None and _above(item["pair"], alone, slack):
             here = item["pair"]["baseline"]
             out.append((k, alone, (
@@ -204,11 +162,11 @@ def settle_slowed(
     that slows the baseline in one process only gains nothing either way. A shape missing
     from ``again`` (the second timing failed) is scored against the clean timing.
     """
-    fresh = {_where(t): t["pair"] for t in again}
+    fresh = {shape_key(t): t["pair"] for t in again}
     out = list(timings)
     notes = []
     for k, alone, evidence in found:
-        first, second = timings[k]["pair"], fresh.get(_where(timings[k]))
+        first, second = timings[k]["pair"], fresh.get(shape_key(timings[k]))
         if second is None or _above(second, alone, slack):
             out[k] = {**timings[k], "pair": against_clean(first, alone)}
             notes.append(f"baseline_slowed: {evidence}; the speedup is taken against the latter")

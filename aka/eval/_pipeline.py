@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _alone, _detect, _foreign, _native, _ops, _plan, _sites, _spares
+from aka.eval import _alone, _foreign, _native, _ops, _plan, _replay, _sites, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._memory import short_of_memory
 from aka.eval._outputs import output_dir
@@ -444,14 +444,18 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     found += _foreign.refused([compiled.get("error"), *(c.get("error") for c in cases)])
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
-    replay = _detect.REPLAY_RATIO["cuda" if job.device.startswith("cuda") else "cpu"]
-    found += [{"flag": "input_replay", "evidence": e}
-              for e in _detect.input_replay(assembled["timing"], replay)]  # fmt: skip
+    rebased: list[str] = []
+    if timing and cases and not found and all(c["ok"] for c in cases):  # a suspicion is settled
+        timing, replayed, rebased = _alone.settle_replay(job, root, timing, assembled["timing"],
+                                                         workers or current())  # fmt: skip
+    else:  # judged wrong whatever a second timing says
+        replayed = _replay.input_replay(assembled["timing"], _replay.ratio_for(job.device))
+    found += [{"flag": "input_replay", "evidence": e} for e in replayed]
     if cases and not found and all(c["ok"] for c in cases):  # would be judged correct
         found += _alone.output_dtype_flags(job, root, records, workers or current())
-    rebased: list[str] = []
     if timing and not found and all(c["ok"] for c in cases):  # a speedup would be scored
-        timing, rebased = _alone.rebase_slowed(job, root, timing, workers or current())
+        timing, slowed = _alone.rebase_slowed(job, root, timing, workers or current())
+        rebased += slowed
     names = sorted({f["flag"] for f in found})
     evidence = list(dict.fromkeys(f"{f['flag']}: {f['evidence']}" for f in found))
     checker_error = checked.error if records else None

@@ -25,11 +25,11 @@ from aka.eval._detect import (
     baseline_slowed,
     ceilings_for,
     implausible_speed,
-    input_replay,
     settle_slowed,
     side_stream,
     timing_inconsistent,
 )
+from aka.eval._replay import input_replay
 from aka.eval._sandbox import HEADER, Channel, Guards, read_frames
 
 REPO = Path(__file__).resolve().parents[2]

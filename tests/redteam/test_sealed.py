@@ -122,6 +122,7 @@ def test_a_cache_of_outputs_keyed_on_repeated_inputs_is_caught(tmp_path: Path) -
     cached = run_job(dataclasses.replace(job, timing=pool), root)
     assert "input_replay" in cached.flags and not cached.correct, (cached.flags, cached.error)
     assert any("on sets it had not seen" in e for e in cached.evidence), cached.evidence
+    assert any("timed again in a fresh process" in e for e in cached.evidence)  # both timings
     job, root = scale_job(tmp_path / "honest", (CORPUS / "honest_vectorized.py").read_text())
     honest = run_job(dataclasses.replace(job, timing=pool), root)
     assert honest.correct and honest.flags == [], (honest.flags, honest.error)

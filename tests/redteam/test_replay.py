@@ -1,0 +1,95 @@
+"""A cache keyed on repeated inputs is a suspicion first, settled by a second timing.
+
+The timing pool's fresh rounds differ from its pooled ones in more than their values (the
+set is generated just before the call), so on a busy machine an honest kernel's few fresh
+calls can all land slow. A suspicion is therefore timed again in a fresh process: a cache
+is one there too; noise is not, and the lower of the two speedups is kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redteam_corpus import CORPUS, scale_job
+
+from aka.eval import _replay
+from aka.eval._pipeline import run_job
+
+POOL = {"target_rel_ci": 0.05, "max_time_s": 0.4, "min_samples": 40, "fresh_max_s": 0.0}
+TAGS = [1, 0, 0, 0] * 8
+
+
+def _raw(cand: list[float], shape: int = 8) -> dict[str, Any]:
+    return {"shape": {"N": shape}, "dtype": "float32",
+            "raw": {"windows": [[1e-3] * len(cand), cand], "fresh": TAGS[: len(cand)]}}  # fmt: skip
+
+
+def _pair(speedup: float) -> dict[str, Any]:
+    return {"shape": {"N": 8}, "dtype": "float32", "pair": {"speedup": speedup}}
+
+
+# The shape of a busy CPU's coincidence: ~23 us on pooled sets, nearly every fresh call ~125 us.
+NOISY = [125e-6 if t else 23e-6 for t in TAGS]
+CLEAN = [24e-6 if t else 23e-6 for t in TAGS]
+CACHE = [1e-3 if t else 5e-5 for t in TAGS]
+
+
+def test_a_suspicion_timed_clean_again_keeps_the_lower_speedup() -> None:
+    found = _replay.suspects([_raw(NOISY)])
+    assert [k for k, _ in found] == [0] and "not seen" in found[0][1]
+    timing, evidence, notes = _replay.settle([_pair(9.0)], found, [_raw(CLEAN)], [_pair(7.5)], 1.5)
+    assert evidence == [] and timing[0]["pair"]["speedup"] == 7.5
+    (note,) = notes
+    assert note.startswith("replay_noise:") and "(7.5) is kept" in note
+    timing, _, _ = _replay.settle([_pair(7.0)], found, [_raw(CLEAN)], [_pair(7.5)], 1.5)
+    assert timing[0]["pair"]["speedup"] == 7.0  # the first was lower: it stays
+
+
+def test_a_suspicion_seen_again_or_not_timed_again_stands() -> None:
+    found = _replay.suspects([_raw(CACHE)])
+    timing, evidence, notes = _replay.settle(
+        [_pair(20.0)], found, [_raw(CACHE)], [_pair(19.0)], 1.5
+    )
+    (both,) = evidence
+    assert both.count("on sets it had not seen") == 2 and "timed again in a fresh process" in both
+    assert notes == [] and timing[0]["pair"]["speedup"] == 20.0
+    (alone,) = _replay.settle([_pair(20.0)], found, [], [], 1.5)[1]
+    assert alone.endswith("it could not be timed again to rule out noise")
+    # A second timing of other shapes only does not clear this one.
+    other = [_raw(CLEAN, shape=16)], [{**_pair(7.5), "shape": {"N": 16}}]
+    assert _replay.settle([_pair(20.0)], found, *other, 1.5)[1]
+
+
+def test_noise_in_one_timing_does_not_fail_an_honest_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An honest kernel whose first timing reads as a cache (the suspicion forced here, as
+    a busy machine makes it now and then) is timed again, stays correct, and says so."""
+    real = _replay.suspects
+    calls: list[int] = []
+
+    def first_looks_cached(raw: Any, ratio: float = 1.5) -> list[tuple[int, str]]:
+        calls.append(len(raw))
+        return real(raw, ratio) or ([(0, "shape {'N': 65536}: forced")] if len(calls) == 1 else [])
+
+    monkeypatch.setattr(_replay, "suspects", first_looks_cached)
+    job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
+    v = run_job(dataclasses.replace(job, timing=POOL), root)
+    assert v.correct and v.flags == [], (v.flags, v.error)
+    assert len(calls) == 2, calls  # the first timing's items, then the second's
+    assert any(n.startswith("replay_noise: shape {'N': 65536}: forced") for n in v.notes), v.notes
+    assert v.timing and float(v.timing[0]["pair"]["speedup"]) > 1.0
+
+
+def test_a_cache_is_suspected_however_it_pads_the_pool_rounds() -> None:
+    """Honest calls hit the machine's hiccups on both kinds of round, so some new-set calls
+    run at the pool's speed: not suspected, however many are slow. A cache slowing a third
+    of its pool calls on purpose, to look alike, is: none of its new-set calls is fast."""
+    honest = [125e-6 if (t and i) or i in (11, 22) else 23e-6 for i, t in enumerate(TAGS)]
+    assert sum(w > 100e-6 for w, t in zip(honest, TAGS, strict=True) if t) == 7  # 7 of 8 slow
+    assert _replay.suspects([_raw(honest)]) == []
+    padded = [1e-3 if t else (1e-3 if i % 3 == 0 else 5e-5) for i, t in enumerate(TAGS)]
+    assert _replay.suspects([_raw(padded)])
