@@ -93,6 +93,7 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("honest_transpose_copy", TRANSPOSE, None, (), CPU_CORPUS),
     ("s13_output_view", TRANSPOSE, 3, ("non_plain_output",), CPU_CORPUS),
     ("s27_output_dtype", SCALE, 11, ("output_dtype",), CPU_CORPUS),
+    ("s38_vault_reach", SCALE, 4, ("sealed_memory",), CPU_CORPUS),
 ]
 FORBIDDEN = {
     **{

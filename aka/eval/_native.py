@@ -70,7 +70,8 @@ if cuda:
     libs += ["-lc10_cuda", "-ltorch_cuda", "-lcudart"]
 cxx = os.environ.get("CXX", "c++")
 cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-w", *flags, *[f"-I{p}" for p in inc],
-       src, "-o", out, *[f"-L{p}" for p in lib], *[f"-Wl,-rpath,{p}" for p in lib], *libs]
+       src, "-o", out, *[f"-L{p}" for p in lib], *[f"-Wl,-rpath,{p}" for p in lib], *libs,
+       "-Wl,-z,relro,-z,now"]  # the GOT read-only once loaded: mprotect cannot be rebound
 res = subprocess.run(cmd, capture_output=True, text=True)
 print(json.dumps({"rc": res.returncode, "stderr": res.stderr[-4000:], "cmd": " ".join(cmd)}))
 """
@@ -102,8 +103,9 @@ def _run_py(code: str, *args: str) -> dict[str, object]:
 
 
 def digest(probe: dict[str, object]) -> str:
-    """The cache key: source bytes, torch version and ABI, Python, CUDA or not."""
+    """The cache key: source bytes, build command, torch version and ABI, Python, CUDA or not."""
     h = hashlib.sha256(SOURCE.read_bytes())
+    h.update(_BUILD.encode())  # the build's flags are part of what is built
     h.update(json.dumps(probe, sort_keys=True).encode())
     h.update(sys.version.encode())
     h.update(

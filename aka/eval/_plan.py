@@ -167,6 +167,32 @@ def _record(plan: Plan, call: PlannedCall, frame: dict[str, Any]) -> dict[str, A
     }
 
 
+def _audits_short(frame: dict[str, Any]) -> str:
+    """What is wrong with a timing frame's audits, or ``""``.
+
+    The core keeps a reservoir of the timed calls' outputs and saves a keyed subset when
+    the pair ends; the subset lives in memory candidate code can reach through a raw
+    address, the round count in the vault it cannot. So the count is checked here: every
+    round offered, the reservoir holds ``min(rounds, size)`` (its size is at least
+    :data:`AUDIT_MAX` capped by what :data:`AUDIT_BYTES` holds of sampled outputs), the
+    plan's :data:`AUDIT_PERMILLE` of the rounds are saved from it, and the last call is
+    always saved; each audit a round of its own. Fewer, or a round twice, is an audit
+    dropped or copied over one that would have failed.
+    """
+    if frame.get("error"):
+        return ""
+    rounds = int(frame.get("rounds") or len((frame.get("windows") or [[]])[0]))
+    floor = min(AUDIT_MAX, AUDIT_BYTES // (8 * AUDIT_SAMPLE)) if AUDIT_SAMPLE > 0 else 0
+    want = min(-(-rounds * AUDIT_PERMILLE // 1000), rounds, max(floor, 0)) + 1
+    audits = [a for a in frame.get("audits") or [] if isinstance(a, dict)]
+    seen = [a.get("round") for a in audits]
+    if len(audits) < want:
+        return f"{len(audits)} timed audits came back for {rounds} rounds, {want} at least"
+    if len(set(seen)) != len(seen):
+        return "a timed round was audited twice"
+    return ""
+
+
 def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
     """Records for the checker, raw timings and sealed findings from the core's frames.
 
@@ -232,6 +258,10 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
             ops.update(str(o) for o in tf.get("ops") or [])
             if tf.get("error"):
                 error = error or f"timing failed: {tf['error']}"
+            short = _audits_short(tf)
+            if short:
+                flags.append({"flag": "records_incomplete",
+                              "evidence": f"shape {plan.shapes[shape]}: {short}"})  # fmt: skip
             for audit in tf.get("audits") or []:
                 records.append({"kind": "timed", "shape": plan.shapes[shape], "dtype": dtype,
                                 "seed": audit.get("seed"),

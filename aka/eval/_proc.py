@@ -64,6 +64,12 @@ ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "LD_LIB
 ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "MKL_", "CUBLAS_")
 
 
+VAULT_FAULT = "aka-seal: candidate code touched the sealed core's vault"
+"""The last line the sealed core writes on stderr when a fault lands in its vault (the
+key and the samples, no access while candidate code runs: ``_seal/seal.cpp``). Candidate
+code can write it too, which only fails itself."""
+
+
 def child_env(device: str) -> dict[str, str]:
     """The children's environment: an allowlist (no ``AKA_*``, no tokens or keys)."""
     env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
@@ -328,7 +334,9 @@ class Proc:
                 flags.append({"flag": "result_channel_tamper", "evidence": str(exc)[:300]})
         error = None
         if report is None:
-            text = b"".join(self.tail).decode(errors="replace").strip().splitlines()[-5:]
+            lines = b"".join(self.tail).decode(errors="replace").strip().splitlines()
             code = self.proc.returncode
-            error = f"evaluation process died (exit {code}): {' | '.join(text)}"
+            error = f"evaluation process died (exit {code}): {' | '.join(lines[-5:])}"
+            if lines and lines[-1] == VAULT_FAULT:  # said by the core's fault handler
+                flags.append({"flag": "sealed_memory", "evidence": f"exit {code}: {VAULT_FAULT}"})
         return Collected(report=report, marks=marks, core=core, flags=flags, error=error)

@@ -303,6 +303,8 @@ ADVERSARIAL = [
         time=True,
         bundled=True,
     ),
+    Entry("s38_vault_reach", SCALE, 4, ("sealed_memory",), time=True),
+    Entry("s39_vault_redirect", SCALE, 4, ("result_channel_tamper",), time=True),
 ]
 ALL = HONEST + ADVERSARIAL
 FAST_TIMING = TimingSettings(max_time_s=0.2, min_samples=5)

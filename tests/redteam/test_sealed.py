@@ -297,8 +297,10 @@ def _plan_of(n_shapes: int = 1) -> _plan.Plan:
 def _frames(plan: _plan.Plan) -> list[dict[str, object]]:
     calls = [{"kind": "call", "nonce": c.nonce, "file": f"o{i}.bin", "digest": "0", "plain": True}
              for i, c in enumerate(plan.calls)]  # fmt: skip
+    audits = [{"round": 5, "seed": 1}, {"round": 6, "seed": 2}]  # the round, the last call
     timing = [{"kind": "timing", "shape": k, "windows": [[1.0], [1.0]], "hosts": [[1.0], [1.0]],
-               "audits": [], "error": None} for k in range(len(plan.pairs))]  # fmt: skip
+               "rounds": 1, "audits": audits, "error": None}
+              for k in range(len(plan.pairs))]  # fmt: skip
     return [*calls, *timing, {"kind": "core_done", "calls": len(calls), "error": None}]
 
 
@@ -306,7 +308,8 @@ def test_every_planned_call_must_come_back_exactly_once() -> None:
     plan = _plan_of()
     whole = _plan.assemble(plan, _frames(plan))
     assert whole["flags"] == [] and whole["error"] is None
-    assert len(whole["records"]) == len(plan.calls) and len(whole["twins"]) == len(plan.calls) // 2
+    cases = [r for r in whole["records"] if r["kind"] == "case"]
+    assert len(cases) == len(plan.calls) and len(whole["twins"]) == len(plan.calls) // 2
 
     frames = _frames(plan)
     dropped = [f for f in frames if f.get("nonce") != plan.calls[1].nonce]
@@ -321,6 +324,30 @@ def test_every_planned_call_must_come_back_exactly_once() -> None:
 
     no_end = _plan.assemble(plan, frames[:-1])
     assert no_end["error"] == "the evaluation process ended before its plan was done"
+
+
+def test_every_timed_round_s_audit_must_come_back_once() -> None:
+    """The audits wait in memory a raw address reaches; the round count does not. Fewer
+    audits than the reservoir held for the rounds, or one round twice, is an audit
+    dropped or copied over one that failed (for 20 rounds: 8 from the reservoir, and the
+    last call)."""
+    plan = _plan_of()
+    frames = _frames(plan)
+    timing = next(f for f in frames if f["kind"] == "timing")
+    timing["rounds"] = 20
+    timing["audits"] = [{"round": r, "seed": r} for r in (3, 5, 8, 9, 12, 14, 17, 19, 21)]
+    assert _plan.assemble(plan, frames)["flags"] == []
+    timing["audits"] = timing["audits"][:-2]
+    (short,) = _plan.assemble(plan, frames)["flags"]
+    assert (
+        short["flag"] == "records_incomplete"
+        and "7 timed audits came back for 20 rounds, 9" in short["evidence"]
+    )
+    timing["audits"] += [{"round": 3, "seed": 3}] * 2
+    (twice,) = _plan.assemble(plan, frames)["flags"]
+    assert "audited twice" in twice["evidence"]
+    timing["error"] = "the call raised"  # a pair that failed has its error instead
+    assert not any(f["flag"] == "records_incomplete" for f in _plan.assemble(plan, frames)["flags"])
 
 
 def test_the_plan_text_holds_every_call_and_pair() -> None:
@@ -400,3 +427,59 @@ def test_slow_input_generation_times_a_keyed_pick_of_fresh_sets(tmp_path: Path) 
     assert "keyed pick of 8 fresh sets" in honest.timing[0]["pair"]["method"]
     cheat = _run(tmp_path / "c", "s03_watched_modes", timing=timing)
     assert not cheat.correct
+
+
+def test_samples_rewritten_through_a_raw_address_are_out_of_reach(tmp_path: Path) -> None:
+    """numpy's ``__array_interface__`` reads and writes any address, no ctypes needed. s37
+    scans the sealed object for the samples as the core once kept them (two vectors of
+    doubles) and sets the candidate's to 4 us, which forged a 90x speedup: it finds none
+    now, and its samples are its own. s38 reaches for the vault that holds them: it has no
+    access while candidate code runs, so the process dies, flagged, with no speedup."""
+    rewrite = _run(tmp_path / "rewrite", "s37_raw_sample_rewrite")
+    assert rewrite.correct and rewrite.timing, (rewrite.flags, rewrite.error)
+    samples = rewrite.timing[0]["pair"]["candidate"]["samples_s"]
+    assert samples and 4e-6 not in samples
+    reach = _run(tmp_path / "reach", "s38_vault_reach")
+    assert not reach.correct and reach.timing == [] and "sealed_memory" in reach.flags
+    assert any("touched the sealed core's vault" in e for e in reach.evidence), reach.evidence
+
+
+def test_proc_self_mem_is_not_a_way_around_the_vault(tmp_path: Path) -> None:
+    """``/proc/self/mem`` ignores page protections; opening it is caught (a tripwire that
+    fails the candidate), whatever it meant to read."""
+    text = (
+        "import torch\n\n"
+        "def scale(x):\n"
+        "    f = open('/proc/self/mem', 'rb', buffering=0)\n"
+        "    f.close()\n"
+        "    return x * 2 + 1\n"
+    )
+    job, root = scale_job(tmp_path, text)
+    v = run_job(job, root)
+    assert not v.correct and "result_channel_tamper" in v.flags, (v.flags, v.error)
+    assert any("opens /proc/self/mem" in e for e in v.evidence), v.evidence
+
+
+def test_the_vault_fault_line_is_the_one_the_core_writes() -> None:
+    """The evaluator recognizes a vault fault by the core's last line on stderr; the core
+    is linked to bind every symbol at load and make its GOT read-only (``mprotect`` cannot
+    be rebound to leave the vault open)."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    import torch  # noqa: F401  (the core links against it)
+
+    from aka.eval import _native, _proc
+
+    path = _native.ensure_built("cpu")
+    readelf = shutil.which("readelf")  # binutils: installed with the compiler that built it
+    assert readelf, "readelf not found"
+    dynamic = subprocess.run([readelf, "-d", "-l", str(path)], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+    assert "BIND_NOW" in dynamic and "GNU_RELRO" in dynamic
+    spec = importlib.util.spec_from_file_location("aka_seal", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.VAULT_FAULT == _proc.VAULT_FAULT

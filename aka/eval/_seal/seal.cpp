@@ -10,9 +10,15 @@
 // only and leave as HMAC-signed frames on the result pipe. Python objects in this process
 // never hold them, so walking frames or patching objects cannot rewrite a verdict.
 //
-// Threat model: code that loads native code (ctypes, its own extension) or reads
-// /proc/self/mem can still reach this memory; that is documented in docs/security.md and
-// backed by the parent's own checks (plan coverage, clock consistency, speed of light).
+// Native memory is reachable from Python without ctypes (numpy's ``__array_interface__``
+// takes any address), so what decides a verdict across candidate calls, the channel key,
+// the digest key and the timing samples, lives in the Vault below: an anonymous mapping
+// with no access at all whenever anything but this file's plain C++ runs. Candidate code
+// that reaches for it faults. Threat model: code that loads native code (ctypes, its own
+// extension) can call mprotect itself, and the rest of this memory (the recorder's
+// operators, the audits waiting in the reservoir) is reachable from Python; that is
+// documented in docs/security.md and backed by the parent's own checks (plan coverage,
+// clock consistency, speed of light, keyed digests).
 
 #include <torch/extension.h>
 
@@ -40,7 +46,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <signal.h>
+#include <string.h>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -99,6 +108,7 @@ struct Sha256 {
       hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
     }
     h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    explicit_bzero(w, sizeof w);
   }
   void update(const uint8_t* p, size_t n) {
     len += n;
@@ -123,15 +133,25 @@ struct Sha256 {
   }
 };
 
-void hmac_sha256(const std::string& key, const std::string& msg, uint8_t out[32]) {
+// Key material left on the stack would outlive the vault's protection: the pads and the
+// hash states after them are as good as the key for signing, so they are wiped.
+void wipe(void* p, size_t n) { explicit_bzero(p, n); }
+
+void hmac_sha256(const uint8_t* key, size_t key_n, const std::string& msg, uint8_t out[32]) {
   uint8_t k[64] = {0};
-  std::memcpy(k, key.data(), std::min<size_t>(key.size(), 64));
+  std::memcpy(k, key, std::min<size_t>(key_n, 64));
   uint8_t ipad[64], opad[64];
   for (int i = 0; i < 64; i++) { ipad[i] = k[i] ^ 0x36; opad[i] = k[i] ^ 0x5c; }
   uint8_t inner[32];
   Sha256 a; a.update(ipad, 64); a.update(reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
   a.digest(inner);
   Sha256 b; b.update(opad, 64); b.update(inner, 32); b.digest(out);
+  wipe(k, sizeof k); wipe(ipad, sizeof ipad); wipe(opad, sizeof opad);
+  wipe(&a, sizeof a); wipe(&b, sizeof b);
+}
+
+void hmac_sha256(const std::string& key, const std::string& msg, uint8_t out[32]) {
+  hmac_sha256(reinterpret_cast<const uint8_t*>(key.data()), key.size(), msg, out);
 }
 
 std::string hex(const uint8_t* p, size_t n) {
@@ -522,6 +542,180 @@ std::set<std::string> exec_files() {
   return out;
 }
 
+// ---- the vault: what decides a verdict, out of candidate code's reach ------------------
+//
+// One anonymous mapping holds the channel key, the digest key, and the pair being timed:
+// its samples (both arms' windows and host times) and its fresh-round tags. It has no
+// access at all (PROT_NONE) except inside a Vault::Open, and an Open holds only plain C++
+// over it (an HMAC, a push, a copy out): never Python, never a torch operator, either of
+// which can run candidate code (a finalizer, a mode). So whenever candidate code runs,
+// the vault faults on every touch, from numpy over a raw address as from anything else
+// short of native code calling mprotect. Its address and size are not secret; pointing
+// the core elsewhere only makes it sign with a key the evaluator does not know.
+#define AKA_VAULT_FAULT "aka-seal: candidate code touched the sealed core's vault"
+
+class Vault {
+ public:
+  struct Head {
+    uint8_t key[32];
+    uint64_t digest_key;
+    size_t cap, n[2], tags;
+  };
+
+  Vault() { remap(1024); }
+  ~Vault() {
+    if (base_) ::munmap(base_, bytes_);
+  }
+  Vault(const Vault&) = delete;
+  Vault& operator=(const Vault&) = delete;
+
+  // Access for one scope of plain C++; every Open closes what it opened.
+  class Open {
+   public:
+    explicit Open(Vault& v) : base_(v.base_), bytes_(v.bytes_) {
+      if (::mprotect(base_, bytes_, PROT_READ | PROT_WRITE) != 0)
+        throw std::runtime_error("seal: the vault could not be opened");
+    }
+    ~Open() {  // a vault left open would be no vault: fail closed
+      if (::mprotect(base_, bytes_, PROT_NONE) != 0) std::abort();
+    }
+    Open(const Open&) = delete;
+    Open& operator=(const Open&) = delete;
+
+   private:
+    uint8_t* base_;
+    size_t bytes_;
+  };
+
+  // Inside an Open only.
+  Head& head() { return *reinterpret_cast<Head*>(base_); }
+  double* arr(int which) {  // 0, 1: windows of arms 0, 1; 2, 3: their host times
+    return reinterpret_cast<double*>(base_ + kHead) + size_t(which) * head().cap;
+  }
+  uint8_t* tag() { return base_ + kHead + 4 * head().cap * sizeof(double); }
+
+  void clear_pair() {
+    Open o(*this);
+    head().n[0] = head().n[1] = head().tags = 0;
+  }
+  // One sample of arm ``a``; the capacity doubles when it is full.
+  void push(int a, double window, double host) {
+    size_t need;
+    {
+      Open o(*this);
+      if (head().n[a] < head().cap) {
+        arr(a)[head().n[a]] = window;
+        arr(2 + a)[head().n[a]++] = host;
+        return;
+      }
+      need = 2 * head().cap;
+    }
+    remap(need);
+    push(a, window, host);
+  }
+  // The end of a round: its fresh-round tag; returns the rounds so far.
+  size_t end_round(int t) {
+    size_t need;
+    {
+      Open o(*this);
+      if (head().tags < head().cap) {
+        tag()[head().tags++] = uint8_t(t);
+        return head().n[0];
+      }
+      need = 2 * head().cap;
+    }
+    remap(need);
+    return end_round(t);
+  }
+  std::vector<double> samples(int which) {
+    Open o(*this);
+    size_t n = head().n[which % 2];
+    return std::vector<double>(arr(which), arr(which) + n);
+  }
+  std::vector<int> tags() {
+    Open o(*this);
+    return std::vector<int>(tag(), tag() + head().tags);
+  }
+  size_t rounds() {
+    Open o(*this);
+    return head().n[0];
+  }
+  bool holds(const void* p) const {
+    auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base_);
+    return base_ && a >= b && a < b + bytes_;
+  }
+
+ private:
+  static constexpr size_t kHead = 128;
+  static_assert(sizeof(Head) <= kHead, "the vault's head outgrew its slot");
+
+  // A new mapping of ``cap`` samples per array holding what the old one held.
+  void remap(size_t cap) {
+    size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    size_t bytes = (kHead + 4 * cap * sizeof(double) + cap + page - 1) / page * page;
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::runtime_error("seal: cannot map the vault");
+    uint8_t* nb = static_cast<uint8_t*>(m);
+    Head* nh = reinterpret_cast<Head*>(nb);
+    *nh = Head{};
+    if (base_) {
+      Open o(*this);
+      Head& old = head();
+      std::memcpy(nh->key, old.key, sizeof nh->key);
+      nh->digest_key = old.digest_key;
+      nh->n[0] = old.n[0]; nh->n[1] = old.n[1]; nh->tags = old.tags;
+      for (int w = 0; w < 4; w++)
+        std::memcpy(reinterpret_cast<double*>(nb + kHead) + size_t(w) * cap, arr(w),
+                    old.n[w % 2] * sizeof(double));
+      std::memcpy(nb + kHead + 4 * cap * sizeof(double), tag(), old.tags);
+      wipe(base_, bytes_);
+    }
+    nh->cap = cap;
+    if (base_) ::munmap(base_, bytes_);
+    base_ = nb;
+    bytes_ = bytes;
+    if (::mprotect(base_, bytes_, PROT_NONE) != 0) throw std::runtime_error("seal: vault mprotect failed");
+  }
+
+  uint8_t* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// A fault inside the vault is candidate code reaching for it: said as the last line on
+// stderr (the evaluator reads the tail of a process that died), then the default action.
+// Any other fault goes to the handler before this one (Python's faulthandler, say).
+std::atomic<Vault*> g_vault{nullptr};
+struct sigaction g_prev_segv, g_prev_bus;
+void on_fault(int sig, siginfo_t* info, void* ctx) {
+  Vault* v = g_vault.load();
+  if (v && info && v->holds(info->si_addr)) {
+    static const char msg[] = "\n" AKA_VAULT_FAULT "\n";
+    ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
+  struct sigaction& prev = sig == SIGSEGV ? g_prev_segv : g_prev_bus;
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) { prev.sa_sigaction(sig, info, ctx); return; }
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+    return;
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+void watch_faults(Vault* v) {
+  g_vault = v;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGSEGV, &sa, &g_prev_segv);
+  ::sigaction(SIGBUS, &sa, &g_prev_bus);
+}
+
 class Seal {
  public:
   Seal(int secret_fd, int result_fd, int out_dir_fd, std::string device, py::object make_inputs,
@@ -544,11 +738,18 @@ class Seal {
     }
     if (data[32] != '\n') throw std::runtime_error("seal: bad secret");
     data.resize(data.size() - 4);
-    key_ = data.substr(0, 32);
-    uint8_t d[32];
-    hmac_sha256(key_, "aka-seal-output-digest", d);
-    std::memcpy(&digest_key_, d, 8);
-    digest_key_ = digest_key_ % (kP - 2) + 2;
+    {
+      Vault::Open o(vault_);
+      Vault::Head& h = vault_.head();
+      std::memcpy(h.key, data.data(), 32);
+      uint8_t d[32];
+      hmac_sha256(h.key, 32, "aka-seal-output-digest", d);
+      std::memcpy(&h.digest_key, d, 8);
+      h.digest_key = h.digest_key % (kP - 2) + 2;
+      wipe(d, sizeof d);
+    }
+    wipe(&data[0], 33);
+    watch_faults(&vault_);
     parse(data.substr(33));
     dev_ = c10::Device(device_);
     if (dev_.is_cuda() && dev_.index() < 0) dev_ = c10::Device(c10::kCUDA, 0);
@@ -704,8 +905,7 @@ class Seal {
       recorder_ = add_recorder();
     }
   }
-  std::string key_;
-  uint64_t digest_key_ = 2;
+  Vault vault_;
   std::vector<py::dict> shapes_;
   std::vector<std::string> dtype_names_;
   std::vector<py::object> dtypes_;
@@ -807,7 +1007,10 @@ class Seal {
 
   void frame(const std::string& payload) {
     uint8_t mac[32];
-    hmac_sha256(key_, payload, mac);
+    {
+      Vault::Open o(vault_);
+      hmac_sha256(vault_.head().key, 32, payload, mac);
+    }
     uint32_t n = uint32_t(payload.size());
     uint8_t hdr[4] = {uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
     std::string data(reinterpret_cast<char*>(hdr), 4);
@@ -821,9 +1024,17 @@ class Seal {
     }
   }
 
+  uint64_t digest_key() {
+    Vault::Open o(vault_);
+    return vault_.head().digest_key;
+  }
+
   uint64_t prf(const std::string& what) {
     uint8_t d[32];
-    hmac_sha256(key_, what, d);
+    {
+      Vault::Open o(vault_);
+      hmac_sha256(vault_.head().key, 32, what, d);
+    }
     uint64_t v;
     std::memcpy(&v, d, 8);
     return v;
@@ -959,7 +1170,8 @@ class Seal {
     int fd = ::openat(out_dir_fd_, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) throw std::runtime_error("seal: cannot create an output file");
     size_t n = size_t(src.numel()) * src.element_size();
-    uint64_t dg = poly_hash(nullptr, 0, digest_key_);
+    uint64_t dk = digest_key();
+    uint64_t dg = poly_hash(nullptr, 0, dk);
     if (n > 0) {
       if (::posix_fallocate(fd, 0, off_t(n)) != 0) {
         ::close(fd);
@@ -968,10 +1180,11 @@ class Seal {
       void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (m == MAP_FAILED) { ::close(fd); throw std::runtime_error("seal: cannot map an output file"); }
       at::from_blob(m, src.sizes(), at::TensorOptions().dtype(src.dtype())).copy_(src);
-      dg = poly_hash(static_cast<const uint8_t*>(m), n, digest_key_);
+      dg = poly_hash(static_cast<const uint8_t*>(m), n, dk);
       ::munmap(m, n);
     }
     ::close(fd);
+    wipe(&dk, sizeof dk);
     if (kept) dg = *kept;
     std::string sizes = "[";
     for (int64_t i = 0; i < src.dim(); i++) sizes += (i ? "," : "") + std::to_string(src.size(i));
@@ -1079,7 +1292,6 @@ class Seal {
 #endif
   };
 
-  std::vector<double> windows_[2], hosts_[2];
   std::vector<py::tuple> pool_;
   std::vector<int64_t> pool_seeds_;
   static constexpr int kPool = 8;
@@ -1088,7 +1300,8 @@ class Seal {
   // cache of its outputs is fast on pool rounds only, which the evaluator compares.
   static constexpr int kFreshEvery = 4;
   bool fresh_round_ = false;
-  std::vector<int> fresh_tags_;
+  std::pair<int, long> pattern_at_{-1, -1};
+  int pattern_ = 0;
 
   // Fresh values for every timed call unless generating them costs more than
   // ``fresh_max_s``: then eight sets are generated up front and each call gets one of them
@@ -1185,7 +1398,9 @@ class Seal {
     // written into its buffers before every call like the candidate's, with the same
     // poisoning and sync: both arms enter each window from the same device activity.
     Arm& arm = arms[a];
-    int pattern = int(prf("poison:" + std::to_string(k) + ":" + std::to_string(r)) & 0xff);
+    if (pattern_at_ != std::make_pair(k, r))  // one keyed draw a round: both arms alike
+      pattern_at_ = {k, r}, pattern_ = int(prf("poison:" + std::to_string(k) + ":" + std::to_string(r)) & 0xff);
+    int pattern = pattern_;
     if (a == 0 && !arm.fresh_keep.empty()) {
       py::tuple args = write(a, p.shape, p.dtype, arm.fresh_keep.front());
       poison(a, pattern);
@@ -1291,7 +1506,9 @@ class Seal {
     at::Tensor host = at::empty(t.sizes(), t.options().device(at::kCPU));
     host.copy_(t);
     size_t n = size_t(host.numel()) * host.element_size();
-    digest = poly_hash(n ? static_cast<const uint8_t*>(host.data_ptr()) : nullptr, n, digest_key_);
+    uint64_t dk = digest_key();
+    digest = poly_hash(n ? static_cast<const uint8_t*>(host.data_ptr()) : nullptr, n, dk);
+    wipe(&dk, sizeof dk);
     return host;
   }
 
@@ -1347,12 +1564,11 @@ class Seal {
     Arm arms[2];
     arms[0].fn = baseline_;
     arms[1].fn = candidate_;
-    for (int a = 0; a < 2; a++) { windows_[a].clear(); hosts_[a].clear(); }
+    vault_.clear_pair();
     audits_.clear();
     kept_.clear();
     offered_ = 0;
     clear_ops();
-    fresh_tags_.clear();
     fresh_round_ = false;
     std::string notes = "[", timer = impl_ ? "cuda_event" : "perf_counter", error;
     double idle_excess = 0;
@@ -1382,18 +1598,16 @@ class Seal {
         for (int j = 0; j < 2; j++) {
           int a = ab ? j : 1 - j;
           auto w = sample(arms, a, p, k, r, kOffer);
-          windows_[a].push_back(w.first);
-          hosts_[a].push_back(w.second);
+          vault_.push(a, w.first, w.second);
         }
-        fresh_tags_.push_back(fresh_round_ ? 1 : 0);
+        long n = long(vault_.end_round(fresh_round_ ? 1 : 0));
         fresh_round_ = false;
         r++;
-        long n = long(windows_[0].size());
         double elapsed = now_s() - t0;
         if (n < next_check && elapsed < p.max_time && n < p.max_samples) continue;
         if (n >= p.max_samples) { reason = "max_samples"; break; }
         if (n >= p.min_samples) {
-          if (std::max(rel_half(windows_[0]), rel_half(windows_[1])) <= p.rel_ci) {
+          if (std::max(rel_half(vault_.samples(0)), rel_half(vault_.samples(1))) <= p.rel_ci) {
             reason = "converged";
             break;
           }
@@ -1408,9 +1622,9 @@ class Seal {
       r++;
       frame("{\"kind\":\"mark\",\"name\":\"timing_end\",\"shape\":" + std::to_string(k) + "}");
       frame("{\"kind\":\"timing\",\"shape\":" + std::to_string(k) + ",\"windows\":[" +
-            jlist(windows_[0]) + "," + jlist(windows_[1]) + "],\"hosts\":[" + jlist(hosts_[0]) +
-            "," + jlist(hosts_[1]) + "],\"timer\":" + jstr(timer) + ",\"rounds\":" +
-            std::to_string(windows_[0].size()) + ",\"stop\":" + jstr(reason) +
+            jlist(vault_.samples(0)) + "," + jlist(vault_.samples(1)) + "],\"hosts\":[" +
+            jlist(vault_.samples(2)) + "," + jlist(vault_.samples(3)) + "],\"timer\":" + jstr(timer) +
+            ",\"rounds\":" + std::to_string(vault_.rounds()) + ",\"stop\":" + jstr(reason) +
             ",\"idle_excess_s\":" + jnum(idle_excess) + ",\"flush_bytes\":" +
             std::to_string(flush_.defined() ? flush_bytes_ : 0) + ",\"pre_spin_s\":" +
             jnum(spin_cycles_ ? p.spin_s : 0.0) + ",\"inputs\":" + jstr(input_mode) +
@@ -1433,9 +1647,10 @@ class Seal {
 #endif
   }
 
-  std::string tags() const {
+  std::string tags() {
     std::string out = "[";
-    for (size_t i = 0; i < fresh_tags_.size(); i++) out += (i ? "," : "") + std::to_string(fresh_tags_[i]);
+    std::vector<int> t = vault_.tags();
+    for (size_t i = 0; i < t.size(); i++) out += (i ? "," : "") + std::to_string(t[i]);
     return out + "]";
   }
 
@@ -1541,6 +1756,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("launched", []() {
     if (g_recording.load(std::memory_order_relaxed) == 1) g_launched = true;
   });
+  m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
   m.def("unlaunched", []() { return py::make_tuple(g_unlaunched.load(), g_returned.load()); });
   py::class_<Seal>(m, "Seal")
       .def(py::init<int, int, int, std::string, py::object, py::object, bool>())
