@@ -94,12 +94,15 @@ ENTRIES: list[tuple[str, str, int | None, tuple[str, ...], Path]] = [
     ("s13_output_view", TRANSPOSE, 3, ("non_plain_output",), CPU_CORPUS),
     ("s27_output_dtype", SCALE, 11, ("output_dtype",), CPU_CORPUS),
     ("s38_vault_reach", SCALE, 4, ("sealed_memory",), CPU_CORPUS),
+    ("s39_vault_redirect", SCALE, 4, ("result_channel_tamper",), CPU_CORPUS),
+    ("s40_recorder_switch_raw", SCALE, 12, ("file_access",), CPU_CORPUS),
 ]
 FORBIDDEN = {
     **{
         name: ["torch.mul"]
         for name in ("s06_timed_only_fallback", "g18_graph_capture_library", "s06_thread_offload")
     },
+    "s40_recorder_switch_raw": ["torch.mul"],
     "s06_nested_composite": ["torch.mm"],
     "s06_autograd_function": ["torch.mul"],
 }

@@ -305,6 +305,7 @@ ADVERSARIAL = [
     ),
     Entry("s38_vault_reach", SCALE, 4, ("sealed_memory",), time=True),
     Entry("s39_vault_redirect", SCALE, 4, ("result_channel_tamper",), time=True),
+    Entry("s40_recorder_switch_raw", SCALE, 12, ("file_access",), forbidden=("torch.mul",)),
 ]
 ALL = HONEST + ADVERSARIAL
 FAST_TIMING = TimingSettings(max_time_s=0.2, min_samples=5)

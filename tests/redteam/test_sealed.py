@@ -483,3 +483,66 @@ def test_the_vault_fault_line_is_the_one_the_core_writes() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.VAULT_FAULT == _proc.VAULT_FAULT
+
+
+_WRITE_SEALED = r"""
+import importlib.util, os, subprocess, sys, tempfile
+import numpy as np
+import torch
+from aka.eval import _plan
+
+path, target = sys.argv[1], sys.argv[2]
+spec = importlib.util.spec_from_file_location("aka_seal", path)
+core = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(core)
+plan = _plan.make_plan([{"N": 8}], ["float32"], seed=3, seeds=1, time=False,
+                       timing={"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5})
+secret_r, secret_w = os.pipe()
+os.write(secret_w, os.urandom(32).replace(b"\n", b"x") + b"\n"
+         + plan.text(forbidden=("aten::mul",)).encode() + b"END\n")
+_, result_w = os.pipe()
+out = os.open(tempfile.mkdtemp(), os.O_RDONLY)
+seal = core.Seal(secret_r, result_w, out, "cpu", lambda *a: (torch.ones(8),), lambda x: x, False)
+
+
+class Raw:
+    def __init__(self, addr, n):
+        self.__array_interface__ = {"shape": (n,), "typestr": "<u8", "data": (addr, False),
+                                    "version": 3}
+
+
+symbols = subprocess.run(["readelf", "-sW", path], capture_output=True, text=True).stdout
+guarded = next(int(line.split()[1], 16) for line in symbols.splitlines()
+               if line.endswith("9g_guardedE"))
+offset = guarded + 4096  # the switch, between its two guard pages
+base = next(int(line.split("-")[0], 16) for line in open("/proc/self/maps")
+            if line.rstrip().endswith(path) and line.split()[2] == "00000000")
+switch = np.asarray(Raw(base + offset, 512))
+if target == "switch":
+    switch[0] = 0  # the recorder's mode: 0 would be off
+else:
+    blob = int(switch[3])  # the first list's names (after mode, thread, vault)
+    np.asarray(Raw(blob, 1))[0] = 0
+print("written")
+"""
+
+
+@pytest.mark.parametrize("target", ["switch", "lists"])
+def test_the_recorder_s_switch_and_lists_cannot_be_written(tmp_path: Path, target: str) -> None:
+    """The recorder decides by a switch (is a candidate call under way) and the plan's
+    lists (which operators are forbidden, which files are the task's). Written through a
+    raw address, no ctypes, either would let a candidate call the library unseen; once the
+    core has read its plan they are read-only, and the write faults, saying so."""
+    import subprocess
+    import sys
+
+    from aka.eval import _native, _proc
+
+    path = _native.ensure_built("cpu")
+    run = subprocess.run([sys.executable, "-c", _WRITE_SEALED, str(path), target],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "written" not in run.stdout and run.returncode == -11, (
+        run.returncode,
+        run.stderr[-800:],
+    )
+    assert run.stderr.strip().splitlines()[-1] == _proc.VAULT_FAULT
