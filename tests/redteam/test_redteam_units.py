@@ -29,7 +29,6 @@ from aka.eval._detect import (
     side_stream,
     timing_inconsistent,
 )
-from aka.eval._replay import input_replay
 from aka.eval._sandbox import HEADER, Channel, Guards, read_frames
 
 REPO = Path(__file__).resolve().parents[2]
@@ -211,32 +210,6 @@ def test_a_kept_clean_timing_is_measured_again_before_it_changes_a_score() -> No
     assert _baseline_ref.slowed(f"{key}-x", here, lambda: [], detect) is None
     assert _baseline_ref.slowed(f"{key}-y", here, measure(fast), detect)
     assert _baseline_ref.slowed(f"{key}-y", here, lambda: [], detect) is None
-
-
-def test_input_replay_needs_new_sets_much_slower_than_repeated_ones() -> None:
-    """A cache of outputs is fast on the pool's repeated sets only; an honest kernel's
-    speed does not depend on having seen its inputs, noise or not."""
-
-    def raw(cand: list[float], fresh: list[int] | None) -> list[dict[str, Any]]:
-        f: dict[str, Any] = {"windows": [[1e-3] * len(cand), cand]}
-        if fresh is not None:
-            f["fresh"] = fresh
-        return [{"shape": {"N": 8}, "dtype": "float32", "raw": f}]
-
-    tags = [1, 0, 0, 0] * 6
-    cache = [1e-3 if t else 5e-5 for t in tags]
-    (evidence,) = input_replay(raw(cache, tags))
-    assert "not seen" in evidence and "6 calls" in evidence
-    noisy = [(1.3 if i % 2 else 0.8) * 1e-4 for i in range(len(tags))]  # 1.6x spread, mixed
-    assert input_replay(raw(noisy, tags)) == []
-    assert input_replay(raw([1.4e-4 if t else 1e-4 for t in tags], tags)) == []  # 1.4x
-    assert input_replay(raw(cache[:8], tags[:8])) == []  # two new sets: too few to say
-    assert input_replay(raw(cache, None)) == []  # fresh values every call: no pool
-    assert input_replay(raw(cache, tags[:-1])) == []  # tags that do not match the samples
-    # On the GPU the bar is higher: an honest kernel ran 2.06x slower on fresh sets there.
-    honest_h200 = [150.6e-6 if t else 73.09e-6 for t in tags]
-    assert input_replay(raw(honest_h200, tags)) and not input_replay(raw(honest_h200, tags), 4.0)
-    assert input_replay(raw(cache, tags), 4.0)  # a 20x cache is one on any device
 
 
 def test_side_stream_reads_the_candidate_host_check() -> None:

@@ -604,12 +604,13 @@ void freeze(Vault* vault, std::vector<std::vector<std::string>> lists) {
 }
 
 // A fault inside the vault, the recorder's switch or its lists is candidate code reaching
-// for them: said as the last line on stderr (the evaluator reads the tail of a process that died), then the default action.
-// Any other fault goes to the handler before this one (Python's faulthandler, say).
-std::atomic<Vault*> g_vault{nullptr};
+// for them: said as the last line on stderr (the evaluator reads the tail of a process
+// that died), then the default action. Any other fault goes to the handler before this
+// one (Python's faulthandler, say). Where they are is read from the switch's page, which
+// candidate code cannot point elsewhere.
 struct sigaction g_prev_segv, g_prev_bus;
 void on_fault(int sig, siginfo_t* info, void* ctx) {
-  Vault* v = g_vault.load();
+  const Vault* v = g_sw.vault;
   uintptr_t at = info ? reinterpret_cast<uintptr_t>(info->si_addr) : 0;
   auto within = [at](const void* base, size_t n) {
     auto b = reinterpret_cast<uintptr_t>(base);
@@ -634,8 +635,7 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
-void watch_faults(Vault* v) {
-  g_vault = v;
+void watch_faults() {
   struct sigaction sa {};
   sa.sa_sigaction = on_fault;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
@@ -918,9 +918,9 @@ class Seal {
       wipe(d, sizeof d);
     }
     wipe(&data[0], 33);
-    watch_faults(&vault_);
     parse(data.substr(33));
     freeze(&vault_, std::move(lists_));
+    watch_faults();
     dev_ = c10::Device(device_);
     if (dev_.is_cuda() && dev_.index() < 0) dev_ = c10::Device(c10::kCUDA, 0);
     py::module_ torch = py::module_::import("torch");

@@ -1,0 +1,141 @@
+"""The sealed core's vault and the recorder's switch, against code that reaches memory
+through a raw address.
+
+numpy's ``__array_interface__`` reads and writes any address with no ctypes, so what
+decides a verdict across candidate calls (the keys, the samples, the operators charged)
+lives where candidate code faults on every touch, and what the recorder decides by is
+read-only to it (``aka/eval/_seal/seal.cpp``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from redteam_corpus import CORPUS, scale_job
+
+from aka.eval._pipeline import Verdict, run_job
+
+
+def _run(tmp_path: Path, name: str) -> Verdict:
+    job, root = scale_job(tmp_path, (CORPUS / f"{name}.py").read_text())
+    return run_job(job, root)
+
+
+def test_samples_rewritten_through_a_raw_address_are_out_of_reach(tmp_path: Path) -> None:
+    """numpy's ``__array_interface__`` reads and writes any address, no ctypes needed. s37
+    scans the sealed object for the samples as the core once kept them (two vectors of
+    doubles) and sets the candidate's to 4 us, which forged a 90x speedup: it finds none
+    now, and its samples are its own. s38 reaches for the vault that holds them: it has no
+    access while candidate code runs, so the process dies, flagged, with no speedup."""
+    rewrite = _run(tmp_path / "rewrite", "s37_raw_sample_rewrite")
+    assert rewrite.correct and rewrite.timing, (rewrite.flags, rewrite.error)
+    samples = rewrite.timing[0]["pair"]["candidate"]["samples_s"]
+    assert samples and 4e-6 not in samples
+    reach = _run(tmp_path / "reach", "s38_vault_reach")
+    assert not reach.correct and reach.timing == [] and "sealed_memory" in reach.flags
+    assert any("touched the sealed core's vault" in e for e in reach.evidence), reach.evidence
+
+
+def test_proc_self_mem_is_not_a_way_around_the_vault(tmp_path: Path) -> None:
+    """``/proc/self/mem`` ignores page protections; opening it is caught (a tripwire that
+    fails the candidate), whatever it meant to read."""
+    text = (
+        "import torch\n\n"
+        "def scale(x):\n"
+        "    f = open('/proc/self/mem', 'rb', buffering=0)\n"
+        "    f.close()\n"
+        "    return x * 2 + 1\n"
+    )
+    job, root = scale_job(tmp_path, text)
+    v = run_job(job, root)
+    assert not v.correct and "result_channel_tamper" in v.flags, (v.flags, v.error)
+    assert any("opens /proc/self/mem" in e for e in v.evidence), v.evidence
+
+
+def test_the_vault_fault_line_is_the_one_the_core_writes() -> None:
+    """The evaluator recognizes a vault fault by the core's last line on stderr; the core
+    is linked to bind every symbol at load and make its GOT read-only (``mprotect`` cannot
+    be rebound to leave the vault open)."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    import torch  # noqa: F401  (the core links against it)
+
+    from aka.eval import _native, _proc
+
+    path = _native.ensure_built("cpu")
+    readelf = shutil.which("readelf")  # binutils: installed with the compiler that built it
+    assert readelf, "readelf not found"
+    dynamic = subprocess.run([readelf, "-d", "-l", str(path)], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+    assert "BIND_NOW" in dynamic and "GNU_RELRO" in dynamic
+    spec = importlib.util.spec_from_file_location("aka_seal", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.VAULT_FAULT == _proc.VAULT_FAULT
+
+
+_WRITE_SEALED = r"""
+import importlib.util, os, subprocess, sys, tempfile
+import numpy as np
+import torch
+from aka.eval import _plan
+
+path, target = sys.argv[1], sys.argv[2]
+spec = importlib.util.spec_from_file_location("aka_seal", path)
+core = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(core)
+plan = _plan.make_plan([{"N": 8}], ["float32"], seed=3, seeds=1, time=False,
+                       timing={"target_rel_ci": 0.05, "max_time_s": 0.1, "min_samples": 5})
+secret_r, secret_w = os.pipe()
+os.write(secret_w, os.urandom(32).replace(b"\n", b"x") + b"\n"
+         + plan.text(forbidden=("aten::mul",)).encode() + b"END\n")
+_, result_w = os.pipe()
+out = os.open(tempfile.mkdtemp(), os.O_RDONLY)
+seal = core.Seal(secret_r, result_w, out, "cpu", lambda *a: (torch.ones(8),), lambda x: x, False)
+
+
+class Raw:
+    def __init__(self, addr, n):
+        self.__array_interface__ = {"shape": (n,), "typestr": "<u8", "data": (addr, False),
+                                    "version": 3}
+
+
+symbols = subprocess.run(["readelf", "-sW", path], capture_output=True, text=True).stdout
+guarded = next(int(line.split()[1], 16) for line in symbols.splitlines()
+               if line.endswith("9g_guardedE"))
+offset = guarded + 4096  # the switch, between its two guard pages
+base = next(int(line.split("-")[0], 16) for line in open("/proc/self/maps")
+            if line.rstrip().endswith(path) and line.split()[2] == "00000000")
+switch = np.asarray(Raw(base + offset, 512))
+if target == "switch":
+    switch[0] = 0  # the recorder's mode: 0 would be off
+else:
+    blob = int(switch[3])  # the first list's names (after mode, thread, vault)
+    np.asarray(Raw(blob, 1))[0] = 0
+print("written")
+"""
+
+
+@pytest.mark.parametrize("target", ["switch", "lists"])
+def test_the_recorder_s_switch_and_lists_cannot_be_written(tmp_path: Path, target: str) -> None:
+    """The recorder decides by a switch (is a candidate call under way) and the plan's
+    lists (which operators are forbidden, which files are the task's). Written through a
+    raw address, no ctypes, either would let a candidate call the library unseen; once the
+    core has read its plan they are read-only, and the write faults, saying so."""
+    import subprocess
+    import sys
+
+    from aka.eval import _native, _proc
+
+    path = _native.ensure_built("cpu")
+    run = subprocess.run([sys.executable, "-c", _WRITE_SEALED, str(path), target],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "written" not in run.stdout and run.returncode == -11, (
+        run.returncode,
+        run.stderr[-800:],
+    )
+    assert run.stderr.strip().splitlines()[-1] == _proc.VAULT_FAULT
