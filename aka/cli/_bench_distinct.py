@@ -112,20 +112,31 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
         run = evaluate_variant(v.task, v.entry, text, device, workers, max_time_s)
         return {"task": str(v.task.relative_to(TASKS_ROOT)), "values": v.values, **run}
 
-    cpu_before = host_cpu()
+    cpu_before, own_before = host_cpu(), own_cpu()
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
         runs = list(pool.map(one, range(len(items))))
     total = time.perf_counter() - start
-    cpu_after = host_cpu()
+    cpu_after, own_after = host_cpu(), own_cpu()
     held = sum((r.get("stage_s") or {}).get(k, 0.0) for r in runs for k in HELD)
     return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
             "again_alone": sum(bool(r.get("again_alone")) for r in runs),
             "device_held_s": round(held, 3),
             "host_cpu_busy": busy_fraction(cpu_before, cpu_after),
+            "evaluator_cpu_share": round((own_after - own_before) / total, 3),
             "candidates_per_min": round(60 * len(runs) / total, 2),
             "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
             "stage_median_s": stage_medians(runs), "runs": runs}  # fmt: skip
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process, every thread (the evaluator's own work: frames read and
+    verified, verdicts built). Over a pass's wall, near 1.0 says its interpreter, one core
+    under the GIL, is what the evaluations in flight wait on."""
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
 
 
 def host_cpu() -> tuple[int, int] | None:
@@ -265,6 +276,7 @@ def render(report: dict[str, Any]) -> str:
                      f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s, "
                      f"device held alone {p.get('device_held_s', 0.0):.1f} s, "
                      f"host CPU busy {p.get('host_cpu_busy')}, "
+                     f"evaluator CPU {p.get('evaluator_cpu_share')}, "
                      f"evaluated again alone {p.get('again_alone', 0)}")  # fmt: skip
         stages = ", ".join(f"{k} {v:.2f}" for k, v in p.get("stage_median_s", {}).items())
         lines.append(f"{'':<15} stage medians (s): {stages}")

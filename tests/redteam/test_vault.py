@@ -111,21 +111,30 @@ offset = guarded + 4096  # the switch, between its two guard pages
 base = next(int(line.split("-")[0], 16) for line in open("/proc/self/maps")
             if line.rstrip().endswith(path) and line.split()[2] == "00000000")
 switch = np.asarray(Raw(base + offset, 512))
+# the switch's page in words: mode, thread, vault, five lists of three words, the lists'
+# mapping and size, the plan's calls and pairs, their counts, its mapping and size, the
+# code table and its size
+where = {"lists": int(switch[3]), "pairs": int(switch[21]), "calls": int(switch[20]),
+         "codes": int(switch[25])}
 if target == "switch":
     switch[0] = 0  # the recorder's mode: 0 would be off
 else:
-    blob = int(switch[3])  # the first list's names (after mode, thread, vault)
-    np.asarray(Raw(blob, 1))[0] = 0
+    np.asarray(Raw(where[target], 1))[0] = 0
 print("written")
 """
 
 
-@pytest.mark.parametrize("target", ["switch", "lists"])
-def test_the_recorder_s_switch_and_lists_cannot_be_written(tmp_path: Path, target: str) -> None:
-    """The recorder decides by a switch (is a candidate call under way) and the plan's
-    lists (which operators are forbidden, which files are the task's). Written through a
-    raw address, no ctypes, either would let a candidate call the library unseen; once the
-    core has read its plan they are read-only, and the write faults, saying so."""
+@pytest.mark.parametrize("target", ["switch", "lists", "pairs", "calls", "codes"])
+def test_what_the_recorder_and_the_timer_decide_by_cannot_be_written(
+    tmp_path: Path, target: str
+) -> None:
+    """The recorder decides by a switch (is a candidate call under way), the plan's lists
+    (which operators are forbidden, which files are the task's) and its table of code
+    objects (which are a library's); the timer by the plan's pairs (shape, sample bounds,
+    audit share) and the checked calls by theirs. Written through a raw address, no ctypes,
+    any of them would let a candidate call the library unseen or be timed on another call
+    than the evaluator asked for; once the core has read its plan they are read-only, and
+    the write faults, saying so."""
     import subprocess
     import sys
 

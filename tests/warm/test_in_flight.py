@@ -8,6 +8,7 @@ device time at a time and stops every other evaluation's processes meanwhile.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -129,6 +130,8 @@ def test_bench_distinct_reports_a_stream_and_agreeing_verdicts(cli: Callable[...
     assert set(flight["stage_median_s"]) >= {"compile", "gate", "timing", "checker"}
     # How busy the host's cores were: tells a CPU-bound pass from one that waits.
     assert 0 < flight["host_cpu_busy"] <= 1
+    # ...and how much of it was the evaluator's own process (one interpreter, one GIL).
+    assert 0 < flight["evaluator_cpu_share"] <= (os.cpu_count() or 1)
     too_many = cli("bench", "eval", "--device", "cpu", "--distinct", "100000", "--tasks", "1")
     assert too_many.code == 2 and "distinct variants" in too_many.err
 

@@ -56,9 +56,9 @@
 #include <mutex>
 #include <numeric>
 #include <set>
-#include <unordered_map>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <poll.h>
 #include <string>
 #include <string_view>
@@ -515,6 +515,25 @@ struct Names {
   }
 };
 
+// The plan's calls and pairs: plain records, frozen with the lists once the plan is read.
+struct Call {  // one correctness call the evaluator asked for
+  char nonce[32] = {};  // NUL-terminated
+  int shape = 0, dtype = 0;
+  int64_t seed = 0;
+  int poison = 0;
+};
+
+struct Pair {  // one timing pair (baseline vs candidate) the evaluator asked for
+  int shape = 0, dtype = 0;
+  int64_t seed = 0;
+  double rel_ci = 0.005, max_time = 1.0, spin_s = 20e-6, graph_below = 100e-6, flush_factor = 2;
+  int min_samples = 5, max_samples = 5000, warmup = 3, graph = 2, audit_permille = 50, audit_max = 8;
+  int64_t flush_bytes = 0, audit_bytes = 0, audit_sample = 0;
+  double fresh_max_s = 0.0005;
+};
+static_assert(std::is_trivially_copyable_v<Call> && std::is_trivially_copyable_v<Pair>,
+              "the plan's records are copied into read-only memory byte for byte");
+
 // The recorder's switch and lists, one page, read-only but while the core flips the switch.
 struct alignas(4096) Switch {
   // 0 off, 1 a candidate call, 2 the recorder's own probe, 3 a baseline call (the same
@@ -533,6 +552,19 @@ struct alignas(4096) Switch {
   Names editable;  // ``E``: ...and frames from these are the candidate's
   const void* lists = nullptr;  // the mapping the names live in
   size_t lists_bytes = 0;
+  // The plan's correctness calls and timing pairs, in a read-only mapping of their own:
+  // written through a raw address, a pair's shape, sample bounds or audit share would
+  // time another call than the evaluator asked for.
+  const Call* calls = nullptr;
+  const Pair* pairs = nullptr;
+  uint32_t n_calls = 0, n_pairs = 0;
+  const void* plan = nullptr;
+  size_t plan_bytes = 0;
+  // The recorder's table of what each code object is (``CodeTable``), read-only but while
+  // the core adds an entry: a code object of the candidate's passed off as a library's
+  // would make its forbidden calls a library's own.
+  uint8_t* codes = nullptr;
+  size_t codes_bytes = 0;
 };
 static_assert(sizeof(Switch) == 4096, "the recorder's switch must fill its page alone");
 // Between two pages with no access: flipping the switch's page then never merges it with
@@ -565,9 +597,35 @@ struct Recording {  // the switch at ``mode`` for one scope
   Recording& operator=(const Recording&) = delete;
 };
 
-// The plan's lists, frozen: sorted names back to back in a mapping made read-only, and
-// the descriptors in the switch's page, read-only from here on.
-void freeze(Vault* vault, std::vector<std::vector<std::string>> lists) {
+// The plan's calls and pairs, copied into a mapping of their own that is then read-only.
+void freeze_plan(const std::vector<Call>& calls, const std::vector<Pair>& pairs) {
+  size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  size_t at = calls.size() * sizeof(Call);
+  at = (at + alignof(Pair) - 1) / alignof(Pair) * alignof(Pair);
+  size_t size = (at + pairs.size() * sizeof(Pair) + page) / page * page;
+  void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::runtime_error("seal: cannot map the plan");
+  auto* bytes = static_cast<uint8_t*>(m);
+  if (!calls.empty()) std::memcpy(bytes, calls.data(), calls.size() * sizeof(Call));
+  if (!pairs.empty()) std::memcpy(bytes + at, pairs.data(), pairs.size() * sizeof(Pair));
+  if (::mprotect(m, size, PROT_READ) != 0) throw std::runtime_error("seal: cannot freeze the plan");
+  g_sw.calls = reinterpret_cast<const Call*>(bytes);
+  g_sw.pairs = reinterpret_cast<const Pair*>(bytes + at);
+  g_sw.n_calls = uint32_t(calls.size());
+  g_sw.n_pairs = uint32_t(pairs.size());
+  g_sw.plan = m;
+  g_sw.plan_bytes = size;
+}
+
+void map_codes();
+
+// Everything the recorder and the timer decide by, frozen once the plan is read: the lists
+// (sorted names back to back in a read-only mapping), the calls and pairs, the code table;
+// their descriptors in the switch's page, read-only from here on.
+void freeze(Vault* vault, std::vector<std::vector<std::string>> lists, const std::vector<Call>& calls,
+            const std::vector<Pair>& pairs) {
+  freeze_plan(calls, pairs);
+  map_codes();
   size_t bytes = 0, names = 0;
   for (auto& l : lists) {
     std::sort(l.begin(), l.end());
@@ -617,7 +675,8 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
     return base && at >= b && at < b + n;
   };
   if (info && ((v && v->holds(info->si_addr)) || within(&g_sw, sizeof g_sw) ||
-               within(g_sw.lists, g_sw.lists_bytes))) {
+               within(g_sw.lists, g_sw.lists_bytes) || within(g_sw.plan, g_sw.plan_bytes) ||
+               within(g_sw.codes, g_sw.codes_bytes))) {
     static const char msg[] = "\n" AKA_VAULT_FAULT "\n";
     ssize_t ignored = ::write(2, msg, sizeof msg - 1);
     (void)ignored;
@@ -686,8 +745,75 @@ uint64_t fnv(uint64_t h, const void* p, size_t n) {  // FNV-1a
   return h;
 }
 constexpr uint64_t kFnvBasis = 1469598103934665603ULL;
-std::unordered_map<PyCodeObject*, CodeInfo> g_codes;  // under the GIL
+
+// The table of code objects read so far: open addressing in a mapping of its own, between
+// guard pages, read-only but while ``code_info`` adds an entry (under the GIL, with no
+// Python running until it is read-only again). Where it lies is in the switch's page.
 constexpr size_t kMaxCodes = 1 << 16;
+constexpr size_t kCodeSlots = kMaxCodes * 2;  // at most half full: probes stay short
+constexpr size_t kWhereBytes = size_t(4) << 20;  // the task files' ``file:line:function``
+struct CodeSlot {
+  PyCodeObject* code;  // null: free
+  uint64_t digest;
+  uint32_t where_at;
+  uint16_t where_n;
+  Kind kind;
+};
+struct CodeHead {
+  size_t n, where_used;
+};
+size_t code_page() { return size_t(::sysconf(_SC_PAGESIZE)); }
+CodeHead& code_head() { return *reinterpret_cast<CodeHead*>(g_sw.codes); }
+CodeSlot* code_slots() { return reinterpret_cast<CodeSlot*>(g_sw.codes + code_page()); }
+char* code_where() { return reinterpret_cast<char*>(code_slots() + kCodeSlots); }
+
+void map_codes() {
+  size_t page = code_page();
+  size_t size = (page + kCodeSlots * sizeof(CodeSlot) + kWhereBytes + page - 1) / page * page;
+  void* m = ::mmap(nullptr, size + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  if (m == MAP_FAILED) throw std::runtime_error("seal: cannot map the recorder's code table");
+  g_sw.codes = static_cast<uint8_t*>(m) + page;
+  g_sw.codes_bytes = size;
+  if (::mprotect(g_sw.codes, size, PROT_READ) != 0)
+    throw std::runtime_error("seal: cannot map the recorder's code table");
+}
+
+size_t code_hash(const PyCodeObject* code) {
+  return size_t((uint64_t(reinterpret_cast<uintptr_t>(code)) >> 4) * 0x9E3779B97F4A7C15ULL >> 47) %
+         kCodeSlots;
+}
+
+const CodeSlot* find_code(const PyCodeObject* code) {
+  for (size_t i = code_hash(code);; i = (i + 1) % kCodeSlots) {
+    const CodeSlot& s = code_slots()[i];
+    if (s.code == code) return &s;
+    if (s.code == nullptr) return nullptr;
+  }
+}
+
+void protect_codes(int prot) {
+  if (::mprotect(g_sw.codes, g_sw.codes_bytes, prot) != 0) std::abort();
+}
+
+// Adds ``code`` as ``info`` and keeps it alive (its address is never another's); false when
+// the table is full (the caller uses ``info`` uncached).
+bool add_code(PyCodeObject* code, const CodeInfo& info) {
+  CodeHead& h = code_head();
+  if (h.n >= kMaxCodes || h.where_used + info.where.size() > kWhereBytes || info.where.size() > 0xffff)
+    return false;
+  size_t i = code_hash(code);
+  while (code_slots()[i].code != nullptr) i = (i + 1) % kCodeSlots;
+  Py_INCREF(reinterpret_cast<PyObject*>(code));
+  protect_codes(PROT_READ | PROT_WRITE);
+  std::memcpy(code_where() + h.where_used, info.where.data(), info.where.size());
+  code_slots()[i] = CodeSlot{code, info.digest, uint32_t(h.where_used), uint16_t(info.where.size()),
+                             info.kind};
+  h.where_used += info.where.size();
+  h.n++;
+  protect_codes(PROT_READ);
+  return true;
+}
 
 CodeInfo read_code(PyCodeObject* code) {
   PyObject* obj = reinterpret_cast<PyObject*>(code);
@@ -714,13 +840,18 @@ CodeInfo read_code(PyCodeObject* code) {
   return info;
 }
 
-const CodeInfo& code_info(PyCodeObject* code, CodeInfo& scratch) {
-  auto it = g_codes.find(code);
-  if (it != g_codes.end()) return it->second;
+// What ``code`` is: from the table, or read now (and added; into ``scratch`` when full).
+struct CodeView {
+  Kind kind;
+  uint64_t digest;
+  std::string_view where;
+};
+CodeView code_info(PyCodeObject* code, CodeInfo& scratch) {
+  if (const CodeSlot* s = find_code(code))
+    return CodeView{s->kind, s->digest, std::string_view(code_where() + s->where_at, s->where_n)};
   scratch = read_code(code);
-  if (g_codes.size() >= kMaxCodes) return scratch;
-  Py_INCREF(reinterpret_cast<PyObject*>(code));
-  return g_codes.emplace(code, scratch).first->second;
+  if (add_code(code, scratch)) return code_info(code, scratch);
+  return CodeView{scratch.kind, scratch.digest, scratch.where};
 }
 
 // Who called a forbidden operator inside a candidate call. Walking out from the innermost
@@ -751,14 +882,14 @@ std::string attribution(std::string_view op) {
   Py_XINCREF(f);
   while (f && !editable) {
     PyCodeObject* code = PyFrame_GetCode(f);
-    const CodeInfo& info = code_info(code, scratch);
+    const CodeView info = code_info(code, scratch);
     int lasti = PyFrame_GetLasti(f);
     editable = info.kind == Kind::kEditable;
     path = fnv(fnv(path, &info.digest, sizeof info.digest), &lasti, sizeof lasti);
     if (info.kind == Kind::kTask) through_task = path;
     if (!decided && info.kind != Kind::kLibrary) {
       decided = true;
-      if (info.kind == Kind::kTask) site = std::string(op) + "@" + info.where + ":" + std::to_string(lasti);
+      if (info.kind == Kind::kTask) site = std::string(op) + "@" + std::string(info.where) + ":" + std::to_string(lasti);
     }
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(f);
@@ -840,21 +971,6 @@ struct NoUserModes {
   NoUserModes& operator=(const NoUserModes&) = delete;
 };
 
-struct Call {  // one correctness call the evaluator asked for
-  std::string nonce;
-  int shape = 0, dtype = 0;
-  int64_t seed = 0;
-  int poison = 0;
-};
-
-struct Pair {  // one timing pair (baseline vs candidate) the evaluator asked for
-  int shape = 0, dtype = 0;
-  int64_t seed = 0;
-  double rel_ci = 0.005, max_time = 1.0, spin_s = 20e-6, graph_below = 100e-6, flush_factor = 2;
-  int min_samples = 5, max_samples = 5000, warmup = 3, graph = 2, audit_permille = 50, audit_max = 8;
-  int64_t flush_bytes = 0, audit_bytes = 0, audit_sample = 0;
-  double fresh_max_s = 0.0005;
-};
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -919,7 +1035,9 @@ class Seal {
     }
     wipe(&data[0], 33);
     parse(data.substr(33));
-    freeze(&vault_, std::move(lists_));
+    freeze(&vault_, std::move(lists_), calls_, pairs_);
+    calls_ = {};
+    pairs_ = {};
     watch_faults();
     dev_ = c10::Device(device_);
     if (dev_.is_cuda() && dev_.index() < 0) dev_ = c10::Device(c10::kCUDA, 0);
@@ -968,15 +1086,15 @@ class Seal {
     size_t done = 0;
     bool failed = false;
     note_code();  // what importing the candidate loaded
-    for (auto& c : calls_) {
-      failed = !correctness(c) || failed;
+    for (uint32_t i = 0; i < g_sw.n_calls; i++) {
+      failed = !correctness(g_sw.calls[i]) || failed;
       done++;
     }
     note_code();  // a library's mapping outlives the call that loaded it (Python never
                   // unloads an extension), so once per stage sees what the calls loaded
     last_ = at::Tensor();  // the device holds nothing of the correctness calls while timing
     frame("{\"kind\":\"mark\",\"name\":\"checked\"}");
-    if (!failed && !pairs_.empty()) {
+    if (!failed && g_sw.n_pairs) {
       frame("{\"kind\":\"mark\",\"name\":\"gate\"}");
       char b;
       struct pollfd pfd = {0, POLLIN, 0};
@@ -986,7 +1104,7 @@ class Seal {
               ",\"error\":\"the timing gate never opened\",\"code\":" + code_seen() + "}");
         return;
       }
-      for (size_t k = 0; k < pairs_.size(); k++) {
+      for (uint32_t k = 0; k < g_sw.n_pairs; k++) {
         timing(int(k));
         note_code();
       }
@@ -1080,7 +1198,7 @@ class Seal {
   std::vector<py::dict> shapes_;
   std::vector<std::string> dtype_names_;
   std::vector<py::object> dtypes_;
-  std::vector<Call> calls_;
+  std::vector<Call> calls_;  // as parsed; the core runs the frozen copies (``g_sw``)
   std::vector<Pair> pairs_;
   std::vector<std::vector<at::Tensor>> buffers_[2];  // per arm, per shape x dtype
   int64_t out_bytes_[2] = {0, 0};
@@ -1144,7 +1262,8 @@ class Seal {
       } else if (tag == "C") {
         Call c;
         if (f.size() < 6) throw std::runtime_error("seal: short plan line");
-        c.nonce = f[1];
+        if (f[1].size() >= sizeof c.nonce) throw std::runtime_error("seal: nonce too long");
+        std::memcpy(c.nonce, f[1].data(), f[1].size());
         c.shape = int(num(f, 2));
         c.dtype = int(num(f, 3));
         c.seed = num(f, 4);
@@ -1228,7 +1347,8 @@ class Seal {
   py::tuple generate(int shape, int dtype, int64_t seed) {
     NoUserModes clean;
     Recording on(1);
-    return py::tuple(make_inputs_(shapes_[shape], dtypes_[dtype], device_, seed));
+    // a copy: what ``make_inputs`` is handed it may keep or change, never the plan's sizes
+    return py::tuple(make_inputs_(py::dict(shapes_[shape]), dtypes_[dtype], device_, seed));
   }
 
   // ``fresh`` written into arm's buffers for the shape: the call sees the same tensors at
@@ -1727,7 +1847,7 @@ class Seal {
   }
 
   void timing(int k) {
-    const Pair& p = pairs_[size_t(k)];
+    const Pair& p = g_sw.pairs[k];
     frame("{\"kind\":\"mark\",\"name\":\"timing_start\",\"shape\":" + std::to_string(k) + "}");
     Arm arms[2];
     arms[0].fn = baseline_;

@@ -9,7 +9,7 @@ each spelled so no static check sees it.
 Task: torch/ops/scale with ``torch.mul`` forbidden (as the s06 entries). The read of
 ``/proc/self/maps`` is flagged by the audit of opens (``file_access``). Behind that
 tripwire, the switch is read-only once the plan is read, so the write would fault
-(``test_vault.py::test_the_recorder_s_switch_and_lists_cannot_be_written``).
+(``test_vault.py::test_what_the_recorder_and_the_timer_decide_by_cannot_be_written``).
 """
 import struct
 
