@@ -205,9 +205,13 @@ dv)
   FIX=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES))")
   AKA_EVAL_WARM=1 step redteam_w1 170 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
     --only $FIX $LATE
+  nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &  # the GPU's busy share, per second
+  DMON=$!
   step distinct 230 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
     --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
     --output $R/distinct.json
+  kill $DMON 2>/dev/null
+  tar czf $OUT/results.tgz -C $R . 2>/dev/null
   ;;
 dg)
   sealbuild
