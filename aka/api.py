@@ -33,7 +33,7 @@ from aka import events as ev
 from aka.config import ArmConfig, RunConfig, TimingSettings
 from aka.core import attempt_key
 from aka.errors import InputError
-from aka.eval import EvalRequest, evaluate
+from aka.eval import EvalRequest, current_workers, evaluate
 from aka.events import REGISTRY
 from aka.feedback import render_feedback
 from aka.kinds import kind_name, sealed, staged
@@ -205,6 +205,18 @@ class Evaluator:
         recorder.start_run(self.ledger, self.run_id, started)
         self._held.enter_context(holding(self.ledger.root, self.run_id))
         self._started = True
+        self._prepare_workers()
+
+    def _prepare_workers(self) -> None:
+        """Each device's share of the in-flight limit of evaluation processes, started now
+        (:meth:`aka.eval.Workers.prepare`): a trainer's first batch finds them waiting
+        rather than each evaluation beside the first starting its own."""
+        if self.in_flight < 2:
+            return
+        workers = current_workers()
+        share = -(-self.in_flight // len(self.devices.devices))
+        for device in self.devices.devices:
+            workers.prepare(device, workers.switches.isolate_network, share)
 
     def evaluate(
         self, task_key: str, files: dict[str, str | bytes], *, sample: Sample | None = None

@@ -112,6 +112,9 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
         run = evaluate_variant(v.task, v.entry, text, device, workers, max_time_s)
         return {"task": str(v.task.relative_to(TASKS_ROOT)), "values": v.values, **run}
 
+    # as an Evaluator does from its first evaluation on (aka.api.Evaluator): the pass's
+    # depth of processes started ahead, so that it measures a trainer's steady state
+    workers.prepare(device, workers.switches.isolate_network, in_flight)
     cpu_before, own_before = host_cpu(), own_cpu()
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=in_flight) as pool:

@@ -73,6 +73,7 @@ class Workers:
         self._started: dict[str, int] = {}  # device -> evaluations ever started on it
         self._alone: dict[str, int] = {}  # device -> evaluations waiting for it, or on it, alone
         self._free = free
+        self._floor: dict[str, int] = {}  # device -> spares kept waiting at least (prepare)
         self._admitting: dict[str, threading.Lock] = {}  # per device: one waits for memory
 
     @property
@@ -152,9 +153,27 @@ class Workers:
 
     def refill(self, device: str, isolate: bool) -> None:
         """Start the next evaluations' processes now (warm workers only): one of each per
-        evaluation in flight on ``device``, at least one (:mod:`aka.eval._spares`)."""
+        evaluation in flight on ``device``, at least one, at least as many as
+        :meth:`prepare` asked for (:mod:`aka.eval._spares`)."""
         if self.warm:
-            self.spares.refill(device, isolate, depth=max(1, self.in_flight(device)))
+            with self._count:
+                floor = self._floor.get(device, 1)
+            self.spares.refill(device, isolate, depth=max(floor, self.in_flight(device)))
+
+    def prepare(self, device: str, isolate: bool, depth: int) -> None:
+        """Keep ``depth`` of each evaluation process waiting for ``device`` from now on, and
+        start them now (warm workers only).
+
+        A caller that sends bursts of ``depth`` evaluations at once (a trainer's batch, an
+        evaluator's in-flight share of a device) calls this once. Without it the first burst
+        finds one spare: the evaluations that start beside the first all fork and start
+        CUDA inside their own time, several seconds each on a GPU with eight at once
+        (docs/benchmarks.md)."""
+        if not self.warm or depth < 1:
+            return
+        with self._count:
+            self._floor[device] = max(self._floor.get(device, 1), depth)
+        self.spares.refill(device, isolate, depth=depth)
 
     def zygote_status(self, device: str) -> dict[str, Any]:
         """The zygote for ``device``'s children: pid, whether it started CUDA, modules."""

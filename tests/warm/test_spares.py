@@ -137,6 +137,27 @@ def test_as_many_spares_wait_as_evaluations_are_in_flight(warm: Workers) -> None
     assert {m: len(p) for m, p in warm.spares.waiting().items()} == {m: 3 for m in MODULES}
 
 
+def test_a_prepared_depth_waits_before_the_first_burst_and_after_it(warm: Workers) -> None:
+    """A caller that sends bursts of four (a trainer's batch) prepares four of each process
+    before the first: the evaluations starting beside the first find theirs waiting, and
+    every refill after tops up to four, whatever the load at the time."""
+    warm.prepare("cpu", False, 4)
+    assert warm.in_flight("cpu") == 0
+    pids = warm.spares.waiting()
+    assert {m: len(p) for m, p in pids.items()} == {m: 4 for m in MODULES}
+    taken = [warm.spares.take("aka.eval._candidate", "cpu", False) for _ in range(4)]
+    assert all(t is not None for t in taken)
+    for proc in taken:
+        assert proc is not None
+        proc.kill()
+    with warm.evaluating("cpu"):  # one evaluation in flight: the refill still tops up to 4
+        warm.refill("cpu", False)
+    assert len(warm.spares.waiting()["aka.eval._candidate"]) == 4
+    warm.prepare("cuda:0", False, 0)  # nothing asked: nothing started for that device
+    assert sum(map(len, warm.spares.waiting().values())) == 8
+    warm.spares.clear()
+
+
 def test_refills_from_several_threads_never_pass_the_depth(
     warm: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
