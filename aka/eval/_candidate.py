@@ -305,7 +305,10 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         max_file_bytes=req.max_file_bytes,
         address_space_bytes=req.max_memory_bytes,
     )
-    contained = "; ".join([contained, pid_ns, *limits])
+    # Before candidate code: no signal, priority, scheduling or limit change reaches
+    # another process (another evaluation's, the evaluator's) from here on.
+    others = core.confine_others() if req.contain else "other processes not confined: not asked"
+    contained = "; ".join([contained, pid_ns, *limits, others])
     seal.send_py(json.dumps({"kind": "mark", "name": "started", "network": network}))
     launches = LaunchCounter()
     if backend(req.backend).counts_launches:

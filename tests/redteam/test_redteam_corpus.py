@@ -18,10 +18,12 @@ from redteam_corpus import ADVERSARIAL, ALL, BUNDLED, HONEST, TASKS, Entry, eval
 from aka.events import Scored
 
 REPO = Path(__file__).resolve().parents[2]
-# Patterns whose detector needs no evaluation process, with the unit test that covers it.
+# Patterns covered outside the corpus, with the test that covers each: detectors that need
+# no evaluation process, and reaching another process (which needs a victim to reach).
 UNIT_ONLY = {
     15: "test_redteam_units.py::test_aggregate_noise_band_floor_and_cap",
     17: "test_redteam_units.py::test_implausible_speed_fires_only_below_the_speed_of_light",
+    18: "test_other_processes.py::test_a_candidate_cannot_stop_or_slow_another_evaluation_s_process",
 }
 
 
@@ -81,7 +83,7 @@ def test_the_evaluation_reports_its_network_isolation(scored: dict[str, Scored])
 def test_every_pattern_has_a_detector_test() -> None:
     gpu = {p for _, _, p, _, _ in _gpu_script().ENTRIES if p is not None}
     cpu = {e.pattern for e in ADVERSARIAL}
-    assert set(range(1, 18)) <= cpu | gpu | set(UNIT_ONLY)
+    assert set(range(1, 19)) <= cpu | gpu | set(UNIT_ONLY)
     assert len(HONEST) >= 10 and len({e.task for e in HONEST}) >= 2
 
 

@@ -38,7 +38,13 @@
 #endif
 
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -701,6 +707,120 @@ void watch_faults() {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGSEGV, &sa, &g_prev_segv);
   ::sigaction(SIGBUS, &sa, &g_prev_bus);
+}
+
+// ---- other processes, out of the candidate's reach ----------------------------------
+//
+// Every evaluation process runs as the same user, and on a GPU without a PID namespace of
+// its own (the driver does not start in one under gVisor) a candidate sees every other
+// process in /proc. Whatever the kernel lets one process of a user do to another, it could
+// do to its neighbours: stop or kill another evaluation's candidate or checker (in a
+// trainer's group of samples in flight, the rewards of its rivals), the clean timing of its
+// own baseline or the evaluator itself; lower their priority, pin them to one core, shrink
+// their resource limits. ``signal.pidfd_send_signal`` does the first with no audit event
+// at all. A seccomp filter, installed on every thread before candidate code is imported and
+// inherited by all it starts, refuses with EPERM every such call aimed at anything but
+// this process (pid 0, "myself", where the call allows it; never a process group, never
+// every process of the user): the kernel decides, not Python. Calls of another ABI (x32,
+// i386 through ``int 0x80``) are refused whole: they would name the same calls by other
+// numbers.
+
+struct Bpf {
+  std::vector<sock_filter> code;
+  void op(uint16_t c, uint32_t k, uint8_t jt = 0, uint8_t jf = 0) {
+    code.push_back(sock_filter{c, jt, jf, k});
+  }
+  void load_nr() { op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)); }
+  void load_arg(int i) {  // the low word: the kernel reads a pid_t (int) argument so
+    op(BPF_LD | BPF_W | BPF_ABS, uint32_t(offsetof(seccomp_data, args) + 8 * i));
+  }
+  void ret(uint32_t what) { op(BPF_RET | BPF_K, what); }
+};
+
+constexpr uint32_t kRefuse = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+
+// ``nr`` is refused unless argument ``arg`` is this process (or 0 with ``zero``).
+void only_self(Bpf& b, long nr, int arg, bool zero, uint32_t self) {
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(nr), 0, zero ? 5 : 4);
+  b.load_arg(arg);
+  if (zero) b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
+  b.ret(kRefuse);
+  b.ret(SECCOMP_RET_ALLOW);
+}
+
+void never(Bpf& b, long nr) {
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(nr), 0, 1);
+  b.ret(kRefuse);
+}
+
+std::string confine_others() {
+#if defined(__x86_64__)
+  constexpr uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+  return "other processes not confined: an architecture the filter does not know";
+#endif
+  uint32_t self = uint32_t(::getpid());
+  Bpf b;
+  b.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0);
+  b.ret(kRefuse);
+#if defined(__x86_64__)
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);  // the x32 ABI's numbers
+  b.ret(kRefuse);
+#endif
+  only_self(b, SYS_kill, 0, false, self);  // 0 and negative pids are process groups
+  only_self(b, SYS_tkill, 0, false, self);
+  only_self(b, SYS_tgkill, 0, false, self);
+  only_self(b, SYS_rt_sigqueueinfo, 0, false, self);
+  only_self(b, SYS_rt_tgsigqueueinfo, 0, false, self);
+#ifdef SYS_pidfd_open  // newer than some C libraries' headers
+  only_self(b, SYS_pidfd_open, 0, false, self);
+#endif
+#ifdef SYS_pidfd_send_signal  // newer than some C libraries' headers
+  never(b, SYS_pidfd_send_signal);  // also takes a /proc/PID folder opened by path
+#endif
+#ifdef SYS_pidfd_getfd  // newer than some C libraries' headers
+  never(b, SYS_pidfd_getfd);
+#endif
+  never(b, SYS_ptrace);
+  only_self(b, SYS_process_vm_readv, 0, false, self);
+  only_self(b, SYS_process_vm_writev, 0, false, self);
+  only_self(b, SYS_prlimit64, 0, true, self);
+  only_self(b, SYS_sched_setaffinity, 0, true, self);
+  only_self(b, SYS_sched_setscheduler, 0, true, self);
+  only_self(b, SYS_sched_setparam, 0, true, self);
+#ifdef SYS_sched_setattr  // newer than some C libraries' headers
+  only_self(b, SYS_sched_setattr, 0, true, self);
+#endif
+  // setpriority(which, who, prio): a process of its own (PRIO_PROCESS, 0 or itself) only;
+  // never a process group or every process of the user
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_setpriority), 0, 7);
+  b.load_arg(0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, PRIO_PROCESS, 0, 3);
+  b.load_arg(1);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
+  b.ret(kRefuse);
+  b.ret(SECCOMP_RET_ALLOW);
+  b.ret(SECCOMP_RET_ALLOW);
+  sock_fprog prog{uint16_t(b.code.size()), b.code.data()};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return std::string("other processes not confined: no_new_privs: ") + std::strerror(errno);
+  // every thread at once (CUDA's and torch's started already), else this one and its heirs
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0)
+    return "other processes out of reach (seccomp)";
+  int tsync = errno;
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0)
+    return std::string("other processes out of reach of this thread and its heirs (seccomp; "
+                       "every thread: ") + std::strerror(tsync) + ")";
+  return std::string("other processes not confined: seccomp: ") + std::strerror(errno);
 }
 
 std::atomic<bool> g_alive{false};
@@ -2045,6 +2165,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     if (g_sw.mode.load(std::memory_order_relaxed) == 1) g_launched = true;
   });
   m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
+  m.def("confine_others", &confine_others);
   m.def("unlaunched", []() { return py::make_tuple(g_unlaunched.load(), g_returned.load()); });
   py::class_<Seal>(m, "Seal")
       .def(py::init<int, int, int, std::string, py::object, py::object, bool>())
