@@ -112,9 +112,10 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
         run = evaluate_variant(v.task, v.entry, text, device, workers, max_time_s)
         return {"task": str(v.task.relative_to(TASKS_ROOT)), "values": v.values, **run}
 
-    # as an Evaluator does from its first evaluation on (aka.api.Evaluator): the pass's
-    # depth of processes started ahead, so that it measures a trainer's steady state
-    workers.prepare(device, workers.switches.isolate_network, in_flight)
+    # As an Evaluator does from its first evaluation on (aka.api.Evaluator): the pass's
+    # depth of processes started ahead, and waited for, so that the pass measures a
+    # trainer's steady state (a batch arriving while the spares of the last one wait).
+    workers.prepare(device, workers.switches.isolate_network, in_flight, wait_s=PREPARE_WAIT_S)
     cpu_before, own_before = host_cpu(), own_cpu()
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
@@ -160,6 +161,9 @@ def busy_fraction(before: tuple[int, int] | None, after: tuple[int, int] | None
         return None
     return round((after[0] - before[0]) / (after[1] - before[1]), 3)
 
+
+PREPARE_WAIT_S = 120.0
+"""How long a pass waits at most for its depth of prepared processes to start."""
 
 HELD = ("timing",)
 """The stages during which a candidate process holds the device alone (the timing gate

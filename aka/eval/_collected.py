@@ -68,7 +68,10 @@ class FrameReader(threading.Thread):
 
 
 def drain_tail(stream: Any, out: list[bytes]) -> None:
-    while chunk := stream.read(1 << 16):
+    # ``read1``: what has arrived, as it arrives (``read`` waits for a whole 64 KiB or the
+    # end), so that a line a live process wrote is seen while it runs (``Proc.ready``)
+    read = getattr(stream, "read1", stream.read)
+    while chunk := read(1 << 16):
         out.append(chunk)
         while sum(len(c) for c in out) > 4 * STDERR_TAIL and len(out) > 1:
             out.pop(0)

@@ -27,6 +27,7 @@ from aka.eval._sandbox import isolate_network
 from aka.eval._wire import Delivery
 
 PREPARE = "--prepare"
+PREPARED = b"aka: prepared\n"  # on stderr, once a prepared process has started its device
 GATE_MARK = "gate"  # the mark a candidate process sends before timing (aka.eval._gate)
 GATE_TIMEOUT_S = 600.0
 
@@ -69,6 +70,7 @@ def prepare(argv: list[str], *, isolate: bool) -> str | None:
         return None
     network = enter_network(argv[2] == "1") if isolate else "not isolated: checker process"
     warm_device(argv[1])
+    os.write(2, PREPARED)  # the parent's cue that this spare waits ready (Proc.ready)
     return network
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from aka.eval import _warm
 from aka.eval._collected import Collected, FrameReader, drain_tail, failure, py_body
 from aka.eval._contain import ESCAPED_EXIT, NO_PIDNS
-from aka.eval._prepare import GATE_MARK, prepare_argv
+from aka.eval._prepare import GATE_MARK, PREPARED, prepare_argv
 from aka.eval._sandbox import read_frames
 from aka.eval._wire import (
     CandidateReport,
@@ -227,6 +227,10 @@ class Proc:
                 self.proc.stdin.close()
         self.gated = False
         self.gate.open(self.device, self.proc.pid)
+
+    def ready(self) -> bool:
+        """Whether a prepared process has done its start-up and waits for its request."""
+        return self.prepared is not None and PREPARED in b"".join(self.tail)
 
     def alive(self) -> bool:
         """Whether the process is still running (a spare that died is not handed out)."""

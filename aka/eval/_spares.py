@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -94,6 +95,20 @@ class Spares:
                 if not keep:
                     fresh.kill()
                     break
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until every waiting spare has done its start-up
+        (or died); whether they all had."""
+        end = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = [p for w in self._spares.values() for _, p in w
+                           if p.alive() and not p.ready()]  # fmt: skip
+            if not pending:
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.05)
 
     def waiting(self) -> dict[str, list[int]]:
         """Module -> pids of the spares now waiting, oldest first (tests, ``aka bench eval``)."""

@@ -305,8 +305,39 @@ def changed_since(before: Snapshot, *, data: bool = True) -> list[str]:
                 was, has = methods.get(k, {}), _callables(v)
                 found += [f"{name}:{k}.{a}" for a in sorted(set(was) | set(has))
                           if was.get(a, _MISSING) is not has.get(a, _MISSING)
-                          and not _cached(v, a, has.get(a, _MISSING))]  # fmt: skip
+                          and not _cached(v, a, has.get(a, _MISSING))
+                          and not (a not in was and _library_own(a, has[a]))]  # fmt: skip
     return found
+
+
+def _library_own(attr: str, value: Any) -> bool:
+    """Whether ``value`` is a function or class that an installed library's module defines
+    at its top level under the name ``attr``.
+
+    Libraries bind such names onto their objects as they first run: a Triton kernel, at its
+    first launch on a GPU, keeps the compiler's ``compile``, ``ASTSource`` and
+    ``CompiledKernel`` on itself under those names (``JITFunction.create_binder``), so the
+    baseline's own kernel gains three callables once the plan's calls have run. Only a
+    callable *added* is let be so, and only that exact object under its own name: one that
+    replaces what the object held, one under another name, a function of the candidate's
+    or of a task file, or a wrapper made at run time (``functools.partial``, a lambda, a
+    closure) is still named."""
+    module = sys.modules.get(getattr(value, "__module__", None) or "")
+    if module is None or getattr(value, "__name__", None) != attr:
+        return False
+    if getattr(value, "__qualname__", attr) != attr or getattr(module, attr, None) is not value:
+        return False
+    return _installed(os.path.realpath(getattr(module, "__file__", None) or ""))
+
+
+def _installed(path: str) -> bool:
+    """Whether ``path`` lies among installed packages or the standard library."""
+    import sysconfig
+
+    if f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path:
+        return True
+    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return any(path.startswith(os.path.realpath(r) + os.sep) for r in roots if r)
 
 
 def _cached(obj: Any, attr: str, value: Any) -> bool:

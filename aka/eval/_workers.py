@@ -160,9 +160,10 @@ class Workers:
                 floor = self._floor.get(device, 1)
             self.spares.refill(device, isolate, depth=max(floor, self.in_flight(device)))
 
-    def prepare(self, device: str, isolate: bool, depth: int) -> None:
+    def prepare(self, device: str, isolate: bool, depth: int, *, wait_s: float = 0.0) -> bool:
         """Keep ``depth`` of each evaluation process waiting for ``device`` from now on, and
-        start them now (warm workers only).
+        start them now (warm workers only); with ``wait_s``, wait that long at most for
+        them to finish starting. Returns whether every spare waits ready.
 
         A caller that sends bursts of ``depth`` evaluations at once (a trainer's batch, an
         evaluator's in-flight share of a device) calls this once. Without it the first burst
@@ -170,10 +171,11 @@ class Workers:
         CUDA inside their own time, several seconds each on a GPU with eight at once
         (docs/benchmarks.md)."""
         if not self.warm or depth < 1:
-            return
+            return False
         with self._count:
             self._floor[device] = max(self._floor.get(device, 1), depth)
         self.spares.refill(device, isolate, depth=depth)
+        return self.spares.wait_ready(wait_s)
 
     def zygote_status(self, device: str) -> dict[str, Any]:
         """The zygote for ``device``'s children: pid, whether it started CUDA, modules."""

@@ -207,6 +207,11 @@ class Kernel:
         return bench
 
     def run(self, x):
+        if "JSONDecoder" not in vars(self):  # a library's own names, bound at first use, as
+            import json  # a Triton kernel keeps the compiler's at its first launch on a GPU
+
+            self.JSONDecoder = json.JSONDecoder
+            self.dumps = json.dumps
         self.best = ("config", self.do_bench(lambda: x))  # plain state set on every call
         self.cache[x] = self.best
         return x
@@ -242,3 +247,14 @@ def test_a_method_shadowed_or_rebound_on_the_same_object_is_caught(tmp_path: Pat
     assert changed_since(before) == []
     module.kernel.do_bench = lambda fn: fn()  # in place of what the property computes
     assert changed_since(before) == ["kernel.py:kernel.do_bench"]
+    del module.kernel.do_bench
+    import json
+
+    # What the library bound at first use may not be swapped for anything else: another
+    # library function, one under another name, or a wrapper.
+    for other in (json.loads, functools.partial(json.dumps), lambda *a: json.dumps(*a)):
+        module.kernel.dumps = other
+        assert changed_since(before) == ["kernel.py:kernel.dumps"], other
+    module.kernel.dumps = json.dumps
+    module.kernel.loads = json.loads  # added under its own name: a library's own binding
+    assert changed_since(before) == []

@@ -141,7 +141,7 @@ def test_a_prepared_depth_waits_before_the_first_burst_and_after_it(warm: Worker
     """A caller that sends bursts of four (a trainer's batch) prepares four of each process
     before the first: the evaluations starting beside the first find theirs waiting, and
     every refill after tops up to four, whatever the load at the time."""
-    warm.prepare("cpu", False, 4)
+    assert warm.prepare("cpu", False, 4, wait_s=120)  # and every one has started
     assert warm.in_flight("cpu") == 0
     pids = warm.spares.waiting()
     assert {m: len(p) for m, p in pids.items()} == {m: 4 for m in MODULES}
