@@ -138,6 +138,12 @@
 #                                    them) and the bundled entries from s34 on through warm
 #                                    workers, then N (default 24) distinct new candidates after
 #                                    a warm-up, 8 and 12 in flight, serial and cached, at 0.05 s
+#   bash tools/device_session.sh dw [N]
+#                                    the core's build, every red-team entry on bundled tasks
+#                                    through warm workers, then N (default 24) distinct new
+#                                    candidates after a warm-up, 8, 12 and 16 in flight (each
+#                                    pass's depth of processes prepared and waited for first),
+#                                    serial and cached, at 0.05 s per shape
 #   bash tools/device_session.sh ab OLD
 #                                    the core's build, then 16 distinct new candidates at 8 in
 #                                    flight (0.05 s per shape, after a warm-up) twice on one
@@ -146,7 +152,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|dv|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|dv|dw|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -197,6 +203,19 @@ ab)
   cp /tmp/ab_new/*.py aka/eval/
   step ab_new 70 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
     --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/ab_new.json
+  ;;
+dw)
+  sealbuild
+  BUNDLED=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.BUNDLED_ENTRIES))")
+  AKA_EVAL_WARM=1 step redteam_w1 150 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
+    --only $BUNDLED
+  nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &
+  DMON=$!
+  step distinct 280 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
+    --in-flight 8 --sweep 12,16 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+    --output $R/distinct.json
+  kill $DMON 2>/dev/null
+  tar czf $OUT/results.tgz -C $R . 2>/dev/null
   ;;
 dv)
   sealbuild
