@@ -37,6 +37,22 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="se
 _ATTEMPTS = r"""
 import os, resource, signal, threading
 
+def read_own_memory():  # process_vm_readv on this very process
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(8)
+    src = ctypes.create_string_buffer(b"12345678")
+
+    class IoVec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    local = IoVec(ctypes.addressof(buf), 8)
+    remote = IoVec(ctypes.addressof(src), 8)
+    if libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) < 0:
+        raise OSError(ctypes.get_errno(), "process_vm_readv")
+
+
 def attempts(victim):
     out = {}
     def tried(name, fn):
@@ -57,6 +73,7 @@ def attempts(victim):
     tried("nice_user", lambda: os.setpriority(os.PRIO_USER, os.getuid(), 19))
     tried("affinity", lambda: os.sched_setaffinity(victim, {0}))
     tried("limit", lambda: resource.prlimit(victim, resource.RLIMIT_NOFILE, (16, 16)))
+    tried("own_memory", lambda: read_own_memory())
     seen = []
     worker = threading.Thread(target=lambda: seen.append(tried("thread_kill",
                               lambda: os.kill(victim, signal.SIGSTOP))))
@@ -72,7 +89,7 @@ def attempts(victim):
 """
 
 _REFUSED = ["kill", "probe", "group", "everyone", "pidfd_open", "proc_pidfd", "nice",
-            "nice_user", "affinity", "limit", "thread_kill"]  # fmt: skip
+            "nice_user", "affinity", "limit", "own_memory", "thread_kill"]  # fmt: skip
 _ALLOWED = ["self", "self_nice", "self_affinity", "self_thread"]
 
 
