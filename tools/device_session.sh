@@ -139,10 +139,10 @@
 #                                    workers, then N (default 24) distinct new candidates after
 #                                    a warm-up, 8 and 12 in flight, serial and cached, at 0.05 s
 #   bash tools/device_session.sh dw [N]
-#                                    the core's build, the red-team entries on bundled tasks
+#                                    the core's build, three red-team entries on bundled tasks
 #                                    that the task-code tripwire decides, through warm
 #                                    workers, then N (default 24) distinct new
-#                                    candidates after a warm-up, 8, 12 and 16 in flight (each
+#                                    candidates after a warm-up, 8 and 12 in flight (each
 #                                    pass's depth of processes prepared and waited for first),
 #                                    serial and cached, at 0.05 s per shape
 #   bash tools/device_session.sh ab OLD
@@ -207,13 +207,12 @@ ab)
   ;;
 dw)
   sealbuild
-  AKA_EVAL_WARM=1 step redteam_w1 100 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
-    --only s34_baseline_attribute_slowed s30_baseline_within_slack s31_torchscript_fuser \
-    s19_e2e_code_swap s28_e2e_module_hidden s32_e2e_unlisted_sqrt
+  AKA_EVAL_WARM=1 step redteam_w1 70 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
+    --only s34_baseline_attribute_slowed s31_torchscript_fuser s19_e2e_code_swap
   nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &
   DMON=$!
-  step distinct 240 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
-    --in-flight 8 --sweep 12,16 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+  step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
+    --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
     --output $R/distinct.json
   kill $DMON 2>/dev/null
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
