@@ -184,6 +184,16 @@ SCALE_TASKS="argmax col_sum int8_quant layer_norm matmul rms_norm rotary_embeddi
 sealbuild() {
   step sealbuild 100 python3 -c "import time; t=time.time(); from aka.eval import _native; print(_native.ensure_built('cuda'), round(time.time()-t, 1), 's')"
 }
+sampled_distinct() {  # sampled_distinct SECONDS N: N distinct candidates at 8 and 12 in
+  # flight after a warm-up, 0.05 s per shape, with the GPU's busy share sampled each second
+  nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &
+  local dmon=$!
+  step distinct "$1" python3 -m aka.cli._bench_distinct --device cuda --distinct "$2" \
+    --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+    --output $R/distinct.json
+  kill $dmon 2>/dev/null
+  tar czf $OUT/results.tgz -C $R . 2>/dev/null
+}
 case $PART in
 nx)
   sealbuild
@@ -209,13 +219,7 @@ dw)
   sealbuild
   AKA_EVAL_WARM=1 step redteam_w1 70 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
     --only s34_baseline_attribute_slowed s31_torchscript_fuser s19_e2e_code_swap
-  nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &
-  DMON=$!
-  step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
-    --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
-    --output $R/distinct.json
-  kill $DMON 2>/dev/null
-  tar czf $OUT/results.tgz -C $R . 2>/dev/null
+  sampled_distinct 200 "${2:-24}"
   ;;
 dv)
   sealbuild
@@ -224,13 +228,7 @@ dv)
   FIX=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES))")
   AKA_EVAL_WARM=1 step redteam_w1 170 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
     --only $FIX $LATE
-  nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &  # the GPU's busy share, per second
-  DMON=$!
-  step distinct 230 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
-    --in-flight 8 --sweep 12 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
-    --output $R/distinct.json
-  kill $DMON 2>/dev/null
-  tar czf $OUT/results.tgz -C $R . 2>/dev/null
+  sampled_distinct 230 "${2:-24}"
   ;;
 dg)
   sealbuild
