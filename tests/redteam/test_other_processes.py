@@ -53,6 +53,34 @@ def read_own_memory():  # process_vm_readv on this very process
         raise OSError(ctypes.get_errno(), "process_vm_readv")
 
 
+def io_priority(who):  # ioprio_set(IOPRIO_WHO_PROCESS, who, best effort level 7)
+    import ctypes, platform
+
+    number = {"x86_64": 251, "aarch64": 30}[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(number, 1, who, (2 << 13) | 7) < 0:
+        raise OSError(ctypes.get_errno(), "ioprio_set")
+
+
+def descriptor_owner(victim, how):  # the kernel signals a descriptor's owner when ready
+    import fcntl, socket, struct
+
+    left, right = socket.socketpair()
+    try:
+        if how == "setown":
+            fcntl.fcntl(left, fcntl.F_SETOWN, victim)
+        elif how == "setown_ex":  # struct f_owner_ex {F_OWNER_PID, pid}
+            fcntl.fcntl(left, 15, struct.pack("ii", 1, victim))
+        else:  # FIOSETOWN on a socket
+            fcntl.ioctl(left, 0x8901, struct.pack("i", victim))
+        if victim != os.getpid():  # SIGIO, which ends the owner (this one too)
+            fcntl.fcntl(left, fcntl.F_SETFL, fcntl.fcntl(left, fcntl.F_GETFL) | os.O_ASYNC)
+            right.send(b"x")
+    finally:
+        left.close()
+        right.close()
+
+
 def attempts(victim):
     out = {}
     def tried(name, fn):
@@ -74,6 +102,10 @@ def attempts(victim):
     tried("affinity", lambda: os.sched_setaffinity(victim, {0}))
     tried("limit", lambda: resource.prlimit(victim, resource.RLIMIT_NOFILE, (16, 16)))
     tried("own_memory", lambda: read_own_memory())
+    tried("io_nice", lambda: io_priority(victim))
+    tried("owner", lambda: descriptor_owner(victim, "setown"))
+    tried("owner_ex", lambda: descriptor_owner(victim, "setown_ex"))
+    tried("owner_ioctl", lambda: descriptor_owner(victim, "ioctl"))
     seen = []
     worker = threading.Thread(target=lambda: seen.append(tried("thread_kill",
                               lambda: os.kill(victim, signal.SIGSTOP))))
@@ -85,12 +117,15 @@ def attempts(victim):
     tried("self_affinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
     tried("self_pidfd", lambda: signal.pidfd_send_signal(os.pidfd_open(os.getpid()), 0))
     tried("self_thread", lambda: signal.pthread_kill(threading.main_thread().ident, 0))
+    tried("self_io_nice", lambda: io_priority(0))
+    tried("self_owner", lambda: descriptor_owner(os.getpid(), "setown"))
     return out
 """
 
 _REFUSED = ["kill", "probe", "group", "everyone", "pidfd_open", "proc_pidfd", "nice",
-            "nice_user", "affinity", "limit", "own_memory", "thread_kill"]  # fmt: skip
-_ALLOWED = ["self", "self_nice", "self_affinity", "self_thread"]
+            "nice_user", "affinity", "limit", "own_memory", "thread_kill", "io_nice", "owner",
+            "owner_ex", "owner_ioctl"]  # fmt: skip
+_ALLOWED = ["self", "self_nice", "self_affinity", "self_thread", "self_io_nice", "self_owner"]
 
 
 def _victim() -> subprocess.Popen[bytes]:
@@ -148,6 +183,20 @@ print(json.dumps({"note": note, "early": out, "main": attempts(int(sys.argv[2]))
             assert {k: got[k] for k in _REFUSED} == dict.fromkeys(_REFUSED, "PermissionError")
             assert {k: got[k] for k in _ALLOWED} == dict.fromkeys(_ALLOWED, "done")
         _untouched(victim)
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+@pytest.mark.parametrize("how", ["setown", "setown_ex", "ioctl"])
+def test_without_the_filter_a_descriptor_owner_is_a_kill(how: str) -> None:
+    """What the filter refuses is real: an unconfined process that makes a victim the
+    owner of one of its sockets, set to signal, ends it with ``SIGIO``."""
+    victim = _victim()
+    script = _ATTEMPTS + f"\ndescriptor_owner({victim.pid}, {how!r})\n"
+    try:
+        subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+        assert victim.wait(timeout=10) == -signal.SIGIO
     finally:
         victim.kill()
         victim.wait()

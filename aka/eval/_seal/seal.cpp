@@ -41,6 +41,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -716,9 +717,9 @@ void watch_faults() {
 // process in /proc. Whatever the kernel lets one process of a user do to another, it could
 // do to its neighbours: stop or kill another evaluation's candidate or checker (in a
 // trainer's group of samples in flight, the rewards of its rivals), the clean timing of its
-// own baseline or the evaluator itself; lower their priority, pin them to one core, shrink
-// their resource limits. ``signal.pidfd_send_signal`` does the first with no audit event
-// at all. A seccomp filter, installed on every thread before candidate code is imported and
+// own baseline or the evaluator itself; lower their CPU or I/O priority, pin them to one
+// core, shrink their resource limits; make a descriptor of its own signal them when ready.
+// ``signal.pidfd_send_signal`` does the first with no audit event at all. A seccomp filter, installed on every thread before candidate code is imported and
 // inherited by all it starts, refuses with EPERM every such call aimed at anything but
 // this process (pid 0, "myself", where the call allows it; never a process group, never
 // every process of the user): the kernel decides, not Python. Calls of another ABI (x32,
@@ -738,6 +739,7 @@ struct Bpf {
 };
 
 constexpr uint32_t kRefuse = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+constexpr uint32_t kIoprioWhoProcess = 1;  // linux/ioprio.h, absent from older headers
 
 // ``nr`` is refused unless argument ``arg`` is this process (or 0 with ``zero``).
 void only_self(Bpf& b, long nr, int arg, bool zero, uint32_t self) {
@@ -753,6 +755,45 @@ void only_self(Bpf& b, long nr, int arg, bool zero, uint32_t self) {
 void never(Bpf& b, long nr) {
   b.load_nr();
   b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(nr), 0, 1);
+  b.ret(kRefuse);
+}
+
+// ``nr(which, who, ...)`` is refused unless it names one process (``which`` is ``one``)
+// and that process is this one (``who`` 0 or itself): never a process group, never every
+// process of the user.
+void only_self_who(Bpf& b, long nr, uint32_t one, uint32_t self) {
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(nr), 0, 7);
+  b.load_arg(0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, one, 0, 3);
+  b.load_arg(1);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
+  b.ret(kRefuse);
+  b.ret(SECCOMP_RET_ALLOW);
+}
+
+// A descriptor's owner is whom the kernel signals (SIGIO, or any signal ``F_SETSIG``
+// picks) when it is ready: ``fcntl(fd, F_SETOWN, pid)`` with ``O_ASYNC`` is a ``kill``
+// the kernel sends on the candidate's behalf. The owner may be this process only (0
+// clears it); ``F_SETOWN_EX`` and the sockets' ``FIOSETOWN``/``SIOCSPGRP`` name it in
+// memory a filter cannot read, so they are refused outright.
+void own_descriptors_only(Bpf& b, uint32_t self) {
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_fcntl), 0, 8);
+  b.load_arg(1);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN_EX, 4, 0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN, 0, 4);
+  b.load_arg(2);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
+  b.ret(kRefuse);
+  b.ret(SECCOMP_RET_ALLOW);
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_ioctl), 0, 4);
+  b.load_arg(1);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, FIOSETOWN, 1, 0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, SIOCSPGRP, 0, 1);
   b.ret(kRefuse);
 }
 
@@ -800,17 +841,9 @@ std::string confine_others() {
 #ifdef SYS_sched_setattr  // newer than some C libraries' headers
   only_self(b, SYS_sched_setattr, 0, true, self);
 #endif
-  // setpriority(which, who, prio): a process of its own (PRIO_PROCESS, 0 or itself) only;
-  // never a process group or every process of the user
-  b.load_nr();
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_setpriority), 0, 7);
-  b.load_arg(0);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, PRIO_PROCESS, 0, 3);
-  b.load_arg(1);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
-  b.ret(kRefuse);
-  b.ret(SECCOMP_RET_ALLOW);
+  only_self_who(b, SYS_setpriority, PRIO_PROCESS, self);
+  only_self_who(b, SYS_ioprio_set, kIoprioWhoProcess, self);
+  own_descriptors_only(b, self);
   b.ret(SECCOMP_RET_ALLOW);
   sock_fprog prog{uint16_t(b.code.size()), b.code.data()};
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
