@@ -8,7 +8,8 @@ for the benchmarks, trainers and the task checks, :func:`run_job` (the pipeline 
 the process layer: :class:`Workers` built from :class:`Switches`, the timing :class:`Gate`, the host gate's
 folder variable :data:`HOST_GATE_ENV` and :func:`recover_host_gate`, the GPU memory probe
 :func:`gpu_free_fraction` with its bar :data:`ADMIT_FREE`,
-:func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`; and
+:func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`;
+:func:`tree_caches` (the kernel caches of one tree of code, by its digest); and
 :func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
 
 The names are loaded lazily: the evaluation processes import ``aka.eval._candidate`` and
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
     from aka.eval._switches import HOST_GATE_ENV, Switches
+    from aka.eval._warm import tree_caches
     from aka.eval._workers import Workers
     from aka.eval._workers import configure as configure_workers
     from aka.eval._workers import current as current_workers
@@ -59,6 +61,7 @@ __all__ = [
     "load_file_module",
     "recover_host_gate",
     "run_job",
+    "tree_caches",
     "workers_for_run",
 ]
 
@@ -85,6 +88,7 @@ _WHERE = {
     "hide": "_contain",
     "ADMIT_FREE": "_memory",
     "gpu_free_fraction": "_memory",
+    "tree_caches": "_warm",
 }
 """Public name -> ``module`` (same name there) or ``module:name``."""
 

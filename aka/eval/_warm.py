@@ -49,7 +49,13 @@ def cache_env(module: str, cand: Path | None, *, warm: bool = True) -> dict[str,
     """
     if not warm or module != "aka.eval._candidate" or cand is None or not cand.is_dir():
         return {}
-    base = CACHE_ROOT / "kernels" / tree_digest(cand)
+    return tree_caches(cand)
+
+
+def tree_caches(tree: Path) -> dict[str, str]:
+    """The kernel cache variables of the code in ``tree``: folders of its own digest, so
+    only processes running exactly that code share what they compiled (or autotuned)."""
+    base = CACHE_ROOT / "kernels" / tree_digest(tree)
     return dict(zip(CACHE_KEYS, (str(base / "triton"), str(base / "torch")), strict=True))
 
 

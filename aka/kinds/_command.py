@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aka.eval import EvalRequest, Verdict, current_workers
+from aka.eval import EvalRequest, Verdict, current_workers, tree_caches
 from aka.kind_specs import CommandSpec
 from aka.kinds._protocol import CheckContext, Stage
 from aka.kinds._shared_checks import baseline_checks, targets_check
@@ -64,10 +64,13 @@ GATE_ENV = "AKA_TIMING_GATE"
 TAIL_CHARS = 2000
 
 
-def _env(device: str) -> dict[str, str]:
+def _env(device: str, caches: dict[str, str] | None = None) -> dict[str, str]:
     """The commands' environment: this interpreter first on PATH, no ledger variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AKA_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if caches:
+        env.update(caches)
+        env["TRITON_CACHE_AUTOTUNING"] = "1"
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     elif device.startswith("cuda:"):
@@ -75,14 +78,25 @@ def _env(device: str) -> dict[str, str]:
     return env
 
 
-def run_command(command: str, cwd: Path, *, device: str, timeout: float) -> tuple[bool, str, float]:
-    """Run one shell command in ``cwd``: (exit status 0, output tail, seconds)."""
-    ok, detail, wall, _ = _run(command, cwd, device=device, timeout=timeout)
+def run_command(
+    command: str, cwd: Path, *, device: str, timeout: float, caches: dict[str, str] | None = None
+) -> tuple[bool, str, float]:
+    """Run one shell command in ``cwd``: (exit status 0, output tail, seconds).
+
+    ``caches``: the kernel cache variables of the code in ``cwd``
+    (:func:`aka.eval.tree_caches`), with Triton's autotuning results kept there too."""
+    ok, detail, wall, _ = _run(command, cwd, device=device, timeout=timeout, caches=caches)
     return ok, detail, wall
 
 
 def _run(
-    command: str, cwd: Path, *, device: str, timeout: float, gate: Gate | None = None
+    command: str,
+    cwd: Path,
+    *,
+    device: str,
+    timeout: float,
+    gate: Gate | None = None,
+    caches: dict[str, str] | None = None,
 ) -> tuple[bool, str, float, bool]:
     """:func:`run_command`, and with ``gate`` offered to the command: whether it asked.
 
@@ -90,7 +104,7 @@ def _run(
     asks for the device, answered with one byte on the second once everything else on
     it is stopped; ``d`` (or the pipe closing when the command exits) gives it back.
     """
-    env = _env(device)
+    env = _env(device, caches)
     fds: tuple[int, ...] = ()
     if gate is not None:
         ask_r, ask_w = os.pipe()
@@ -198,24 +212,31 @@ def _stats(ms: list[float]) -> dict[str, Any]:
             "n": len(s)}  # fmt: skip
 
 
-def _performance(spec: CommandSpec, folder: Path, device: str) -> tuple[bool, str]:
+def _performance(
+    spec: CommandSpec, folder: Path, device: str, caches: dict[str, str]
+) -> tuple[bool, str]:
     """One performance run with the device to itself: its timed loops alone when aka's
     helper asks for the device, else (or when it never asked) the whole command."""
     gate = current_workers().gate
     if spec.timing_gate == "helper":
-        ok, detail, _, asked = _run(
-            spec.performance, folder, device=device, timeout=spec.timeout_s, gate=gate
-        )
+        ok, detail, _, asked = _run(spec.performance, folder, device=device,
+                                    timeout=spec.timeout_s, gate=gate, caches=caches)  # fmt: skip
         if asked or not ok:
             return ok, detail
         (folder / spec.report).unlink(missing_ok=True)  # timed without asking: again
     with gate.hold(device):
-        ok, detail, _ = run_command(spec.performance, folder, device=device, timeout=spec.timeout_s)
+        ok, detail, _ = run_command(spec.performance, folder, device=device,
+                                    timeout=spec.timeout_s, caches=caches)  # fmt: skip
     return ok, detail
 
 
 def _time(
-    spec: CommandSpec, base: Path, cand: Path, device: str, rounds: int
+    spec: CommandSpec,
+    base: Path,
+    cand: Path,
+    device: str,
+    rounds: int,
+    caches: dict[Path, dict[str, str]],
 ) -> list[dict[str, Any]]:
     """Rounds of both arms' performance commands, interleaved (base first in even rounds),
     ``rounds`` of them and more, up to :data:`MAX_ROUNDS`, while any case is too spread."""
@@ -226,7 +247,7 @@ def _time(
         for label, folder in order:
             report = folder / spec.report
             report.unlink(missing_ok=True)
-            ok, detail = _performance(spec, folder, device)
+            ok, detail = _performance(spec, folder, device, caches[folder])
             if not ok:
                 raise RuntimeError(f"performance ({label}): {detail}")
             runs[label].append(read_report(report))
@@ -284,12 +305,20 @@ def run_commands(
     # The commands are this process's children: evaluators sharing a host gate stop
     # them while they time, as they stop each other's candidate processes.
     current_workers().gate.join(device)
-    ok, detail, wall = run_command(spec.compile, cand, device=device, timeout=spec.timeout_s)
+    # Each arm's kernel caches by the digest of its code as laid out, before any command
+    # writes into it: Triton's autotuner then picks a kernel's config once for that code
+    # and every later process of it (rounds, evaluations, an A/A arm of the same code)
+    # times that config, instead of whichever one a process's own autotuning favoured
+    # under the load of the moment. A candidate's code never shares the baseline's.
+    caches = {base: tree_caches(base), cand: tree_caches(cand)}
+    ok, detail, wall = run_command(spec.compile, cand, device=device, timeout=spec.timeout_s,
+                                   caches=caches[cand])  # fmt: skip
     result["compiled"] = {"ok": ok, "error": detail or None, "wall_s": wall}
     if not ok:
         result["error"] = detail
         return result
-    ok, detail, _ = run_command(spec.correctness, cand, device=device, timeout=spec.timeout_s)
+    ok, detail, _ = run_command(spec.correctness, cand, device=device, timeout=spec.timeout_s,
+                                caches=caches[cand])  # fmt: skip
     result["cases"] = [
         {
             "shape": {},
@@ -305,10 +334,11 @@ def run_commands(
         result["error"] = detail or None
         return result
     try:
-        built, detail, _ = run_command(spec.compile, base, device=device, timeout=spec.timeout_s)
+        built, detail, _ = run_command(spec.compile, base, device=device, timeout=spec.timeout_s,
+                                       caches=caches[base])  # fmt: skip
         if not built:
             raise RuntimeError(f"the baseline does not compile: {detail}")
-        result["timing"] = _time(spec, base, cand, device, rounds)
+        result["timing"] = _time(spec, base, cand, device, rounds, caches)
     except (RuntimeError, ValueError) as exc:
         result["error"] = f"timing failed: {exc}"
     return result
