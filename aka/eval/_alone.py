@@ -48,8 +48,10 @@ def _run_alone(job: _pipeline.Job, root: Path, workers: Workers, cand_dir: Path,
     scratch.mkdir(exist_ok=True)
     with output_dir(root) as out:
         request = dataclasses.replace(
-            _pipeline.candidate_request(job, root, out, native), cand_dir=str(cand_dir)
-        )
+            _pipeline.candidate_request(job, root, out, native,
+                                        host_gate=workers.switches.host_gate),
+            cand_dir=str(cand_dir),
+        )  # fmt: skip
         _, assembled = _pipeline._sealed(job, request, out / name, cwd=scratch, stages=stages,
                                workers=workers)  # fmt: skip
     return assembled

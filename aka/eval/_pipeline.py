@@ -147,14 +147,22 @@ def static_findings(job: Job, cand: Path) -> list[dict[str, str]]:
 
 
 def candidate_request(
-    job: Job, root: Path, out: Path, native: str, profile: Path | None = None
+    job: Job,
+    root: Path,
+    out: Path,
+    native: str,
+    profile: Path | None = None,
+    host_gate: Path | None = None,
 ) -> CandidateRequest:
     """The candidate process's request: paths and the probe shape, nothing secret.
 
     Shapes, seeds and dtypes of the checked and timed calls go to the sealed core in the
     plan; Python in that process learns only the first declared shape, for the
     required-kernel probes (tripwires), and the paths it hides before importing the
-    candidate: the task's spec, the output folder and whatever the evaluator names.
+    candidate: the task's spec, the output folder, whatever the evaluator names, and the
+    evaluators' shared gate folder ``host_gate`` (a candidate that could take its lock,
+    which an ``flock`` does on a read-only file, would hold every evaluator sharing it
+    out of timing until its own evaluation is killed).
     """
     return CandidateRequest(
         eval_root=str(root),
@@ -176,7 +184,8 @@ def candidate_request(
         # The spec (held-out shapes) is hidden; the rest of the task folder stays, since a
         # task's make_inputs may read its files at call time (imported KernelBench tasks
         # run their problem file per shape).
-        hide=[str(root / "task" / "task.yaml"), str(out), *job.hide],
+        hide=[str(root / "task" / "task.yaml"), str(out), *job.hide]
+        + ([str(host_gate)] if host_gate else []),
         max_file_bytes=job.max_file_bytes,
         max_memory_bytes=job.max_memory_bytes,
         contain=job.contain,
@@ -326,7 +335,8 @@ def _processes(job: Job, root: Path, workers: Workers, split_stages: bool
     profile = workers.switches.profile_dir
     try:
         with output_dir(root) as out:
-            request = candidate_request(job, root, out, native, profile)
+            request = candidate_request(job, root, out, native, profile,
+                                        workers.switches.host_gate)  # fmt: skip
             t0 = time.perf_counter()
             if split_stages:
                 stages = [("compile",), ("correctness",), ("timing",)]

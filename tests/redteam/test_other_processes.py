@@ -13,11 +13,14 @@ candidate, with host PIDs as on a GPU.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -246,3 +249,48 @@ def test_a_candidate_cannot_stop_or_slow_another_evaluation_s_process(
         workers.shutdown()
         victim.send_signal(signal.SIGKILL)
         victim.wait()
+
+
+_LOCKER = """
+import fcntl, os, torch
+
+def take(path):  # the evaluators' shared timing lock, as an flock on a read-only file
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return "held"
+    except OSError as exc:
+        return type(exc).__name__
+
+OUTCOME = take({lock!r})
+
+
+def scale(x):
+    if OUTCOME == "held":
+        return torch.zeros_like(x)  # it got through: the verdict says so
+    return x * 2 + 1
+"""
+
+
+def test_a_candidate_cannot_hold_the_evaluators_shared_timing_lock(tmp_path: Path) -> None:
+    """Evaluators sharing a host gate time one at a time by an ``flock`` in its folder,
+    which a read-only file takes as well: a candidate holding it would keep every other
+    evaluator of the host from timing until its own evaluation is killed. The folder is
+    hidden from the candidate, wherever it lies (here outside the private temporary
+    folder, where a trainer's pools on one card might share it)."""
+    gate = Path(tempfile.mkdtemp(prefix="aka-test-gate-", dir=Path.home()))
+    lock = gate / "cpu.lock"
+    lock.touch()
+    workers = Workers(Switches(warm=False, host_gate=gate))
+    try:
+        job, root = scale_job(tmp_path, _LOCKER.replace("{lock!r}", repr(str(lock))))
+        verdict = run_job(dataclasses.replace(job, time=False), root, workers=workers)
+        notes = " ".join(verdict.notes)
+        if "not contained" in notes:
+            pytest.skip(f"no mount namespace here: {notes}")
+        assert verdict.cases and all(c["ok"] for c in verdict.cases), verdict.cases
+        with lock.open() as f:  # nothing holds it now either
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        workers.shutdown()
+        shutil.rmtree(gate, ignore_errors=True)
