@@ -10,6 +10,8 @@ but the task's ``skip_reason``, so the task is there for the machine that has it
 from __future__ import annotations
 
 import difflib
+import re
+from pathlib import Path
 
 from aka.importers._arena_config import ArenaConfig, PlatformSupport
 
@@ -121,6 +123,35 @@ def amd_only(cfg: ArenaConfig) -> str | None:
         what = f"{cfg.task_type} task" + (f" with HIP sources {hip}" if hip else "")
         return f"a {what}: its kernels are written for AMD GPUs; aka runs NVIDIA (CUDA, Triton) and CPU kernels"
     return None
+
+
+_FNUZ = re.compile(r"\bfloat8_e[45]m[23]fnuz\b")
+
+
+def amd_fp8_note(dest: Path, platform: str) -> str | None:
+    """What to know before running, on an NVIDIA ``platform``, a task whose Python names
+    AMD's fp8 formats (``float8_e4m3fnuz``, ``float8_e5m2fnuz``), or None.
+
+    Upstream's tasks pick them by probing torch (``hasattr(torch, "float8_e4m3fnuz")``,
+    a tensor made or cast in that format), which succeeds on NVIDIA too; Triton's NVIDIA
+    backend then refuses the format (``type fp8e4b8 not supported in this
+    architecture``), and the task's own baseline fails its correctness command there.
+    """
+    if not platform.startswith("sm_"):
+        return None
+    found = sorted(
+        p.relative_to(dest).as_posix()
+        for p in dest.rglob("*.py")
+        if "__pycache__" not in p.parts and _FNUZ.search(p.read_text(errors="replace"))
+    )
+    if not found:
+        return None
+    return (
+        f"{', '.join(found)} name AMD's fp8 formats (float8_e4m3fnuz): a probe that picks "
+        "them where torch has them picks them on NVIDIA too, where a Triton kernel given "
+        "them does not compile and the baseline fails (fix: pick torch.float8_e4m3fn "
+        "unless torch.version.hip)"
+    )
 
 
 def _backend(task_type: str) -> str:

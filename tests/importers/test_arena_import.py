@@ -490,3 +490,36 @@ def test_misnamed_configs_and_task_types_are_said(tmp_path: Path, cli) -> None:
     assert "config.yml" in yml and "rename it to config.yaml" in yml
     typo = next(x for x in refused if "row_scale_typo" in x)
     assert "'trition2triton'" in typo and "triton2triton" in typo.split("'trition2triton'")[1]
+
+
+# How upstream's fp8 tasks choose a format (written here in their manner): AMD's where
+# torch has it, else NVIDIA's. Torch has it on NVIDIA builds too.
+FNUZ_PROBE = """
+
+def _fp8_dtype():
+    if hasattr(torch, "float8_e4m3fnuz"):
+        try:
+            torch.zeros(1, device="cuda", dtype=torch.float8_e4m3fnuz)
+            return torch.float8_e4m3fnuz
+        except Exception:
+            pass
+    return torch.float8_e4m3fn
+"""
+
+
+@pytest.mark.parametrize(("platform", "noted"), [("sm_90", True), ("gfx942", False)])
+def test_amd_fp8_formats_are_named_when_importing_for_nvidia(
+    platform: str, noted: bool, tmp_path: Path, cli
+) -> None:
+    """On an H200 every such task validated had its baseline fail (Triton's NVIDIA backend
+    refuses ``fp8e4b8``) with nothing said at import; now the import line names the files
+    and the fix, for NVIDIA platforms only."""
+    folder = _row_scale(tmp_path / "row_scale_fp8")
+    source = folder / "source" / "triton_row_scale.py"
+    source.write_text(source.read_text() + FNUZ_PROBE)
+    res = cli("tasks", "import", "aka", str(folder), "--root", str(tmp_path / "t"),
+              "--platform", platform)  # fmt: skip
+    assert res.code == 0, res.err
+    (line,) = [x for x in (res.out + res.err).splitlines() if x.startswith("imported ")]
+    assert ("source/triton_row_scale.py name AMD's fp8 formats" in line) is noted, line
+    assert ("fix: pick torch.float8_e4m3fn unless torch.version.hip" in line) is noted, line
