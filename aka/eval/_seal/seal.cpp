@@ -741,12 +741,22 @@ struct Bpf {
 constexpr uint32_t kRefuse = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
 constexpr uint32_t kIoprioWhoProcess = 1;  // linux/ioprio.h, absent from older headers
 
+// A rule's last five instructions: allowed if argument ``arg`` is 0 or this process,
+// else refused.
+void zero_or_self(Bpf& b, int arg, uint32_t self) {
+  b.load_arg(arg);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
+  b.ret(kRefuse);
+  b.ret(SECCOMP_RET_ALLOW);
+}
+
 // ``nr`` is refused unless argument ``arg`` is this process (or 0 with ``zero``).
 void only_self(Bpf& b, long nr, int arg, bool zero, uint32_t self) {
   b.load_nr();
   b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(nr), 0, zero ? 5 : 4);
+  if (zero) return zero_or_self(b, arg, self);
   b.load_arg(arg);
-  if (zero) b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
   b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
   b.ret(kRefuse);
   b.ret(SECCOMP_RET_ALLOW);
@@ -765,12 +775,8 @@ void only_self_who(Bpf& b, long nr, uint32_t one, uint32_t self) {
   b.load_nr();
   b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(nr), 0, 7);
   b.load_arg(0);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, one, 0, 3);
-  b.load_arg(1);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
-  b.ret(kRefuse);
-  b.ret(SECCOMP_RET_ALLOW);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, one, 0, 3);  // to the refusal
+  zero_or_self(b, 1, self);
 }
 
 // A descriptor's owner is whom the kernel signals (SIGIO, or any signal ``F_SETSIG``
@@ -782,13 +788,9 @@ void own_descriptors_only(Bpf& b, uint32_t self) {
   b.load_nr();
   b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_fcntl), 0, 8);
   b.load_arg(1);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN_EX, 4, 0);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN, 0, 4);
-  b.load_arg(2);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0);
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0);
-  b.ret(kRefuse);
-  b.ret(SECCOMP_RET_ALLOW);
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN_EX, 4, 0);  // to the refusal
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN, 0, 4);     // any other command: allowed
+  zero_or_self(b, 2, self);
   b.load_nr();
   b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_ioctl), 0, 4);
   b.load_arg(1);
