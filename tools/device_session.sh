@@ -219,7 +219,7 @@ dw)
   sealbuild
   AKA_EVAL_WARM=1 step redteam_w1 70 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
     --only s34_baseline_attribute_slowed s31_torchscript_fuser s19_e2e_code_swap
-  sampled_distinct 200 "${2:-24}"
+  sampled_distinct 300 "${2:-24}"
   ;;
 dv)
   sealbuild
