@@ -88,6 +88,10 @@ class Verdict:
     network: str
     notes: list[str] = field(default_factory=list)
     stage_s: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per stage: ``admit`` (waiting to start beside other evaluations of the
+    device), the candidate process's (:func:`stage_times`), ``checker``, and ``settle``
+    (the verdict's own work after the processes: the baseline's clean runs and any
+    second timing that settles a suspicion). Disjoint, so they sum to at most the whole."""
 
 
 @dataclass
@@ -319,9 +323,12 @@ def run_processes(
     evaluation on the device meanwhile (:meth:`Workers.evaluating`).
     """
     workers = workers or current()
+    asked = time.perf_counter()
     with workers.evaluating(job.device, alone=alone) as share:
+        admitted = time.perf_counter() - asked
         run, assembled, checked = _processes(job, root, workers, split_stages)
     run.crowded = share.crowded
+    run.stage_s = {"admit": admitted, **run.stage_s}
     return run, assembled, checked
 
 
@@ -431,6 +438,7 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     static = static_findings(job, root / "cand")
     run, assembled, checked = run_processes(job, root, workers=workers, split_stages=split_stages,
                                             alone=alone)  # fmt: skip
+    processes_done = time.perf_counter()
     core_ran = bool(assembled["records"]) or bool(assembled["timing"])
     compiled = run.compiled or (
         {"ok": True, "error": None, "wall_s": 0.0}
@@ -494,5 +502,5 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
         error=error,
         network=run.network,
         notes=notes,
-        stage_s=dict(run.stage_s),
+        stage_s={**run.stage_s, "settle": time.perf_counter() - processes_done},
     ), run.crowded

@@ -291,3 +291,33 @@ def test_an_evaluation_beside_others_waits_for_the_device_s_memory(
         assert started.wait(5)
     t.join(5)
     assert set(asked) == {"cuda:0"} and workers.in_flight("cuda:0") == 0
+
+
+def test_waiting_to_start_and_settling_the_verdict_are_stages_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's wall time is accounted for: what an evaluation waits before its
+    processes start beside others (``admit``: the device's memory) and what the verdict
+    does after them (``settle``) are stages, disjoint from the processes' own."""
+    from aka.eval import _workers
+
+    monkeypatch.setattr(_workers, "ADMIT_POLL_S", 0.02)
+    low = {"on": True}
+    workers = Workers(free=lambda device: 0.01 if low["on"] else 0.9)
+    job, root = scale_job(tmp_path / "eval", HONEST, seed=7)
+    try:
+        with workers.evaluating(job.device):  # another evaluation holds the memory...
+            late = ThreadPoolExecutor(max_workers=1).submit(
+                lambda: (time.perf_counter(), run_job(job, root, workers=workers))
+            )
+            time.sleep(0.6)
+            low["on"] = False  # ...until it gives it back
+        began, verdict = late.result(timeout=300)
+        wall = time.perf_counter() - began
+    finally:
+        workers.shutdown()
+    stages = verdict.stage_s
+    assert verdict.correct, verdict.error
+    assert {"admit", "start", "correctness", "checker", "settle"} <= set(stages)
+    assert stages["admit"] >= 0.5 and stages["settle"] >= 0
+    assert sum(stages.values()) <= wall + 1e-6
