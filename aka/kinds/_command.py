@@ -65,7 +65,8 @@ TAIL_CHARS = 2000
 
 
 def _env(device: str, caches: dict[str, str] | None = None) -> dict[str, str]:
-    """The commands' environment: this interpreter first on PATH, no ledger variables."""
+    """The commands' environment: this interpreter first on PATH, no ledger variables;
+    ``caches`` (:func:`aka.eval.tree_caches`) where given, Triton's autotuning kept there."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AKA_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     if caches:
