@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.cli._bench_eval import TASKS_ROOT, TIMING, _job, triton_tasks
-from aka.eval import Switches, Workers, run_job
+from aka.eval import Switches, Workers, gpu_free_fraction, run_job
 from aka.tunables import variants
 
 
@@ -122,6 +122,7 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
         runs = list(pool.map(one, range(len(items))))
     total = time.perf_counter() - start
     cpu_after, own_after = host_cpu(), own_cpu()
+    memory = memory_probe(device)
     held = sum((r.get("stage_s") or {}).get(k, 0.0) for r in runs for k in HELD)
     return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
             "again_alone": sum(bool(r.get("again_alone")) for r in runs),
@@ -129,6 +130,7 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
             "host_cpu_busy": busy_fraction(cpu_before, cpu_after),
             "evaluator_cpu_share": round((own_after - own_before) / total, 3),
             "candidates_per_min": round(60 * len(runs) / total, 2),
+            "memory_probe": memory,
             "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
             "stage_median_s": stage_medians(runs), "runs": runs}  # fmt: skip
 
@@ -168,6 +170,16 @@ PREPARE_WAIT_S = 120.0
 HELD = ("timing",)
 """The stages during which a candidate process holds the device alone (the timing gate
 hands it over at the core's last sample, before the ``finish`` stage)."""
+
+
+def memory_probe(device: str) -> dict[str, float | None]:
+    """The device's free memory share as admission reads it (None: unknown), and how long
+    that one reading took: each evaluation that starts beside others waits for one such
+    reading, one start at a time (``admit`` stage)."""
+    start = time.perf_counter()
+    free = gpu_free_fraction(device)
+    return {"free_fraction": None if free is None else round(free, 3),
+            "seconds": round(time.perf_counter() - start, 4)}  # fmt: skip
 
 
 def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:

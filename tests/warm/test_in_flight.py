@@ -128,6 +128,10 @@ def test_bench_distinct_reports_a_stream_and_agreeing_verdicts(cli: Callable[...
     assert all({"correctness", "gate", "timing", "checker"} <= set(r["stage_s"])
                for r in flight["runs"])  # fmt: skip
     assert set(flight["stage_median_s"]) >= {"compile", "gate", "timing", "checker"}
+    # What admission reads of the device's memory, and how long one reading takes (none
+    # on the CPU): every start beside others waits for one.
+    assert flight["memory_probe"]["free_fraction"] is None
+    assert 0 <= flight["memory_probe"]["seconds"] < 5
     # How busy the host's cores were: tells a CPU-bound pass from one that waits.
     assert 0 < flight["host_cpu_busy"] <= 1
     # ...and how much of it was the evaluator's own process (one interpreter, one GIL).
@@ -321,3 +325,22 @@ def test_waiting_to_start_and_settling_the_verdict_are_stages_of_their_own(
     assert {"admit", "start", "correctness", "checker", "settle"} <= set(stages)
     assert stages["admit"] >= 0.5 and stages["settle"] >= 0
     assert sum(stages.values()) <= wall + 1e-6
+
+
+def test_the_bench_reads_the_memory_probe_as_admission_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aka.cli import _bench_distinct
+
+    asked: list[str] = []
+
+    def probe(device: str) -> float:
+        asked.append(device)
+        time.sleep(0.05)
+        return 0.123456
+
+    monkeypatch.setattr(_bench_distinct, "gpu_free_fraction", probe)
+    got = _bench_distinct.memory_probe("cuda:0")
+    assert asked == ["cuda:0"]
+    assert got["free_fraction"] == 0.123 and got["seconds"] is not None
+    assert got["seconds"] >= 0.05
