@@ -1,8 +1,14 @@
-"""How much of a GPU's memory is free, asked of the driver's tool.
+"""How much of a GPU's memory is free, asked of the driver.
 
 Evaluations in flight and validations run at once share one GPU's memory: both wait to
 start while too little of it is free (:data:`ADMIT_FREE`), and what failed for want of it
 beside others is run again alone.
+
+The driver is asked through NVML (NVIDIA's management library, through its own Python
+binding ``nvidia-ml-py``) in this process: a reading costs microseconds and starts no CUDA
+context. Where NVML cannot be loaded, ``nvidia-smi`` answers the same question in a child
+process, at tens to hundreds of milliseconds a reading, which every start beside others
+waits for, one start at a time.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["ADMIT_FREE", "MEMORY_SENSITIVE", "gpu_free_fraction", "short_of_memory"]
 
@@ -22,21 +30,63 @@ bundled tasks' evaluations at once an 80 GB H100 (docs/benchmarks.md)."""
 
 
 def gpu_free_fraction(device: str) -> float | None:
-    """The fraction of ``device``'s memory free now, from ``nvidia-smi`` (None: unknown).
+    """The fraction of ``device``'s memory free now (None: unknown).
 
-    Asked of the driver's tool so that this process never starts CUDA itself; the
-    index follows ``CUDA_VISIBLE_DEVICES`` as the evaluation processes see it.
+    Asked of the driver (NVML, else ``nvidia-smi``) so that this process never starts CUDA
+    itself; the index follows ``CUDA_VISIBLE_DEVICES`` as the evaluation processes see it.
     """
-    exe = shutil.which("nvidia-smi")
-    if exe is None or not device.startswith("cuda"):
+    if not device.startswith("cuda"):
         return None
+    target = _physical(device)
+    lib = _nvml()
+    if lib is not None:
+        try:
+            handle = (lib.nvmlDeviceGetHandleByIndex(int(target)) if target.isdigit()
+                      else lib.nvmlDeviceGetHandleByUUID(target))  # fmt: skip
+            memory = lib.nvmlDeviceGetMemoryInfo(handle)
+            return float(memory.free) / memory.total if memory.total > 0 else None
+        except (lib.NVMLError, ValueError, TypeError):
+            pass  # an identifier NVML does not know: the tool may
+    return _smi_free_fraction(target)
+
+
+def _physical(device: str) -> str:
+    """The driver's name for ``device`` (``cuda:N`` under ``CUDA_VISIBLE_DEVICES``): an
+    index or a UUID, as both NVML and ``nvidia-smi -i`` take it."""
     index = device.partition(":")[2] or "0"
     visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     if visible and index.isdigit() and int(index) < len(visible):
         index = visible[int(index)].strip()
+    return index
+
+
+_NVML_LOCK = threading.Lock()
+_NVML: list[Any] = []
+"""The loaded NVML binding, or None where it cannot be loaded: tried once per process."""
+
+
+def _nvml() -> Any:
+    """The NVML binding, initialized once; None without the package or the driver."""
+    with _NVML_LOCK:
+        if not _NVML:
+            try:
+                import pynvml  # optional: absent or driverless hosts fall back
+
+                pynvml.nvmlInit()
+                _NVML.append(pynvml)
+            except Exception:  # any failure to load means "ask the tool"
+                _NVML.append(None)
+        return _NVML[0]
+
+
+def _smi_free_fraction(target: str) -> float | None:
+    """The free share of ``target`` as ``nvidia-smi`` reports it (None: no tool, or no answer)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
     query = [exe, "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"]
     try:
-        done = subprocess.run([*query, "-i", index], capture_output=True, text=True,
+        done = subprocess.run([*query, "-i", target], capture_output=True, text=True,
                               timeout=10, check=True)  # fmt: skip
         used, total = (float(v) for v in done.stdout.strip().splitlines()[0].split(","))
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
