@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.cli._bench_eval import TASKS_ROOT, TIMING, _job, triton_tasks
-from aka.eval import Switches, Workers, gpu_free_fraction, run_job
+from aka.eval import Switches, Workers, gpu_free_fraction, memory_reader, run_job
 from aka.tunables import variants
 
 
@@ -172,14 +172,14 @@ HELD = ("timing",)
 hands it over at the core's last sample, before the ``finish`` stage)."""
 
 
-def memory_probe(device: str) -> dict[str, float | None]:
+def memory_probe(device: str) -> dict[str, float | str | None]:
     """The device's free memory share as admission reads it (None: unknown), and how long
     that one reading took: each evaluation that starts beside others waits for one such
     reading, one start at a time (``admit`` stage)."""
     start = time.perf_counter()
     free = gpu_free_fraction(device)
     return {"free_fraction": None if free is None else round(free, 3),
-            "seconds": round(time.perf_counter() - start, 4)}  # fmt: skip
+            "seconds": round(time.perf_counter() - start, 4), "via": memory_reader()}  # fmt: skip
 
 
 def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:

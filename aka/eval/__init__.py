@@ -7,7 +7,7 @@ for the benchmarks, trainers and the task checks, :func:`run_job` (the pipeline 
 :class:`Job`, giving a :class:`Verdict`), :func:`child_env`, :func:`load_file_module`,
 the process layer: :class:`Workers` built from :class:`Switches`, the timing :class:`Gate`, the host gate's
 folder variable :data:`HOST_GATE_ENV` and :func:`recover_host_gate`, the GPU memory probe
-:func:`gpu_free_fraction` with its bar :data:`ADMIT_FREE`,
+:func:`gpu_free_fraction` with its bar :data:`ADMIT_FREE` and :func:`memory_reader`,
 :func:`configure_workers`, :func:`current_workers` and :func:`workers_for_run`;
 :func:`tree_caches` (the kernel caches of one tree of code, by its digest); and
 :func:`hide` (a private mount namespace hiding paths; the agents' sandbox uses it too).
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from aka.eval._evaluate import evaluate, harness_paths
     from aka.eval._gate import Gate
     from aka.eval._hostgate import recover as recover_host_gate
-    from aka.eval._memory import ADMIT_FREE, gpu_free_fraction
+    from aka.eval._memory import ADMIT_FREE, gpu_free_fraction, memory_reader
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
     from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
@@ -59,6 +59,7 @@ __all__ = [
     "harness_paths",
     "hide",
     "load_file_module",
+    "memory_reader",
     "recover_host_gate",
     "run_job",
     "tree_caches",
@@ -88,6 +89,7 @@ _WHERE = {
     "hide": "_contain",
     "ADMIT_FREE": "_memory",
     "gpu_free_fraction": "_memory",
+    "memory_reader": "_memory",
     "tree_caches": "_warm",
 }
 """Public name -> ``module`` (same name there) or ``module:name``."""

@@ -21,7 +21,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ADMIT_FREE", "MEMORY_SENSITIVE", "gpu_free_fraction", "short_of_memory"]
+__all__ = [
+    "ADMIT_FREE",
+    "MEMORY_SENSITIVE",
+    "gpu_free_fraction",
+    "memory_reader",
+    "short_of_memory",
+]
 
 ADMIT_FREE = 0.25
 """Work starts on a GPU beside other work only while this fraction of its memory is free:
@@ -48,6 +54,14 @@ def gpu_free_fraction(device: str) -> float | None:
         except (lib.NVMLError, ValueError, TypeError):
             pass  # an identifier NVML does not know: the tool may
     return _smi_free_fraction(target)
+
+
+def memory_reader() -> str | None:
+    """What answers :func:`gpu_free_fraction` in this process: ``"nvml"``, ``"nvidia-smi"``,
+    or None (neither: every reading is unknown and admission never waits)."""
+    if _nvml() is not None:
+        return "nvml"
+    return "nvidia-smi" if shutil.which("nvidia-smi") else None
 
 
 def _physical(device: str) -> str:

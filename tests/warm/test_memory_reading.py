@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from aka.eval import _memory
-from aka.eval._memory import gpu_free_fraction
+from aka.eval._memory import gpu_free_fraction, memory_reader
 
 
 class _Error(Exception):
@@ -117,3 +117,14 @@ def test_unknown_without_a_driver_or_off_the_gpu(host: Path, monkeypatch) -> Non
     (host / "bin" / "nvidia-smi").unlink()
     assert gpu_free_fraction("cuda:0") is None
     assert gpu_free_fraction("cpu") is None
+
+
+def test_the_reader_is_named(host: Path, monkeypatch) -> None:
+    module, _ = fake_nvml()
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    assert memory_reader() == "nvml"
+    monkeypatch.setattr(_memory, "_NVML", [])
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(fails=True)[0])
+    assert memory_reader() == "nvidia-smi"
+    (host / "bin" / "nvidia-smi").unlink()
+    assert memory_reader() is None
