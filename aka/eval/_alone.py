@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _baseline_ref, _detect, _native, _ops, _pipeline, _replay, _sites
+from aka.eval import _baseline_ref, _detect, _native, _ops, _pipeline, _replay, _requests, _sites
 from aka.eval._judge import timing_results
 from aka.eval._once import Once
 from aka.eval._outputs import output_dir
@@ -48,7 +48,7 @@ def _run_alone(job: _pipeline.Job, root: Path, workers: Workers, cand_dir: Path,
     scratch.mkdir(exist_ok=True)
     with output_dir(root) as out:
         request = dataclasses.replace(
-            _pipeline.candidate_request(job, root, out, native,
+            _requests.candidate_request(job, root, out, native,
                                         host_gate=workers.switches.host_gate),
             cand_dir=str(cand_dir),
         )  # fmt: skip
