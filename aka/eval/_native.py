@@ -114,6 +114,14 @@ def digest(probe: dict[str, object]) -> str:
     return h.hexdigest()[:24]
 
 
+def build_lock(core: str | Path) -> Path:
+    """The lock file that builds of cores take, beside the core ``core`` (a built core's
+    path). Candidate processes must not see it: an ``flock`` on a read-only file holds
+    it as well, and every evaluator of the host that builds a missing core would wait
+    for that candidate's evaluation to be killed."""
+    return Path(core).parent / ".lock"
+
+
 def ensure_built(device: str) -> Path:
     """The built core for ``device``'s kind (built now if missing); raises AkaError.
 
@@ -130,8 +138,10 @@ def ensure_built(device: str) -> Path:
     folder = cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{NAME}-{digest({**probe, 'cuda': cuda})}{'-cuda' if cuda else ''}.so"
+    lock_path = build_lock(target)
+    lock_path.touch()  # before any candidate starts, so that each one's hiding covers it
     if not target.is_file():
-        with open(folder / ".lock", "a+") as lock:
+        with open(lock_path, "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not target.is_file():
                 fd, tmp = tempfile.mkstemp(dir=folder, suffix=".so.tmp")

@@ -40,7 +40,8 @@ def candidate_request(
     candidate: the task's spec, the output folder, whatever the evaluator names, and the
     evaluators' shared gate folder ``host_gate`` (a candidate that could take its lock,
     which an ``flock`` does on a read-only file, would hold every evaluator sharing it
-    out of timing until its own evaluation is killed).
+    out of timing until its own evaluation is killed) and, for the same reason, the lock
+    that builds of the evaluation core take (:func:`aka.eval._native.build_lock`).
     """
     return CandidateRequest(
         eval_root=str(root),
@@ -63,7 +64,8 @@ def candidate_request(
         # task's make_inputs may read its files at call time (imported KernelBench tasks
         # run their problem file per shape).
         hide=[str(root / "task" / "task.yaml"), str(out), *job.hide]
-        + ([str(host_gate)] if host_gate else []),
+        + ([str(host_gate)] if host_gate else [])
+        + ([str(_native.build_lock(native))] if native else []),
         max_file_bytes=job.max_file_bytes,
         max_memory_bytes=job.max_memory_bytes,
         contain=job.contain,

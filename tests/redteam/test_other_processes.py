@@ -294,3 +294,44 @@ def test_a_candidate_cannot_hold_the_evaluators_shared_timing_lock(tmp_path: Pat
     finally:
         workers.shutdown()
         shutil.rmtree(gate, ignore_errors=True)
+
+
+_BUILD_LOCKER = """
+import fcntl, os, torch
+
+def take(path, real):  # the core's build lock: the real file, not what covers it
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st = os.fstat(fd)
+        return "held" if (st.st_dev, st.st_ino) == real else "a stand-in"
+    except OSError as exc:
+        return type(exc).__name__
+
+OUTCOME = take({lock!r}, {real!r})
+
+
+def scale(x):
+    if OUTCOME == "held":
+        return torch.zeros_like(x)  # it got through: the verdict says so
+    return x * 2 + 1
+"""
+
+
+def test_a_candidate_cannot_hold_the_core_s_build_lock(tmp_path: Path) -> None:
+    """Evaluators of a host build a missing evaluation core one at a time under an
+    ``flock`` beside the built cores, whose folder candidates must see (their process
+    loads the core from it): a candidate holding that lock would keep every evaluator
+    that needs a new core (another torch, another device kind) waiting until its own
+    evaluation is killed. The lock file is covered in the candidate's view."""
+    lock = _native.build_lock(_native.ensure_built("cpu"))
+    st = lock.stat()
+    code = _BUILD_LOCKER.replace("{lock!r}", repr(str(lock)))
+    job, root = scale_job(tmp_path, code.replace("{real!r}", repr((st.st_dev, st.st_ino))))
+    verdict = run_job(dataclasses.replace(job, time=False), root)
+    notes = " ".join(verdict.notes)
+    if "not contained" in notes:
+        pytest.skip(f"no mount namespace here: {notes}")
+    assert verdict.cases and all(c["ok"] for c in verdict.cases), verdict.cases
+    with lock.open() as f:  # nothing holds it now either
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
