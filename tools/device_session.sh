@@ -149,6 +149,11 @@
 #                                    the core's build, then part dw's stream of N (default 24)
 #                                    distinct new candidates twice: through warm workers, then
 #                                    with every process started fresh (AKA_EVAL_WARM=0)
+#   bash tools/device_session.sh dy [N]
+#                                    the core's build, then N (default 24) distinct new
+#                                    candidates after a warm-up, 8 in flight, serial and cached,
+#                                    at 0.05 s per shape, twice: processes started ahead as
+#                                    many as in flight (--reserve 1), then twice as many
 #   bash tools/device_session.sh ab OLD
 #                                    the core's build, then 16 distinct new candidates at 8 in
 #                                    flight (0.05 s per shape, after a warm-up) twice on one
@@ -157,7 +162,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|dv|dw|dx|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -218,6 +223,14 @@ ab)
   cp /tmp/ab_new/*.py aka/eval/
   step ab_new 70 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
     --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/ab_new.json
+  ;;
+dy)
+  sealbuild
+  for K in 1 2; do
+    step "reserve_$K" 270 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-24}" \
+      --in-flight 8 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --reserve $K \
+      --output $R/reserve_$K.json
+  done
   ;;
 dx)
   sealbuild

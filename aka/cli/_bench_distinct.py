@@ -99,12 +99,16 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
 
 
 def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
-             workers: Workers, max_time_s: float = TIMING["max_time_s"]
+             workers: Workers, max_time_s: float = TIMING["max_time_s"], reserve: int = 1
              ) -> dict[str, Any]:  # fmt: skip
     """Evaluate every item (tagged ``tag``) with ``in_flight`` at once; rate and runs.
 
     ``device_held_s`` sums the stage that holds the device alone (``timing``):
-    one device cannot take the stream faster than that sum, whatever overlaps around it."""
+    one device cannot take the stream faster than that sum, whatever overlaps around it.
+
+    ``reserve``: processes of each kind kept started ahead, as a multiple of ``in_flight``
+    (``prepared`` in the report). With one, the evaluations that follow the first
+    ``in_flight`` take spares started only when those began."""
 
     def one(i: int) -> dict[str, Any]:
         v = items[i]
@@ -115,7 +119,8 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
     # As an Evaluator does from its first evaluation on (aka.api.Evaluator): the pass's
     # depth of processes started ahead, and waited for, so that the pass measures a
     # trainer's steady state (a batch arriving while the spares of the last one wait).
-    workers.prepare(device, workers.switches.isolate_network, in_flight, wait_s=PREPARE_WAIT_S)
+    prepared = in_flight * reserve
+    workers.prepare(device, workers.switches.isolate_network, prepared, wait_s=PREPARE_WAIT_S)
     cpu_before, own_before = host_cpu(), own_cpu()
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
@@ -124,7 +129,8 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
     cpu_after, own_after = host_cpu(), own_cpu()
     memory = memory_probe(device)
     held = sum((r.get("stage_s") or {}).get(k, 0.0) for r in runs for k in HELD)
-    return {"in_flight": in_flight, "candidates": len(runs), "total_s": round(total, 3),
+    return {"in_flight": in_flight, "prepared": prepared, "candidates": len(runs),
+            "total_s": round(total, 3),
             "again_alone": sum(bool(r.get("again_alone")) for r in runs),
             "device_held_s": round(held, 3),
             "host_cpu_busy": busy_fraction(cpu_before, cpu_after),
@@ -203,7 +209,7 @@ def speedup_agreement(one: dict[str, Any], other: dict[str, Any]) -> float | Non
 def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3,
                  output: Path | None = None, max_time_s: float = TIMING["max_time_s"],
                  in_flight_first: bool = False, sweep: tuple[int, ...] = (),
-                 warm_up: bool = False) -> dict[str, Any]:  # fmt: skip
+                 warm_up: bool = False, reserve: int = 1) -> dict[str, Any]:  # fmt: skip
     """The three passes over one stream of ``distinct`` variants; see the module doc.
 
     ``in_flight_first``: the in-flight pass before the serial one, so that a run cut short
@@ -219,12 +225,17 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
 
     ``warm_up``: first, one variant of each task evaluated uncounted (``warm_up`` in the
     report), so that no counted pass pays the tasks' first-time costs.
+
+    ``reserve``: each pass keeps this many times its evaluations in flight of each
+    process started ahead (:func:`one_pass`).
     """
+    if reserve < 1:
+        raise ValueError(f"reserve must be 1 or more, not {reserve}")
     items = distinct_sources(triton_tasks(tasks), distinct)
     salt = secrets.token_hex(4)
     workers = Workers(Switches.from_env().with_warm(True))
     done: dict[str, Any] = {"device": device, "distinct": distinct, "in_flight": in_flight,
-                            "max_time_s": max_time_s}  # fmt: skip
+                            "max_time_s": max_time_s, "reserve": reserve}  # fmt: skip
 
     def finished(name: str, report: dict[str, Any]) -> dict[str, Any]:
         done[name] = report
@@ -243,10 +254,11 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
             tag, k = (f"{salt} serial", 1) if name == "serial" else (f"{salt} in-flight", in_flight)
             if name.startswith("in_flight_") and name != "in_flight_pass":
                 tag, k = f"{salt} {name}", int(name.rsplit("_", 1)[1])
-            finished(name, one_pass(items, tag, device, k, workers, max_time_s))
+            finished(name, one_pass(items, tag, device, k, workers, max_time_s, reserve))
         serial, flight = done["serial"], done["in_flight_pass"]
         cached = finished("cached",  # the same digests: kernels cached
-                          one_pass(items, f"{salt} in-flight", device, 1, workers, max_time_s))  # fmt: skip
+                          one_pass(items, f"{salt} in-flight", device, 1, workers, max_time_s,
+                                   reserve))  # fmt: skip
     finally:
         workers.shutdown()
 
@@ -291,7 +303,8 @@ def render(report: dict[str, Any]) -> str:
     swept = sorted(k for k in report if k.startswith("in_flight_") and k != "in_flight_pass")
     for name in ["serial", "in_flight_pass", *swept, "cached"]:
         p = report[name]
-        lines.append(f"{name:<15} in flight {p['in_flight']}: {p['candidates_per_min']:.2f}/min, "
+        lines.append(f"{name:<15} in flight {p['in_flight']} (prepared {p.get('prepared', '-')}): "
+                     f"{p['candidates_per_min']:.2f}/min, "
                      f"wall median {p['wall_median_s']:.2f} s, total {p['total_s']:.1f} s, "
                      f"device held alone {p.get('device_held_s', 0.0):.1f} s, "
                      f"host CPU busy {p.get('host_cpu_busy')}, "
@@ -321,6 +334,8 @@ def main() -> None:
     parser.add_argument("--max-time-s", type=float, default=TIMING["max_time_s"])
     parser.add_argument("--in-flight-first", action="store_true")
     parser.add_argument("--sweep", default="", help="more depths to try, e.g. 12,16")
+    parser.add_argument("--reserve", type=int, default=1,
+                        help="processes started ahead, times those in flight")  # fmt: skip
     parser.add_argument(
         "--warm-up", action="store_true", help="one variant of each task evaluated first, uncounted"
     )
@@ -330,7 +345,7 @@ def main() -> None:
     report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks, out,
                           args.max_time_s, args.in_flight_first,
                           tuple(int(k) for k in args.sweep.split(",") if k),
-                          args.warm_up)  # fmt: skip
+                          args.warm_up, args.reserve)  # fmt: skip
     if out is not None:
         out.write_text(json.dumps(report, indent=2))
     print(render(report))

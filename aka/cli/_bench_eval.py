@@ -235,6 +235,14 @@ else:
                 help="With --distinct: the timing budget per shape (a trainer's `timing`).",
             ),
         ] = TIMING["max_time_s"],
+        reserve: Annotated[
+            int,
+            typer.Option(
+                "--reserve",
+                min=1,
+                help="With --distinct: processes started ahead, times those in flight.",
+            ),
+        ] = 1,
         fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     ) -> None:
         """Candidates per minute and overhead per candidate: warm workers vs fresh interpreters.
@@ -252,7 +260,7 @@ else:
 
             try:
                 found = _bench_distinct.run_distinct(
-                    device, distinct, in_flight, tasks, max_time_s=max_time_s
+                    device, distinct, in_flight, tasks, max_time_s=max_time_s, reserve=reserve
                 )
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--distinct") from None

@@ -161,6 +161,43 @@ def test_bench_distinct_sweeps_further_depths_with_new_digests() -> None:
     assert all(v is not None and v >= 0 for v in agree.values())
 
 
+def test_bench_distinct_keeps_a_reserve_of_processes_started_ahead(
+    cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--reserve K`` keeps K times the evaluations in flight of each process started
+    ahead, so that the evaluations after the first wave take spares started a wave
+    earlier; each pass reports the depth it prepared."""
+    from aka.cli import _bench_distinct
+
+    asked: list[int] = []
+    monkeypatch.setattr(
+        Workers, "prepare", lambda self, device, isolate, depth, **kw: asked.append(depth) or True
+    )
+    monkeypatch.setattr(
+        _bench_distinct,
+        "evaluate_variant",
+        lambda *a, **kw: {
+            "wall_s": 0.2,
+            "kernel_s": 0.01,
+            "speedup": 1.0,
+            "correct": True,
+            "flags": [],
+            "error": None,
+            "stage_s": {"timing": 0.1},
+            "again_alone": False,
+        },
+    )
+    report = _bench_distinct.run_distinct("cpu", distinct=2, in_flight=2, tasks=2, reserve=3)
+    assert report["reserve"] == 3
+    assert report["in_flight_pass"]["prepared"] == 6 and report["serial"]["prepared"] == 3
+    assert asked == [3, 6, 3]  # serial, in flight, cached
+    assert "in flight 2 (prepared 6)" in _bench_distinct.render(report)
+    with pytest.raises(ValueError, match="reserve"):
+        _bench_distinct.run_distinct("cpu", distinct=2, in_flight=2, tasks=2, reserve=0)
+    refused = cli("bench", "eval", "--device", "cpu", "--distinct", "2", "--reserve", "0")
+    assert refused.code == 2 and "--reserve" in refused.err
+
+
 def test_busy_fraction_reads_the_share_of_busy_ticks() -> None:
     from aka.cli._bench_distinct import busy_fraction, host_cpu
 
