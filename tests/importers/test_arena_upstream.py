@@ -340,18 +340,30 @@ def _fp8_dtype():
             pass
     return torch.float8_e4m3fn
 """
+# The other idiom: a host tensor cast to the format, the cast itself the probe.
+FNUZ_CAST = """
+
+try:
+    FP8 = torch.float8_e5m2fnuz
+    torch.zeros(2).to(FP8)
+except (AttributeError, RuntimeError):
+    FP8 = torch.float8_e5m2
+"""
 
 
-@pytest.mark.parametrize(("platform", "noted"), [("sm_90", True), ("gfx942", False)])
+@pytest.mark.parametrize(
+    ("platform", "probe", "noted"),
+    [("sm_90", FNUZ_PROBE, True), ("sm_90", FNUZ_CAST, True), ("gfx942", FNUZ_PROBE, False)],
+)
 def test_amd_fp8_formats_are_named_when_importing_for_nvidia(
-    platform: str, noted: bool, tmp_path: Path, cli
+    platform: str, probe: str, noted: bool, tmp_path: Path, cli
 ) -> None:
     """On an H200 every such task validated had its baseline fail (Triton's NVIDIA backend
     refuses ``fp8e4b8``) with nothing said at import; now the import line names the files
     and the fix, for NVIDIA platforms only."""
     folder = _row_scale(tmp_path / "row_scale_fp8")
     source = folder / "source" / "triton_row_scale.py"
-    source.write_text(source.read_text() + FNUZ_PROBE)
+    source.write_text(source.read_text() + probe)
     res = cli("tasks", "import", "aka", str(folder), "--root", str(tmp_path / "t"),
               "--platform", platform)  # fmt: skip
     assert res.code == 0, res.err
