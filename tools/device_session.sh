@@ -173,7 +173,9 @@ step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
   local t0=$(date +%s)
   timeout -k 3 "$secs" "$@" > "$R/$name.log" 2>&1; local rc=$?
-  pkill -9 -f "aka worker" 2>/dev/null; pkill -9 -f "aka.eval" 2>/dev/null
+  # the evaluator's processes (python -I -c BOOTSTRAP ROOT aka.eval._MODULE), not a command
+  # line that only names the package
+  pkill -9 -f "aka worker" 2>/dev/null; pkill -9 -f -- "-I -c .*aka[.]eval[.]_" 2>/dev/null
   pkill -9 -f "aka.validate_isolated" 2>/dev/null
   echo "$name rc=$rc $(( $(date +%s) - t0 ))s" | tee -a $R/steps.txt
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
