@@ -254,52 +254,7 @@ def test_a_candidate_cannot_stop_or_slow_another_evaluation_s_process(
 _LOCKER = """
 import fcntl, os, torch
 
-def take(path):  # the evaluators' shared timing lock, as an flock on a read-only file
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return "held"
-    except OSError as exc:
-        return type(exc).__name__
-
-OUTCOME = take({lock!r})
-
-
-def scale(x):
-    if OUTCOME == "held":
-        return torch.zeros_like(x)  # it got through: the verdict says so
-    return x * 2 + 1
-"""
-
-
-def test_a_candidate_cannot_hold_the_evaluators_shared_timing_lock(tmp_path: Path) -> None:
-    """Evaluators sharing a host gate time one at a time by an ``flock`` in its folder,
-    which a read-only file takes as well: a candidate holding it would keep every other
-    evaluator of the host from timing until its own evaluation is killed. The folder is
-    hidden from the candidate, wherever it lies (here outside the private temporary
-    folder, where a trainer's pools on one card might share it)."""
-    gate = Path(tempfile.mkdtemp(prefix="aka-test-gate-", dir=Path.home()))
-    lock = gate / "cpu.lock"
-    lock.touch()
-    workers = Workers(Switches(warm=False, host_gate=gate))
-    try:
-        job, root = scale_job(tmp_path, _LOCKER.replace("{lock!r}", repr(str(lock))))
-        verdict = run_job(dataclasses.replace(job, time=False), root, workers=workers)
-        notes = " ".join(verdict.notes)
-        if "not contained" in notes:
-            pytest.skip(f"no mount namespace here: {notes}")
-        assert verdict.cases and all(c["ok"] for c in verdict.cases), verdict.cases
-        with lock.open() as f:  # nothing holds it now either
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    finally:
-        workers.shutdown()
-        shutil.rmtree(gate, ignore_errors=True)
-
-
-_BUILD_LOCKER = """
-import fcntl, os, torch
-
-def take(path, real):  # the core's build lock: the real file, not what covers it
+def take(path, real):  # an flock on a read-only file: the real one, not what covers it
     try:
         fd = os.open(path, os.O_RDONLY)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -318,20 +273,42 @@ def scale(x):
 """
 
 
-def test_a_candidate_cannot_hold_the_core_s_build_lock(tmp_path: Path) -> None:
-    """Evaluators of a host build a missing evaluation core one at a time under an
-    ``flock`` beside the built cores, whose folder candidates must see (their process
-    loads the core from it): a candidate holding that lock would keep every evaluator
-    that needs a new core (another torch, another device kind) waiting until its own
-    evaluation is killed. The lock file is covered in the candidate's view."""
-    lock = _native.build_lock(_native.ensure_built("cpu"))
+def _cannot_hold(tmp_path: Path, lock: Path, workers: Workers | None = None) -> None:
+    """A candidate that takes ``lock`` is judged correct only if what it locked was not
+    that file; and nothing holds the file once its evaluation ends."""
     st = lock.stat()
-    code = _BUILD_LOCKER.replace("{lock!r}", repr(str(lock)))
+    code = _LOCKER.replace("{lock!r}", repr(str(lock)))
     job, root = scale_job(tmp_path, code.replace("{real!r}", repr((st.st_dev, st.st_ino))))
-    verdict = run_job(dataclasses.replace(job, time=False), root)
+    verdict = run_job(dataclasses.replace(job, time=False), root, workers=workers)
     notes = " ".join(verdict.notes)
     if "not contained" in notes:
         pytest.skip(f"no mount namespace here: {notes}")
     assert verdict.cases and all(c["ok"] for c in verdict.cases), verdict.cases
     with lock.open() as f:  # nothing holds it now either
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_candidate_cannot_hold_the_evaluators_shared_timing_lock(tmp_path: Path) -> None:
+    """Evaluators sharing a host gate time one at a time by an ``flock`` in its folder,
+    which a read-only file takes as well: a candidate holding it would keep every other
+    evaluator of the host from timing until its own evaluation is killed. The folder is
+    hidden from the candidate, wherever it lies (here outside the private temporary
+    folder, where a trainer's pools on one card might share it)."""
+    gate = Path(tempfile.mkdtemp(prefix="aka-test-gate-", dir=Path.home()))
+    lock = gate / "cpu.lock"
+    lock.touch()
+    workers = Workers(Switches(warm=False, host_gate=gate))
+    try:
+        _cannot_hold(tmp_path, lock, workers)
+    finally:
+        workers.shutdown()
+        shutil.rmtree(gate, ignore_errors=True)
+
+
+def test_a_candidate_cannot_hold_the_core_s_build_lock(tmp_path: Path) -> None:
+    """Evaluators of a host build a missing evaluation core one at a time under an
+    ``flock`` beside the built cores, whose folder candidates must see (their process
+    loads the core from it): a candidate holding that lock would keep every evaluator
+    that needs a new core (another torch, another device kind) waiting until its own
+    evaluation is killed. The lock file is covered in the candidate's view."""
+    _cannot_hold(tmp_path, _native.build_lock(_native.ensure_built("cpu")))
