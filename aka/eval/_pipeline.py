@@ -165,20 +165,26 @@ def _sealed(
     cand = workers.start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network,
                          cand=Path(request.cand_dir))  # fmt: skip
     # The next evaluation's processes start up while this candidate loads, compiles
-    # and checks; the gate stops them while it times.
-    workers.refill(job.device, job.isolate_network)
-    stdlib = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
-    task, editable = task_files(job, Path(request.cand_dir))
-    # The baseline's copies too: its calls walk the same frames as the candidate's (their
-    # findings let go), and a candidate calling into them is judged like any task code.
-    task += tuple(f for f in task_files(job, Path(request.base_dir))[0] if f not in task)
-    # The reference too: the core records what ``make_inputs`` runs (a torch name the
-    # candidate rebound runs its code there), and the reference's own calls are task code.
-    task += (str(Path(request.task_dir) / job.reference),)
-    text = plan.text(task, tuple(stdlib), tuple(_ops.forbidden_operators(job.forbidden)),
-                     editable, tuple(job_allowed(job)))  # fmt: skip
-    cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)
-    got = cand.collect(job.timeout_s)
+    # and checks (forked behind it, not before its request); the gate stops them while
+    # it times.
+    refilled = workers.refill_behind(job.device, job.isolate_network)
+    try:
+        stdlib = sorted({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+        task, editable = task_files(job, Path(request.cand_dir))
+        # The baseline's copies too: its calls walk the same frames as the candidate's
+        # (their findings let go), and a candidate calling into them is judged like any
+        # task code.
+        task += tuple(f for f in task_files(job, Path(request.base_dir))[0] if f not in task)
+        # The reference too: the core records what ``make_inputs`` runs (a torch name the
+        # candidate rebound runs its code there), and the reference's own calls are task
+        # code.
+        task += (str(Path(request.task_dir) / job.reference),)
+        text = plan.text(task, tuple(stdlib), tuple(_ops.forbidden_operators(job.forbidden)),
+                         editable, tuple(job_allowed(job)))  # fmt: skip
+        cand.send(dataclasses.replace(request, out_dir=str(out)), cwd, text)
+        got = cand.collect(job.timeout_s)
+    finally:
+        refilled()
     assembled = _plan.assemble(plan, got.core)
     for rec in assembled["records"]:  # outputs are digested under this process's key
         rec["digest_key"] = cand.key.hex()

@@ -160,6 +160,35 @@ class Workers:
                 floor = self._floor.get(device, 1)
             self.spares.refill(device, isolate, depth=max(floor, self.in_flight(device)))
 
+    def refill_behind(self, device: str, isolate: bool) -> Callable[[], None]:
+        """:meth:`refill` on a thread of its own; returns what waits for it to end (and
+        raises what it raised).
+
+        An evaluation starts its successors' processes so, and waits for them only once
+        its own candidate has run: each start is a fork by the zygote, one at a time, and
+        with eight evaluations in flight each one's candidate waited for up to sixteen
+        forks before it got its request (the first eight's start stage 0.16-0.27 s on an
+        H100, ``docs/benchmarks.md``)."""
+        if not self.warm:
+            return lambda: None
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.refill(device, isolate)
+            except BaseException as exc:  # raised in the evaluation's thread instead
+                failed.append(exc)
+
+        thread = threading.Thread(target=run, name="aka-refill", daemon=True)
+        thread.start()
+
+        def joined() -> None:
+            thread.join()
+            if failed:
+                raise failed[0]
+
+        return joined
+
     def prepare(self, device: str, isolate: bool, depth: int, *, wait_s: float = 0.0) -> bool:
         """Keep ``depth`` of each evaluation process waiting for ``device`` from now on, and
         start them now (warm workers only); with ``wait_s``, wait that long at most for

@@ -93,6 +93,29 @@ def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, wa
     assert not {p for pids in after.values() for p in pids} & set(spares.values())
 
 
+def test_a_candidate_gets_its_request_before_its_successors_are_forked(
+    tmp_path: Path, warm: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zygote forks one process at a time, so the spares an evaluation starts for
+    the next ones are forked behind its own candidate's request, not before it; they
+    still wait, ready, once the evaluation returns."""
+    honest = (CORPUS / "honest_vectorized.py").read_text()
+    job, root = _job_in(tmp_path / "a", honest)
+    assert run_job(job, root, workers=warm).correct
+    fork = warm.spares._factory
+
+    def slow_fork(module: str, device: str, isolate: bool) -> Proc:
+        time.sleep(1.5)  # as a zygote busy with other evaluations' forks
+        return fork(module, device, isolate)
+
+    monkeypatch.setattr(warm.spares, "_factory", slow_fork)
+    job, root = _job_in(tmp_path / "b", honest + "# another tree\n")
+    verdict = run_job(job, root, workers=warm)
+    assert verdict.correct, verdict.error
+    assert verdict.stage_s["start"] < 1.0, verdict.stage_s  # not the two forks' 3 s
+    assert {m: len(p) for m, p in warm.spares.waiting().items()} == {m: 1 for m in MODULES}
+
+
 def test_a_spare_serves_only_its_own_settings_and_only_alive(warm: Workers) -> None:
     spares = warm.spares
     spares.refill("cpu", False)
