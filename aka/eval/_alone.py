@@ -21,7 +21,17 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _baseline_ref, _detect, _native, _ops, _pipeline, _replay, _requests, _sites
+from aka.eval import (
+    _again,
+    _baseline_ref,
+    _detect,
+    _native,
+    _ops,
+    _pipeline,
+    _replay,
+    _requests,
+    _sites,
+)
 from aka.eval._judge import timing_results
 from aka.eval._once import Once
 from aka.eval._outputs import output_dir
@@ -225,28 +235,37 @@ def task_site_flags(
 
 def rebase_slowed(
     job: _pipeline.Job, root: Path, timing: list[dict[str, Any]], workers: Workers
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """``timing`` with every shape whose baseline ran slower beside the candidate than in
-    a process without it settled (:func:`aka.eval._detect.baseline_slowed`), and a note for
-    each such shape: the candidate is timed once more in a fresh process, and a baseline
+) -> tuple[list[dict[str, Any]], list[str], list[dict[str, str]]]:
+    """``(timing, notes, flags)``: ``timing`` with every shape whose baseline ran slower
+    beside the candidate than in a process without it settled
+    (:func:`aka.eval._detect.baseline_slowed`), and a note for each such shape: the
+    candidate is timed once more in a fresh process, judged as the first was
+    (:mod:`aka.eval._again`: ``flags`` holds what that process gave away), and a baseline
     slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`).
     With no clean timing to judge by, no timing at all: the candidate stays correct,
     without a speedup."""
     key = _baseline_key(job, root, job.timing)
-    slack = _detect.BASELINE_SLACK["cuda" if job.device.startswith("cuda") else "cpu"]
+    kind = "cuda" if job.device.startswith("cuda") else "cpu"
+    slack, spread = _detect.BASELINE_SLACK[kind], _detect.BASELINE_SPREAD[kind]
     slowed = _baseline_ref.slowed(
         key, timing, lambda: clean_baseline_timing(job, root, workers),
-        lambda t, clean: _detect.baseline_slowed(t, clean, slack),
+        lambda t, clean: _detect.baseline_slowed(t, clean, slack, spread),
     )  # fmt: skip
     if slowed is None:
-        return [], [
-            "no speedup: the baseline could not be timed in a process of its own, so a "
-            "baseline slowed beside the candidate could not be ruled out"
-        ]
+        return (
+            [],
+            [
+                "no speedup: the baseline could not be timed in a process of its own, so a "
+                "baseline slowed beside the candidate could not be ruled out"
+            ],
+            [],
+        )
     if not slowed:
-        return timing, []
-    again = _timing_only(job, root, workers, root / "cand", "again", device_of(timing))
-    return _detect.settle_slowed(timing, again, slowed, slack)
+        return timing, [], []
+    raw, flags = _again_for(job, root, workers, "again", timing)
+    settled, notes = _detect.settle_slowed(timing, timing_results(job, raw), slowed, slack,
+                                           spread)  # fmt: skip
+    return settled, notes, flags
 
 
 def settle_replay(
@@ -255,17 +274,26 @@ def settle_replay(
     timing: list[dict[str, Any]],
     raw: list[dict[str, Any]],
     workers: Workers,
-) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """``(timing, evidence, notes)``: the candidate's shapes that :func:`aka.eval._replay.suspects`
-    finds in ``raw`` (the core's items behind ``timing``) settled by timing the candidate
-    once more in a fresh process (:func:`aka.eval._replay.settle`): ``evidence`` for
-    ``input_replay`` where the suspicion stands."""
+) -> tuple[list[dict[str, Any]], list[str], list[str], list[dict[str, str]]]:
+    """``(timing, evidence, notes, flags)``: the candidate's shapes that
+    :func:`aka.eval._replay.suspects` finds in ``raw`` (the core's items behind ``timing``)
+    settled by timing the candidate once more in a fresh process, judged as the first
+    was (:mod:`aka.eval._again`: ``flags``) (:func:`aka.eval._replay.settle`):
+    ``evidence`` for ``input_replay`` where the suspicion stands."""
     ratio = _replay.ratio_for(job.device)
     found = _replay.suspects(raw, ratio)
     if not found:
-        return timing, [], []
-    again = _raw_timing(job, root, workers, root / "cand", "replay", device_of(timing))
-    return _replay.settle(timing, found, again, timing_results(job, again), ratio)
+        return timing, [], [], []
+    again, flags = _again_for(job, root, workers, "replay", timing)
+    settled = _replay.settle(timing, found, raw, again, timing_results(job, again), ratio)
+    return (*settled, flags)
+
+
+def _again_for(job: _pipeline.Job, root: Path, workers: Workers, name: str,
+               timing: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:  # fmt: skip
+    """:func:`aka.eval._again.timed_again` for a settling timing of this evaluation."""
+    return _again.timed_again(job, root, workers, name, device_of(timing),
+                              lambda sites: task_site_flags(job, root, sites, workers))  # fmt: skip
 
 
 def device_of(timing: list[dict[str, Any]]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from typing import Any
 from aka.backends import backend
 from aka.eval._gpu_compile import Launches
 from aka.eval._gpu_compile import check as gpu_compile_check
-from aka.eval._kernels import LaunchCounter, cuda_kernel_names, own_kernels
+from aka.eval._kernels import InputDraw, LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Guards
@@ -272,12 +272,13 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         )
         make_inputs = ref.make_inputs
         del ref  # the reference function is not kept in this process
+        drawing = InputDraw(make_inputs, req.task_files or [], req.task_dir)
         base = load_file_module(
             Path(req.base_dir) / req.entry_file, f"_base_{secrets.token_hex(4)}", keep=False
         )
         baseline = _entry(base, req.entry_file, req.entry_symbol)
         core = _native.load(req.native)
-        seal = core.Seal(0, result_fd, out_fd, device, make_inputs, baseline, req.pass_shape)
+        seal = core.Seal(0, result_fd, out_fd, device, drawing, baseline, req.pass_shape)
     except Exception as exc:
         error = f"harness failed to load the reference or baseline: {_short_error(exc)}"
         os.write(2, (error + "\n").encode())  # the parent quotes the stderr tail
@@ -313,6 +314,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     launches = LaunchCounter()
     if backend(req.backend).counts_launches:
         launches.install()
+        launches.drawing = drawing
         if device == "cpu":  # the interpreter's kernels, compiled for a GPU after the plan
             launches.kinds = Launches()
     cand_dir = Path(req.cand_dir)
@@ -350,6 +352,10 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         finally:
             launches.ping = None
         _unlaunched(core, launches, guards)
+        if drawing.found:
+            guards.flag("inputs_hook", "Triton kernels not of the task ran while the "
+                        f"evaluator drew inputs, outside every timed window: "
+                        f"{', '.join(drawing.found)}")  # fmt: skip
         if launches.kinds is not None:
             notes += _gpu_compiled(launches.kinds, guards, cand_dir)
         guards.check_state("plan")

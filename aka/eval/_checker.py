@@ -1,7 +1,10 @@
 """The checker process: reference outputs live here and nowhere else.
 
 Run as ``python -I -m aka.eval._checker RESULT_FD`` with a JSON request on stdin,
-*after* the candidate process has exited. For every output the candidate process
+*after* the candidate process has exited. A prepared checker whose stdin stays open
+serves one request after another (:mod:`aka.eval._reuse`): it runs no candidate code,
+so nothing a candidate did lives in it, and what one request's task code leaves behind
+is undone before the next (:func:`fresh_state`). For every output the candidate process
 recorded, it checks the file against the keyed digest the sealed core put in the signed
 record (an output rewritten after the call is ``output_tamper``), regenerates the inputs
 from the seed (``make_inputs`` is deterministic), computes the reference on those
@@ -13,8 +16,13 @@ candidate's outputs are raw bytes with the dtype and shape the core recorded.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import importlib
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -297,19 +305,84 @@ def fingerprint(req: CheckerRequest) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Read the request from stdin, write the JSON result to the fd named in argv[1]."""
+    """Read requests from stdin, one line each, and write each result to the fd named in
+    argv[1] under that request's key, until stdin ends."""
     import torch  # noqa: F401  (loaded while the candidate process runs)
 
     fd = int(sys.argv[1])
     prepare(sys.argv[2:], isolate=False)
-    req, delivery = decode(CheckerRequest, read_request())
-    adopt(delivery)
-    if delivery.key is None:
-        raise WireError("the checker's request came without its channel key")
-    channel = Channel(fd, bytes.fromhex(delivery.key))
-    out = profiled(req.profile, "checker", run, req)
-    channel.send(encode_report(out))
+    while line := read_request():
+        req, delivery = decode(CheckerRequest, line)
+        adopt(delivery)
+        if delivery.key is None:
+            raise WireError("the checker's request came without its channel key")
+        channel = Channel(fd, bytes.fromhex(delivery.key))
+        with fresh_state(req.task_dir):
+            out = profiled(req.profile, "checker", run, req)
+            channel.send(encode_report(out))
     os.close(fd)
+
+
+_FLAGS = (
+    ("torch.backends.cuda.matmul", "allow_tf32"),
+    ("torch.backends.cuda.matmul", "allow_fp16_reduced_precision_reduction"),
+    ("torch.backends.cuda.matmul", "allow_bf16_reduced_precision_reduction"),
+    ("torch.backends.cudnn", "allow_tf32"),
+    ("torch.backends.cudnn", "benchmark"),
+    ("torch.backends.cudnn", "deterministic"),
+    ("torch.backends.cudnn", "enabled"),
+)
+"""Process-wide switches that change what the library computes, restored after every
+request (a reference may set them when imported)."""
+
+
+@contextlib.contextmanager
+def fresh_state(task_dir: str) -> Iterator[None]:
+    """What one request's task code changes in the process, undone when it ends: the
+    modules imported from the task's folder (the next task may have its own of the same
+    name), the library switches of :data:`_FLAGS`, the default dtype, matmul precision,
+    deterministic algorithms and grad mode; the device's cached memory is given back, so
+    that admission reads an idle checker as holding only its context; and the working
+    directory is left (the evaluation's folder is removed after it).
+
+    A reference that changes the process in another way (replaces a library function)
+    would change it for the requests after it on the same checker: task code is trusted,
+    and a task folder's modules are re-imported for each request anyway."""
+    import torch
+
+    folder = Path(task_dir).resolve()
+    before = set(sys.modules)
+    flags = [(m, a, getattr(_resolve(m), a)) for m, a in _FLAGS]
+    dtype, precision = torch.get_default_dtype(), torch.get_float32_matmul_precision()
+    deterministic = (torch.are_deterministic_algorithms_enabled(),
+                     torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
+    grad = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        for name in set(sys.modules) - before:
+            where = getattr(sys.modules.get(name), "__file__", None)
+            if name == "aka_reference" or (where and Path(where).resolve().is_relative_to(folder)):
+                del sys.modules[name]
+        for module, attr, value in flags:
+            setattr(_resolve(module), attr, value)
+        torch.set_default_dtype(dtype)
+        torch.set_float32_matmul_precision(precision)
+        torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        torch.set_grad_enabled(grad)
+        gc.collect()
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        os.chdir(tempfile.gettempdir())
+
+
+def _resolve(dotted: str) -> Any:
+    """``torch.backends.cuda.matmul`` and the like: attributes, not all of them modules."""
+    head, *rest = dotted.split(".")
+    obj = importlib.import_module(head)
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ elsewhere); a CUDA task's candidate must run a kernel that no library ships.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from aka.eval._gpu_compile import Launches, track_interpreter
@@ -61,6 +62,50 @@ def _recording(grid: Callable[..., Any], used: list[Any]) -> Callable[..., Any]:
     return recorded
 
 
+class InputDraw:
+    """The task's ``make_inputs`` as the sealed core calls it, watched for kernels that
+    are not the task's own.
+
+    What runs while the inputs of a call are drawn runs outside every timed window. A
+    candidate that rebinds a library function the reference's ``make_inputs`` calls
+    (``torch.where``, say) to its own Triton kernels computes the answer there, and each
+    timed call only copies it: no ATen operator runs in a candidate frame for the
+    recorder to see, and every round is as fast as every other for the replay check
+    (corpus ``s43_inputs_hook_triton``). A Triton kernel launched meanwhile whose code is
+    not in the task's files is ``inputs_hook``. A tripwire (this is Python in the
+    candidate's process): drawing inputs where candidate code never runs would close
+    the class."""
+
+    def __init__(self, make_inputs: Callable[..., Any], task_files: Iterable[str],
+                 task_dir: str) -> None:  # fmt: skip
+        """``task_files``: the task's own sources in the evaluation's trees; every file
+        under ``task_dir`` (the reference's folder) is the task's too."""
+        self.make_inputs = make_inputs
+        self.task_files = {str(Path(f).resolve()) for f in task_files}
+        self.task_dir = Path(task_dir).resolve()
+        self.active = False
+        self.found: list[str] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.active = True
+        try:
+            return self.make_inputs(*args, **kwargs)
+        finally:
+            self.active = False
+
+    def launched(self, kernel: Any) -> None:
+        """A Triton kernel launched while inputs were drawn: noted unless it is the task's."""
+        fn = getattr(kernel, "fn", None)
+        code = getattr(fn, "__code__", None)
+        where = str(Path(code.co_filename).resolve()) if code is not None else "?"
+        if where in self.task_files or Path(where).is_relative_to(self.task_dir):
+            return
+        name = getattr(fn, "__qualname__", None) or type(kernel).__name__
+        item = f"{name} ({Path(where).name})"
+        if item not in self.found and len(self.found) < 8:
+            self.found.append(item)
+
+
 class LaunchCounter:
     """Counts Triton kernel launches made while ``counting``; can turn them into no-ops."""
 
@@ -75,6 +120,7 @@ class LaunchCounter:
         # The kernels launched and their argument types (aka.eval._gpu_compile), kept
         # only where set (CPU evaluations): on a GPU the hook stays as cheap as it was.
         self.kinds: Launches | None = None
+        self.drawing: InputDraw | None = None  # the task's input generation, if watched
 
     def install(self) -> None:
         """Wrap ``run`` of Triton's JIT (and interpreter) kernels; no Triton: nothing."""
@@ -101,6 +147,8 @@ class LaunchCounter:
 
         def run(kernel: Any, *args: Any, **kwargs: Any) -> Any:
             warmup = kwargs.get("warmup", False)
+            if counter.drawing is not None and counter.drawing.active:
+                counter.drawing.launched(kernel)
             if counter.counting and not warmup:
                 counter.launches += 1
                 if counter.noop:

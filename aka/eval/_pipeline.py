@@ -288,8 +288,7 @@ def _processes(job: Job, root: Path, workers: Workers, split_stages: bool
             result.stage_s = result.stage_s or stage_times(result.marks, t0, t1)
             result.stage_s["checker"] = time.perf_counter() - t1
     finally:
-        if not checker.released:
-            checker.kill()
+        workers.done_with(checker)
     return result, assembled, checked
 
 
@@ -377,16 +376,18 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     found += parent_flags(job, timing, run.marks, checked.work)
     rebased: list[str] = []
     if timing and cases and not found and all(c["ok"] for c in cases):  # a suspicion is settled
-        timing, replayed, rebased = _alone.settle_replay(job, root, timing, assembled["timing"],
-                                                         workers or current())  # fmt: skip
+        timing, replayed, rebased, late = _alone.settle_replay(
+            job, root, timing, assembled["timing"], workers or current())  # fmt: skip
+        found += late
     else:  # judged wrong whatever a second timing says
         replayed = _replay.input_replay(assembled["timing"], _replay.ratio_for(job.device))
     found += [{"flag": "input_replay", "evidence": e} for e in replayed]
     if cases and not found and all(c["ok"] for c in cases):  # would be judged correct
         found += _alone.output_dtype_flags(job, root, records, workers or current())
     if timing and not found and all(c["ok"] for c in cases):  # a speedup would be scored
-        timing, slowed = _alone.rebase_slowed(job, root, timing, workers or current())
+        timing, slowed, late = _alone.rebase_slowed(job, root, timing, workers or current())
         rebased += slowed
+        found += late
     names = sorted({f["flag"] for f in found})
     evidence = list(dict.fromkeys(f"{f['flag']}: {f['evidence']}" for f in found))
     checker_error = checked.error if records else None

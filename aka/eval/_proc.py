@@ -109,6 +109,8 @@ class Proc:
         self.released = False  # handed to a background reaper (collect_trusted)
         self.prepared = prepared
         self.gated = False  # it closed the timing gate; open again once it is gone
+        self.serves_again = False  # stdin stays open for another request (aka.eval._reuse)
+        self.report_from = 0  # where on the channel the current request's frames begin
         self.key = secrets.token_bytes(32)
         read_fd, write_fd = os.pipe()
         argv = [str(write_fd)]
@@ -173,7 +175,7 @@ class Proc:
         with contextlib.suppress(BrokenPipeError, ValueError):
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
-            if not sealed:
+            if not sealed and not self.serves_again:
                 self.proc.stdin.close()
 
     def _cache_env(self, cand: Path | None) -> dict[str, str]:
@@ -297,10 +299,13 @@ class Proc:
         return result
 
     def _result(self, flags: list[dict[str, str]]) -> Collected:
-        frames, tamper = read_frames(bytes(self.reader.data), self.key)
+        """What the process sent for its current request: from :attr:`report_from` on (a
+        checker that serves again sends each request's report after the last one's)."""
+        start = self.report_from
+        frames, tamper = read_frames(bytes(self.reader.data[start:]), self.key)
         if tamper:
             flags.append({"flag": "result_channel_tamper", "evidence": tamper})
-        times = dict(self.reader.arrivals)
+        times = {end - start: t for end, t in self.reader.arrivals if end > start}
         marks: list[dict[str, Any]] = []
         core: list[dict[str, Any]] = []
         bodies: list[dict[str, Any]] = []

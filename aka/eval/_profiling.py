@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import os
 import pstats
@@ -25,6 +26,7 @@ from typing import Any, TypeVar
 from aka.eval._switches import PROFILE_ENV
 
 LIBRARIES = ("torch", "triton", "numpy", "sympy", "scipy")
+_CALLS = itertools.count()  # a checker that serves several requests profiles each
 T = TypeVar("T")
 
 
@@ -57,7 +59,7 @@ def profiled(folder: str | None, name: str, fn: Callable[..., T], *args: Any) ->
     try:
         return prof.runcall(fn, *args)
     finally:
-        stem = f"{name}-{os.getpid()}"
+        stem = f"{name}-{os.getpid()}" + (f".{n}" if (n := next(_CALLS)) else "")
         prof.create_stats()
         with os.fdopen(create(f"{stem}.prof"), "wb") as f:
             marshal.dump(prof.stats, f)

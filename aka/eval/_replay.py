@@ -22,7 +22,7 @@ from typing import Any
 
 from aka.eval._detect import shape_key
 
-__all__ = ["REPLAY_RATIO", "input_replay", "ratio_for", "settle", "suspects"]
+__all__ = ["REPLAY_RATIO", "input_replay", "on_new_sets", "ratio_for", "settle", "suspects"]
 
 REPLAY_RATIO = {"cpu": 1.5, "cuda": 4.0}
 """How much slower a candidate may run on input sets it never saw than on the timing
@@ -52,14 +52,10 @@ def suspects(
     hides nothing short of slowing half of them, which is the gain itself."""
     out = []
     for k, item in enumerate(raw):
-        f = item["raw"]
-        tags, cand = f.get("fresh"), list(f["windows"][1])
-        if not tags or len(tags) != len(cand):
+        split = _rounds(item)
+        if split is None:
             continue
-        fresh = sorted(w for w, t in zip(cand, tags, strict=True) if t)
-        pooled = sorted(w for w, t in zip(cand, tags, strict=True) if not t)
-        if len(fresh) < 3 or len(pooled) < 3:
-            continue
+        fresh, pooled = split
         mf, mp = fresh[len(fresh) // 2], pooled[len(pooled) // 2]
         if fresh[0] > ratio * mp:
             out.append((k, (
@@ -70,6 +66,35 @@ def suspects(
     return out
 
 
+def _rounds(item: dict[str, Any], least: int = 3) -> tuple[list[float], list[float]] | None:
+    """The candidate's windows on new sets and on the pool's, each sorted, or ``None``
+    when either kind has fewer than ``least`` (too few to tell a cache from noise)."""
+    f = item["raw"]
+    tags, cand = f.get("fresh"), list(f["windows"][1])
+    if not tags or len(tags) != len(cand):
+        return None
+    fresh = sorted(w for w, t in zip(cand, tags, strict=True) if t)
+    pooled = sorted(w for w, t in zip(cand, tags, strict=True) if not t)
+    return (fresh, pooled) if min(len(fresh), len(pooled)) >= least else None
+
+
+def on_new_sets(pair: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """``pair`` scored at the candidate's speed on the sets it had never seen (``item``:
+    the core's raw item behind it): its speedup and interval scaled by the ratio of its
+    median over all calls to its median over those. What a cache cannot serve is what
+    the kernel is worth; an honest kernel loses only what its new-set calls' hiccups
+    cost (the machine's, two to three times as frequent there on a CPU)."""
+    f = item["raw"]
+    cand, tags = sorted(f["windows"][1]), f.get("fresh") or []
+    fresh = sorted(w for w, t in zip(f["windows"][1], tags, strict=False) if t)
+    if not fresh or not cand:
+        return pair
+    factor = min(1.0, cand[len(cand) // 2] / fresh[len(fresh) // 2])
+    lo, hi = pair["speedup_ci"]
+    return {**pair, "speedup": float(pair["speedup"]) * factor,
+            "speedup_ci": [lo * factor, hi * factor]}  # fmt: skip
+
+
 def input_replay(raw: Sequence[dict[str, Any]], ratio: float = REPLAY_RATIO["cpu"]) -> list[str]:
     """The evidence of :func:`suspects` alone."""
     return [evidence for _, evidence in suspects(raw, ratio)]
@@ -78,20 +103,27 @@ def input_replay(raw: Sequence[dict[str, Any]], ratio: float = REPLAY_RATIO["cpu
 def settle(
     timings: Sequence[dict[str, Any]],
     found: Sequence[tuple[int, str]],
+    raw: Sequence[dict[str, Any]],
     again_raw: Sequence[dict[str, Any]],
     again: Sequence[dict[str, Any]],
     ratio: float,
 ) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """``(timings, evidence, notes)``: every shape in ``found`` (:func:`suspects` of
-    ``timings``' raw items) settled by a second timing of the candidate in a fresh process
-    (``again_raw``, the core's items, and ``again``, their statistics).
+    ``raw``, the core's items behind ``timings``) settled by a second timing of the
+    candidate in a fresh process (``again_raw``, the core's items, and ``again``, their
+    statistics).
 
     Suspected again there, or not timed there (the second timing failed), the shape's
-    evidence stands, both timings' when there are two. Otherwise the suspicion was the
-    machine's: the shape keeps the lower speedup of its two pairs, so a candidate that
-    caches in one process only gains nothing, and a note says so.
+    evidence stands, both timings' when there are two. Timed there with too few calls of
+    either kind to tell (a kernel whose timing met its interval after a handful of
+    rounds), nothing is ruled out: the shape is scored at the first timing's speed on
+    the sets it had never seen (:func:`on_new_sets`), which a cache cannot serve.
+    Otherwise the suspicion was the machine's: the shape keeps the lower speedup of its
+    two pairs, so a candidate that caches in one process only gains nothing, and a note
+    says so.
     """
     second_found = {shape_key(again_raw[k]): e for k, e in suspects(again_raw, ratio)}
+    unjudged = {shape_key(item) for item in again_raw if _rounds(item) is None}
     second = {shape_key(t): t["pair"] for t in again}
     out, evidence, notes = list(timings), [], []
     for k, first_evidence in found:
@@ -101,6 +133,15 @@ def settle(
         elif key in second_found:
             evidence.append(
                 f"{first_evidence}; timed again in a fresh process: {second_found[key]}"
+            )
+        elif key in unjudged:
+            pairs = (timings[k]["pair"], second[key], on_new_sets(timings[k]["pair"], raw[k]))
+            kept = min(pairs, key=lambda p: float(p["speedup"]))
+            out[k] = {**timings[k], "pair": kept}
+            notes.append(
+                f"replay_unsettled: {first_evidence}, once: timed again in a fresh process "
+                f"it made too few calls of each kind to tell; scored at its speed on the "
+                f"sets it had not seen ({float(kept['speedup']):.4g})"
             )
         else:
             kept = min(timings[k]["pair"], second[key], key=lambda p: float(p["speedup"]))

@@ -16,9 +16,10 @@ evaluation that ends is replaced by one whose processes already wait. A serial e
 keeps one of each, as before. Spares beyond the depth (the load fell) are left waiting:
 the next burst uses them, and shutdown stops them.
 
-A spare is used once, by one evaluation; it is taken only for the same device, isolation
-setting and environment it was started with, and one that has died is replaced by a
-process started on demand. Spares are stopped with the zygotes
+A candidate spare is used once, by one evaluation; a checker goes back among the spares
+once it has reported (:mod:`aka.eval._reuse`: it runs no candidate code). A spare is
+taken only for the same device, isolation setting and environment it was started with,
+and one that has died is replaced by a process started on demand. Spares are stopped with the zygotes
 (:meth:`aka.eval._workers.Workers.shutdown`).
 """
 
@@ -52,6 +53,8 @@ class Spares:
         self._lock = threading.Lock()
         # module -> (key, process) of each waiting spare, oldest first
         self._spares: dict[str, list[tuple[str, Proc]]] = {}
+        # (module, key) -> processes that serve again, taken and not yet back (put)
+        self._lent: dict[tuple[str, str], int] = {}
 
     def take(self, module: str, device: str, isolate: bool) -> Proc | None:
         """The oldest live spare ``module`` process for this device and isolation, or ``None``.
@@ -70,6 +73,8 @@ class Spares:
                     break
             stale = [p for k, p in waiting if k != key or not p.alive()]
             waiting[:] = [(k, p) for k, p in waiting if p not in stale]
+            if found is not None and found.serves_again:
+                self._lent[module, key] = self._lent.get((module, key), 0) + 1
         for proc in stale:
             proc.kill()
         return found
@@ -82,7 +87,8 @@ class Spares:
                 waiting = self._spares.setdefault(module, [])
                 stale = [p for k, p in waiting if k != key or not p.alive()]
                 waiting[:] = [(k, p) for k, p in waiting if p not in stale]
-                missing = depth - len(waiting)
+                # a checker out with an evaluation comes back: not started again
+                missing = depth - len(waiting) - self._lent.get((module, key), 0)
             for proc in stale:
                 proc.kill()
             for _ in range(missing):
@@ -95,6 +101,22 @@ class Spares:
                 if not keep:
                     fresh.kill()
                     break
+
+    def put(self, module: str, device: str, isolate: bool, proc: Proc, depth: int) -> bool:
+        """A process that serves again (a checker, :mod:`aka.eval._reuse`) is back from its
+        evaluation: kept unless ``depth`` of its kind already wait (``depth`` 0: it
+        cannot serve again), first in line, since it is ready where a spare may still be
+        starting. Whether it was kept; the caller stops it if not."""
+        key = _key(device, isolate)
+        with self._lock:
+            lent = self._lent.get((module, key), 0)
+            if lent:
+                self._lent[module, key] = lent - 1
+            waiting = self._spares.setdefault(module, [])
+            if sum(k == key for k, _ in waiting) >= depth:
+                return False
+            waiting.insert(0, (key, proc))
+        return True
 
     def wait_ready(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until every waiting spare has done its start-up

@@ -267,13 +267,19 @@ def _callables(obj: Any) -> dict[str, Any]:
     named like a method shadows the method (``kernel.run = slower`` on the baseline's own
     Triton kernel, corpus ``s34``), and a method rebound on a class changes every
     instance. Callables only: objects set plain state as they run (an autotuner's best
-    config, a kernel's cache), never their methods."""
+    config, a kernel's cache), never their methods. The callables in a list or tuple the
+    object holds count too, keyed ``attr[i]``: a hook appended to one runs on every call
+    (Triton's ``add_pre_run_hook`` on the baseline's kernel, corpus ``s44``), while the
+    name, the object and its methods stay as they were."""
     if isinstance(obj, ModuleType) or _plain(obj):
         return {}
     out: dict[str, Any] = {}
     own = getattr(obj, "__dict__", None)
     if isinstance(own, dict):
         out.update({k: v for k, v in own.items() if callable(v)})
+        for k, v in own.items():
+            if isinstance(v, list | tuple):
+                out.update({f"{k}[{i}]": item for i, item in enumerate(v) if callable(item)})
     cls = obj if isinstance(obj, type) else type(obj)
     for c in getattr(cls, "__mro__", ()):
         if c.__module__ == "builtins":

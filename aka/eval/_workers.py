@@ -33,6 +33,7 @@ from aka.eval._warm import Zygotes
 
 if TYPE_CHECKING:
     from aka.eval._proc import Proc
+    from aka.eval._reuse import ServingChecker
 
 __all__ = ["Workers", "configure", "current", "for_run"]
 
@@ -89,15 +90,47 @@ class Workers:
 
         spare = self.spares.take(module, device, isolate)
         if spare is not None:
+            spare.released = False  # a checker that served before is this evaluation's now
             return spare
         return Proc(module, cwd=cwd, device=device, workers=self, cand=cand)
 
     def prepared(self, module: str, device: str, isolate: bool) -> Proc:
-        """A process started prepared, ahead of its evaluation (the spares' factory)."""
+        """A process started prepared, ahead of its evaluation (the spares' factory); a
+        checker so started serves evaluation after evaluation (:mod:`aka.eval._reuse`)."""
         from aka.eval._proc import Proc
+        from aka.eval._reuse import CHECKER, ServingChecker
 
+        if module == CHECKER:
+            return ServingChecker(device=device, workers=self, isolate=isolate)
         return Proc(module, cwd=Path(tempfile.gettempdir()), device=device, workers=self,
                     prepared=isolate)  # fmt: skip
+
+    def keep(self, proc: ServingChecker) -> None:
+        """A checker done with its evaluation (reported, or never asked): back among the
+        device's spares if it can serve again and fewer than the depth :meth:`refill`
+        keeps wait, else stopped. It waits as a prepared process again: stopped while a
+        candidate of the device times."""
+        depth = 0
+        if proc.reusable():
+            pid = proc.proc.pid
+            self.gate.open(proc.device, pid)
+            self.gate.register(proc.device, pid)
+            with self._count:
+                floor = self._floor.get(proc.device, 1)
+            depth = max(floor, self.in_flight(proc.device))
+        if not self.spares.put(proc.module, proc.device, proc.isolate, proc, depth):
+            proc.kill()
+
+    def done_with(self, proc: Proc) -> None:
+        """An evaluation's process it did not hand back itself: a checker never asked goes
+        back among the spares (:meth:`keep`), anything else is stopped."""
+        from aka.eval._reuse import ServingChecker
+
+        if isinstance(proc, ServingChecker) and not proc.released:
+            proc.released = True
+            self.keep(proc)
+        elif not proc.released:
+            proc.kill()
 
     @contextlib.contextmanager
     def evaluating(self, device: str, *, alone: bool = False) -> Iterator[Share]:

@@ -40,27 +40,48 @@ CACHE = [1e-3 if t else 5e-5 for t in TAGS]
 def test_a_suspicion_timed_clean_again_keeps_the_lower_speedup() -> None:
     found = _replay.suspects([_raw(NOISY)])
     assert [k for k, _ in found] == [0] and "not seen" in found[0][1]
-    timing, evidence, notes = _replay.settle([_pair(9.0)], found, [_raw(CLEAN)], [_pair(7.5)], 1.5)
+    first = [_raw(NOISY)]
+    timing, evidence, notes = _replay.settle([_pair(9.0)], found, first, [_raw(CLEAN)],
+                                             [_pair(7.5)], 1.5)  # fmt: skip
     assert evidence == [] and timing[0]["pair"]["speedup"] == 7.5
     (note,) = notes
     assert note.startswith("replay_noise:") and "(7.5) is kept" in note
-    timing, _, _ = _replay.settle([_pair(7.0)], found, [_raw(CLEAN)], [_pair(7.5)], 1.5)
+    timing, _, _ = _replay.settle([_pair(7.0)], found, first, [_raw(CLEAN)], [_pair(7.5)], 1.5)
     assert timing[0]["pair"]["speedup"] == 7.0  # the first was lower: it stays
 
 
 def test_a_suspicion_seen_again_or_not_timed_again_stands() -> None:
     found = _replay.suspects([_raw(CACHE)])
     timing, evidence, notes = _replay.settle(
-        [_pair(20.0)], found, [_raw(CACHE)], [_pair(19.0)], 1.5
+        [_pair(20.0)], found, [_raw(CACHE)], [_raw(CACHE)], [_pair(19.0)], 1.5
     )
     (both,) = evidence
     assert both.count("on sets it had not seen") == 2 and "timed again in a fresh process" in both
     assert notes == [] and timing[0]["pair"]["speedup"] == 20.0
-    (alone,) = _replay.settle([_pair(20.0)], found, [], [], 1.5)[1]
+    (alone,) = _replay.settle([_pair(20.0)], found, [_raw(CACHE)], [], [], 1.5)[1]
     assert alone.endswith("it could not be timed again to rule out noise")
     # A second timing of other shapes only does not clear this one.
     other = [_raw(CLEAN, shape=16)], [{**_pair(7.5), "shape": {"N": 16}}]
-    assert _replay.settle([_pair(20.0)], found, *other, 1.5)[1]
+    assert _replay.settle([_pair(20.0)], found, [_raw(CACHE)], *other, 1.5)[1]
+
+
+def test_a_second_timing_too_short_to_tell_scores_the_speed_on_new_sets() -> None:
+    """A cache fast enough to meet its interval in a handful of rounds leaves the second
+    timing with too few calls of one kind to judge: that clears nothing, and the shape is
+    scored at the first timing's speed on the sets it had never seen."""
+    found = _replay.suspects([_raw(CACHE)])
+    short = _raw(CACHE[:5])  # one new-set call among five
+    pair = {"speedup": 20.0, "speedup_ci": [18.0, 22.0]}
+    timing, evidence, notes = _replay.settle(
+        [{**_pair(20.0), "pair": pair}], found, [_raw(CACHE)], [short],
+        [{**_pair(20.0), "pair": dict(pair)}], 1.5,
+    )  # fmt: skip
+    assert evidence == []
+    (note,) = notes
+    assert note.startswith("replay_unsettled:") and "too few calls" in note
+    # all calls' median 50 us, new sets' 1 ms: a twentieth of the speedup is left
+    assert timing[0]["pair"]["speedup"] == pytest.approx(1.0)
+    assert timing[0]["pair"]["speedup_ci"] == pytest.approx([0.9, 1.1])
 
 
 def test_noise_in_one_timing_does_not_fail_an_honest_kernel(

@@ -39,4 +39,6 @@ def no_clean_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
     tested in tests/redteam), for tests that count each evaluation's own processes."""
     from aka.eval import _alone
 
-    monkeypatch.setattr(_alone, "rebase_slowed", lambda job, root, timing, workers: (timing, []))
+    monkeypatch.setattr(
+        _alone, "rebase_slowed", lambda job, root, timing, workers: (timing, [], [])
+    )

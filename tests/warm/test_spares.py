@@ -86,11 +86,13 @@ def test_the_next_evaluation_runs_in_the_spare_started_for_it(tmp_path: Path, wa
     assert second["pid"] == str(spares["aka.eval._candidate"])
     assert second["cwd"] == str(root / "scratch")
     assert second["cache"] == cache != first["cache"]
-    # Both spares were used up; new ones wait for the evaluation after.
+    # The candidate spare was used up and a new one waits for the evaluation after; the
+    # checker, never asked (no output to check), waits again (test_checker_reuse.py).
     after = warm.spares.waiting()
     assert set(after) == set(MODULES)
     assert all(len(pids) == 1 for pids in after.values())  # a serial evaluator keeps one
-    assert not {p for pids in after.values() for p in pids} & set(spares.values())
+    assert after["aka.eval._candidate"] != [spares["aka.eval._candidate"]]
+    assert after["aka.eval._checker"] == [spares["aka.eval._checker"]]
 
 
 def test_a_candidate_gets_its_request_before_its_successors_are_forked(
