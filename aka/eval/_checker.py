@@ -373,6 +373,12 @@ def fresh_state(task_dir: str) -> Iterator[None]:
         gc.collect()
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()
+            # the page-locked buffers outputs were read into (torch 2.5 and later)
+            empty_host = getattr(torch._C, "_accelerator_emptyHostCache", None) or getattr(
+                torch._C, "_host_emptyCache", None
+            )
+            if empty_host is not None:
+                empty_host()
         os.chdir(tempfile.gettempdir())
 
 

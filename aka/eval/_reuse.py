@@ -36,13 +36,17 @@ from aka.eval._wire import CandidateRequest, CheckerRequest
 if TYPE_CHECKING:
     from aka.eval._workers import Workers
 
-__all__ = ["MAX_SERVED", "ServingChecker"]
+__all__ = ["MAX_SERVED", "RETIRE_PEAK_BYTES", "ServingChecker", "peak_resident"]
 
 CHECKER = MODULES[1]
 MAX_SERVED = 64
 """Requests one checker serves before it is replaced: whatever a reference changed that
 :func:`aka.eval._checker.fresh_state` does not undo (its allocator's fragmentation, a
 patched library function) lasts a bounded number of evaluations."""
+RETIRE_PEAK_BYTES = 4 << 30
+"""A checker whose resident memory ever passed this is not reused: the host's caching
+allocator keeps the page-locked buffers it read large outputs into, and a candidate that
+returns a huge output must not leave the next evaluations' checker short of memory."""
 POLL_S = 0.05
 """How often a wait for a report looks whether the checker is still alive."""
 
@@ -96,6 +100,20 @@ class ServingChecker(Proc):
 
     def reusable(self) -> bool:
         """Whether it may check another evaluation: alive, nothing pending, its last
-        report whole, and fewer than :data:`MAX_SERVED` served."""
+        report whole, fewer than :data:`MAX_SERVED` served, and its resident memory
+        never past :data:`RETIRE_PEAK_BYTES`."""
         return (self.alive() and not self.pending and not self.broken
-                and self.served < MAX_SERVED)  # fmt: skip
+                and self.served < MAX_SERVED
+                and peak_resident(self.proc.pid) < RETIRE_PEAK_BYTES)  # fmt: skip
+
+
+def peak_resident(pid: int) -> int:
+    """The most memory process ``pid`` ever had resident (``VmHWM``), in bytes; 0 where
+    the kernel does not say."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from aka.eval import _reuse
 from aka.eval._checker import fresh_state
 from aka.eval._pipeline import run_job
 from aka.eval._requests import checker_request
@@ -115,6 +116,21 @@ def test_a_checker_without_its_report_is_stopped(tmp_path: Path, warm: Workers) 
     got = checker.collect_trusted(2.0)
     assert got.report is None and "exceeded 2 s" in (got.error or "")
     assert not checker.alive() and CHECKER not in warm.spares.waiting()
+
+
+def test_a_checker_that_held_much_memory_is_not_reused(
+    tmp_path: Path, warm: Workers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate that returns a huge output leaves the checker that read it holding the
+    buffers: that checker retires rather than check the next evaluations short of memory
+    (the bound lowered here to below any process's footprint)."""
+    assert _evaluate(tmp_path / "one", warm, 2, 1).correct
+    [pid] = warm.spares.waiting()[CHECKER]
+    assert _reuse.peak_resident(pid) > 1 << 20  # an interpreter with torch: megabytes
+    monkeypatch.setattr(_reuse, "RETIRE_PEAK_BYTES", 1 << 20)
+    assert _evaluate(tmp_path / "two", warm, 2, 1).correct  # checked by it, then retired
+    _reaped(pid)
+    assert pid not in warm.spares.waiting().get(CHECKER, [])
 
 
 def test_what_a_request_s_task_code_changed_is_undone(tmp_path: Path) -> None:
