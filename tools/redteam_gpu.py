@@ -128,7 +128,6 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
     ("s33_inductor_raw_call", "triton2triton/llm/softmax", 12, ("native_code",)),
     ("s35_interpreter_host_values", "triton2triton/llm/softmax", 12, ()),
     ("s41_settle_retimed_garbage", "triton2triton/llm/softmax", 4, ("timed_output_wrong",)),
-    ("s42_replay_settle_garbage", "triton2triton/llm/softmax", 5, ("timed_output_wrong",)),
     ("s43_inputs_hook_triton", "triton2triton/llm/softmax", 14, ("inputs_hook",)),
     ("s44_pre_run_hook", "triton2triton/llm/softmax", 4, ("task_code_patched",)),
 ]

@@ -312,14 +312,6 @@ ADVERSARIAL = [
         bundled=True,
     ),
     Entry(
-        "s42_replay_settle_garbage",
-        "triton2triton/llm/softmax",
-        5,
-        ("timed_output_wrong",),
-        time=True,
-        bundled=True,
-    ),
-    Entry(
         "s43_inputs_hook_triton",
         "triton2triton/llm/softmax",
         14,

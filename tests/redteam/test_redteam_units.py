@@ -501,3 +501,34 @@ def test_a_reference_site_is_the_same_in_every_evaluation_s_folder(tmp_path: Pat
     assert _sites.charged([raw.format(later)], later / "cand", frozenset({kept})) == []
     # Named without the prefix it would be a candidate file of that name.
     assert _sites.parse(raw.format(later), _sites.trees(later / "cand")).file != kept.file
+
+
+def test_kernels_launched_while_inputs_are_drawn_are_noted_unless_the_task_s(
+    tmp_path: Path,
+) -> None:
+    """What runs while the evaluator draws a call's inputs runs outside every timed
+    window: a kernel of the task's own files (or of its reference's folder) may, any
+    other is noted, once; the draw says when it is under way."""
+    from types import SimpleNamespace
+
+    from aka.eval._kernels import InputDraw
+
+    task_dir, cand = tmp_path / "task", tmp_path / "cand"
+
+    def kernel_of(path: Path) -> SimpleNamespace:
+        space: dict[str, Any] = {}
+        exec(compile("def k(): pass", str(path), "exec"), space)
+        return SimpleNamespace(fn=space["k"])
+
+    active: list[bool] = []
+
+    def make_inputs(n: int) -> int:
+        active.append(draw.active)
+        for path in (task_dir / "helpers.py", cand / "model.py", cand / "kernel.py"):
+            draw.launched(kernel_of(path))
+        draw.launched(kernel_of(cand / "kernel.py"))  # the same kernel again: once
+        return n
+
+    draw = InputDraw(make_inputs, [str(cand / "model.py")], str(task_dir))
+    assert not draw.active and draw(3) == 3 and not draw.active and active == [True]
+    assert draw.found == ["k (kernel.py)"]
