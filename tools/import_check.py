@@ -86,6 +86,8 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
     todo: dict[Path, dict[str, Any]] = {}
     end = args.start + args.limit if args.limit else None
     kept = _finished(args.out) if args.resume else {}
+    waited = _under_load(args.out) if args.resume else {}
+    alone: list[Path] = []  # failed under load before: validated alone, first
     for o in outcomes[args.start : end]:
         row: dict[str, Any] = {"problem": o.path.name, "import": o.status, "result": "", "why": ""}
         rows.append(row)
@@ -97,6 +99,9 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
             row |= {"result": "not run", "why": f"GPU-only: {o.detail}"}
         else:
             todo[o.dest] = row
+            if o.path.name in waited:
+                row["rerun"] = {"result": "fail", "why": waited[o.path.name]}
+                alone.append(o.dest)
     lock = threading.Lock()
 
     def save() -> None:
@@ -129,12 +134,15 @@ def check(args: argparse.Namespace, root: Path, ledger_dir: Path) -> list[dict[s
               f"({row['seconds']} s) {row['why'][:300]}", flush=True)  # fmt: skip
         save()
 
+    settings = dict(root=root, device=args.device, run_id=new_validation_id(), quick=args.quick,
+                    memory_gb=cap or None, timeout_s=args.task_timeout)  # fmt: skip
     with Ledger.open(ledger_dir, registry=ev.REGISTRY, create=True) as led:
-        validate_many(
-            led, ledger_dir, list(todo), jobs=args.jobs, on_result=finished, on_retry=retry,
-            root=root, device=args.device, run_id=new_validation_id(), quick=args.quick,
-            memory_gb=cap or None, timeout_s=args.task_timeout,
-        )  # fmt: skip
+        # A row that failed under load in an earlier run waits for its retry alone, which
+        # a run cut short by its time limit never reached: it goes first, alone.
+        validate_many(led, ledger_dir, alone, jobs=1, on_result=finished, **settings)
+        rest = [f for f in todo if f not in set(alone)]
+        validate_many(led, ledger_dir, rest, jobs=args.jobs, on_result=finished,
+                      on_retry=retry, **settings)  # fmt: skip
     return rows
 
 
@@ -148,6 +156,16 @@ def _finished(out: Path | None) -> dict[str, dict[str, Any]]:
         raise SystemExit(f"--resume: {out} is not the JSON rows of an earlier run ({exc}); "
                          "move it away to start afresh") from exc  # fmt: skip
     return {r["problem"]: r for r in rows if r.get("result") in ("pass", "fail")}
+
+
+def _under_load(out: Path | None) -> dict[str, str]:
+    """Problem -> why, for the rows of an earlier ``--out`` that failed under load and
+    were not yet validated alone (``--resume`` validates those alone, first)."""
+    try:
+        rows = json.loads(out.read_text()) if out is not None and out.is_file() else []
+    except ValueError:
+        return {}  # _finished said why already
+    return {r["problem"]: str(r.get("why", "")) for r in rows if r.get("result") == UNDER_LOAD}
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -184,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--resume", action="store_true",
-        help="Keep the rows --out already holds with a result; validate only the others.",
+        help="Keep the rows --out already holds with a result; validate only the others "
+             "(those that failed under load first, alone).",
     )  # fmt: skip
     ap.add_argument("--task-timeout", type=float, default=1800.0, help="Seconds per task.")
     args = ap.parse_args(argv)
