@@ -340,7 +340,7 @@ request (a reference may set them when imported)."""
 def fresh_state(task_dir: str) -> Iterator[None]:
     """What one request's task code changes in the process, undone when it ends: the
     modules imported from the task's folder (the next task may have its own of the same
-    name), the library switches of :data:`_FLAGS`, the default dtype, matmul precision,
+    name), the import path, the environment, the library switches of :data:`_FLAGS`, the default dtype, matmul precision,
     deterministic algorithms and grad mode; the device's cached memory is given back, so
     that admission reads an idle checker as holding only its context; and the working
     directory is left (the evaluation's folder is removed after it).
@@ -351,7 +351,7 @@ def fresh_state(task_dir: str) -> Iterator[None]:
     import torch
 
     folder = Path(task_dir).resolve()
-    before = set(sys.modules)
+    before, path, env = set(sys.modules), list(sys.path), dict(os.environ)
     flags = [(m, a, getattr(_resolve(m), a)) for m, a in _FLAGS]
     dtype, precision = torch.get_default_dtype(), torch.get_float32_matmul_precision()
     deterministic = (torch.are_deterministic_algorithms_enabled(),
@@ -364,6 +364,10 @@ def fresh_state(task_dir: str) -> Iterator[None]:
             where = getattr(sys.modules.get(name), "__file__", None)
             if name == "aka_reference" or (where and Path(where).resolve().is_relative_to(folder)):
                 del sys.modules[name]
+        sys.path[:] = path
+        if dict(os.environ) != env:
+            os.environ.clear()
+            os.environ.update(env)
         for module, attr, value in flags:
             setattr(_resolve(module), attr, value)
         torch.set_default_dtype(dtype)

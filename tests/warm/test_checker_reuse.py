@@ -149,10 +149,13 @@ def test_what_a_request_s_task_code_changed_is_undone(tmp_path: Path) -> None:
             torch.set_default_dtype(torch.float64)
             torch.set_grad_enabled(False)
             torch.set_float32_matmul_precision("medium")
+            sys.path.append(str(task / "more"))
+            os.environ["AKA_TEST_SET_BY_A_REFERENCE"] = "1"
     finally:
         sys.path.remove(str(task))
         os.chdir(before[4])
     assert "helper_of_this_task" not in sys.modules
+    assert str(task / "more") not in sys.path and "AKA_TEST_SET_BY_A_REFERENCE" not in os.environ
     assert torch.backends.cudnn.benchmark == before[0]
     assert torch.get_default_dtype() == before[1] and torch.is_grad_enabled() == before[2]
     assert torch.get_float32_matmul_precision() == before[3]
