@@ -130,6 +130,8 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
     ("s41_settle_retimed_garbage", "triton2triton/llm/softmax", 4, ("timed_output_wrong",)),
     ("s43_inputs_hook_triton", "triton2triton/llm/softmax", 14, ("inputs_hook",)),
     ("s44_pre_run_hook", "triton2triton/llm/softmax", 4, ("task_code_patched",)),
+    ("s45_inputs_hook_forged_file", "triton2triton/llm/softmax", 14, ("library_patched",)),
+    ("s46_baseline_window_precompute", "triton2triton/llm/softmax", 4, ("library_patched",)),
 ]
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):

@@ -40,6 +40,7 @@ from aka.backends import backend
 from aka.eval._gpu_compile import Launches
 from aka.eval._gpu_compile import check as gpu_compile_check
 from aka.eval._kernels import InputDraw, LaunchCounter, cuda_kernel_names, own_kernels
+from aka.eval._libstate import replaced_since, snapshot_library
 from aka.eval._prepare import adopt, enter_network, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Guards
@@ -155,6 +156,16 @@ def _task_code(req: CandidateRequest, guards: Guards, stage: str, moved: Sequenc
     changed = list(dict.fromkeys([*patched(req.task_files or [], held), *moved]))
     if changed:
         guards.flag("task_code_patched", f"{stage}: {', '.join(changed[:6])} replaced")
+
+
+def _library(guards: Guards, stage: str, before: dict[str, dict[str, Any]]) -> None:
+    """``library_patched`` when a library function task code calls is bound to something
+    else than before the candidate was imported (:mod:`aka.eval._libstate`; flagged once)."""
+    if any(f["flag"] == "library_patched" for f in guards.flags):
+        return
+    changed = replaced_since(before)
+    if changed:
+        guards.flag("library_patched", f"{stage}: {', '.join(changed[:6])} replaced")
 
 
 def _compiled(req: CandidateRequest, guards: Guards, stage: str) -> None:
@@ -330,6 +341,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     # against this, even where the name still holds something its file defines.
     held: tuple[ModuleType, ...] = (base,)
     before = snapshot(req.task_files or [], held)
+    library = snapshot_library()  # after torch._dynamo wrapped its own (see _libstate)
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
     compiled: dict[str, Any]
@@ -342,6 +354,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         compiled = {"ok": False, "error": _short_error(exc), "wall_s": time.perf_counter() - t0}
     guards.check_state("compile")
     _task_code(req, guards, "compile", changed_since(before), held)
+    _library(guards, "compile", library)
     _compiled(req, guards, "compile")
     loaded = snapshot(req.task_files or [], held)
     if candidate is not None:
@@ -361,6 +374,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         guards.check_state("plan")
         # ``loaded`` holds what ``before`` held, unchanged (else the compile stage flagged).
         _task_code(req, guards, "plan", changed_since(loaded, data=False), held)
+        _library(guards, "plan", library)
         _compiled(req, guards, "plan")
         if req.probe_shape:
             try:
