@@ -12,8 +12,9 @@ outputs never checked and its findings dropped, it scored correct with no flag.
 
 So the second process is judged as the first is: its audited timed outputs go to a
 checker (a wrong one is ``timed_output_wrong``), and its tripwires, the sealed core's
-findings, the parent's (a tampered channel, a process left behind), the forbidden
-operators it ran and the native code it loaded are the evaluation's own. Any of them
+findings, the parent's (a tampered channel, a process left behind, samples its clock
+cannot hold, work on a side stream), the forbidden operators it ran and the native code
+it loaded are the evaluation's own. Any of them
 fails the evaluation; the second timing counts only when there are none.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.eval import _foreign, _native, _pipeline, _sites, _spares
-from aka.eval._judge import RECORD_FLAGS, forbidden_ops
+from aka.eval._judge import RECORD_FLAGS, forbidden_ops, parent_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._requests import candidate_request, checker_request
 from aka.eval._wire import CheckerReport
@@ -76,6 +77,9 @@ def timed_again(
     items = [dict(item) for item in assembled["timing"]]
     for item in items:
         item.setdefault("fingerprint", dict(fingerprint))
+    # the parent's clock and the side-stream check, as for the first timing (no work
+    # estimates here: the speed of light was the first timing's to judge)
+    found += parent_flags(job, timing_results(job, items), run.marks, [])
     return items, found
 
 
