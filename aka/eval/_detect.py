@@ -220,9 +220,12 @@ def against_clean(pair: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]
     """``pair`` with its baseline arm replaced by the clean timing's, and its speedup
     and interval recomputed from it; the arm it had is kept as ``baseline_beside``.
 
-    A slowed baseline thus earns nothing: the candidate is scored against the baseline as
-    it runs alone, up to the slack. That is a correction, not a hack flag, because an
-    honest kernel can slow the call after it too.
+    Slowing the baseline thus earns nothing by itself: the candidate is scored against
+    the baseline as it runs alone, up to the slack. That is a correction, not a hack flag,
+    because an honest kernel can slow the call after it too. Work the candidate moves
+    into the baseline's window (a library function the baseline calls, rebound to do
+    the candidate's next calls' work, corpus ``s46``) would still make its own arm look
+    fast; that rebinding is ``library_patched`` (:mod:`aka.eval._libstate`).
     """
     base, cand = clean["baseline"], pair["candidate"]
     lo = base["ci_low_s"] / cand["ci_high_s"] if cand["ci_high_s"] > 0 else 0.0
