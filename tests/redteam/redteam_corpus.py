@@ -307,7 +307,7 @@ ADVERSARIAL = [
         "s41_settle_retimed_garbage",
         "triton2triton/llm/softmax",
         4,
-        ("timed_output_wrong",),
+        ("library_patched",),
         time=True,
         bundled=True,
     ),

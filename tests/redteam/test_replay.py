@@ -105,43 +105,6 @@ def test_noise_in_one_timing_does_not_fail_an_honest_kernel(
     assert v.timing and float(v.timing[0]["pair"]["speedup"]) > 1.0
 
 
-# Honest where its calls are checked; garbage in a process that only times (it makes no
-# twin calls there: the first two calls of an evaluation's process are a case's twins).
-TIMED_ONLY_GARBAGE = """import torch
-
-_seen = []
-
-
-def scale(x):
-    if len(_seen) < 2:
-        _seen.append(x.clone())
-    if len(_seen) == 2 and not torch.equal(_seen[0], _seen[1]):
-        return torch.empty_like(x)
-    return x * 2 + 1
-"""
-
-
-def test_the_second_timing_is_judged_as_the_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The process that settles a suspicion only times, and a candidate can tell: one
-    that returns garbage there would leave the lower of the two speedups to the first
-    timing's. Its audited outputs are checked as the first's are (``aka.eval._again``)."""
-    real = _replay.suspects
-    calls: list[int] = []
-
-    def first_looks_cached(raw: Any, ratio: float = 1.5) -> list[tuple[int, str]]:
-        calls.append(len(raw))
-        return real(raw, ratio) or ([(0, "shape {'N': 65536}: forced")] if len(calls) == 1 else [])
-
-    monkeypatch.setattr(_replay, "suspects", first_looks_cached)
-    job, root = scale_job(tmp_path, TIMED_ONLY_GARBAGE)
-    v = run_job(dataclasses.replace(job, timing=POOL), root)
-    assert len(calls) == 2, calls  # it was timed again
-    assert not v.correct and "timed_output_wrong" in v.flags, (v.flags, v.error)
-    assert any("timed again" in e for e in v.evidence), v.evidence
-
-
 def test_a_cache_is_suspected_however_it_pads_the_pool_rounds() -> None:
     """Honest calls hit the machine's hiccups on both kinds of round, so some new-set calls
     run at the pool's speed: not suspected, however many are slow. A cache slowing a third

@@ -2,8 +2,10 @@
 # mypy: ignore-errors
 """The baseline slowed far past the slack, and garbage returned fast where it is re-timed.
 
-Task: triton2triton/llm/softmax (bundled). Expected: ``timed_output_wrong`` (the second
-timing's audited outputs are checked as the first's are).
+Task: triton2triton/llm/softmax (bundled). Expected: ``library_patched`` (``torch.empty_like``
+is not what it was when the candidate was imported); with that rebinding unseen, the
+second timing's audited outputs are checked as the first's are (``timed_output_wrong``,
+``test_again.py``).
 
 The kernel is the baseline's own. In the evaluation's process it rebinds
 ``torch.empty_like``, which only the baseline calls, to wait 30 ms first: the baseline

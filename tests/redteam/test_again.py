@@ -1,0 +1,74 @@
+"""A second timing that settles a suspicion is judged as the first timing was.
+
+The evaluator times the candidate once more in a fresh process when its baseline ran
+slower beside it than alone, or when its timed calls look like replays, and keeps the
+lower of the two speedups. That process only times, and a candidate can tell: one that
+returns garbage there would leave the first timing's speedup standing, forged or not.
+Its audited outputs go to a checker and its findings count (``aka.eval._again``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redteam_corpus import scale_job
+
+from aka.eval import _detect, _replay
+from aka.eval._pipeline import run_job
+
+POOL = {"target_rel_ci": 0.05, "max_time_s": 0.4, "min_samples": 40, "fresh_max_s": 0.0}
+# Honest where its calls are checked; garbage in a process that only times (it makes no
+# twin calls there: the first two calls of an evaluation's process are a case's twins).
+TIMED_ONLY_GARBAGE = """import torch
+
+_seen = []
+
+
+def scale(x):
+    if len(_seen) < 2:
+        _seen.append(x.clone())
+    if len(_seen) == 2 and not torch.equal(_seen[0], _seen[1]):
+        return torch.empty_like(x)
+    return x * 2 + 1
+"""
+
+
+def _judged(tmp_path: Path) -> Any:
+    job, root = scale_job(tmp_path, TIMED_ONLY_GARBAGE)
+    return run_job(dataclasses.replace(job, timing=POOL), root)
+
+
+def test_the_replay_check_s_second_timing_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = _replay.suspects
+    calls: list[int] = []
+
+    def first_looks_cached(raw: Any, ratio: float = 1.5) -> list[tuple[int, str]]:
+        calls.append(len(raw))
+        return real(raw, ratio) or ([(0, "shape {'N': 65536}: forced")] if len(calls) == 1 else [])
+
+    monkeypatch.setattr(_replay, "suspects", first_looks_cached)
+    v = _judged(tmp_path)
+    assert len(calls) == 2, calls  # it was timed again
+    assert not v.correct and "timed_output_wrong" in v.flags, (v.flags, v.error)
+    assert any("timed again" in e for e in v.evidence), v.evidence
+
+
+def test_the_slowed_baseline_check_s_second_timing_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def looks_slowed(timings: Any, clean: Any, slack: float, spread: float = 0.1) -> Any:
+        calls.append(len(timings))
+        return [(0, clean[0]["pair"], "shape {'N': 65536}: forced")]
+
+    monkeypatch.setattr(_detect, "baseline_slowed", looks_slowed)
+    v = _judged(tmp_path)
+    assert calls, "the slowed-baseline check did not run"
+    assert not v.correct and "timed_output_wrong" in v.flags, (v.flags, v.error)
+    assert any("timed again" in e for e in v.evidence), v.evidence
