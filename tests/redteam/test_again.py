@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redteam_corpus import scale_job
+from redteam_corpus import force_first_suspicion, scale_job
 
-from aka.eval import _detect, _replay
+from aka.eval import _detect
 from aka.eval._pipeline import run_job
 
 POOL = {"target_rel_ci": 0.05, "max_time_s": 0.4, "min_samples": 40, "fresh_max_s": 0.0}
@@ -44,14 +44,7 @@ def _judged(tmp_path: Path) -> Any:
 def test_the_replay_check_s_second_timing_is_judged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = _replay.suspects
-    calls: list[int] = []
-
-    def first_looks_cached(raw: Any, ratio: float = 1.5) -> list[tuple[int, str]]:
-        calls.append(len(raw))
-        return real(raw, ratio) or ([(0, "shape {'N': 65536}: forced")] if len(calls) == 1 else [])
-
-    monkeypatch.setattr(_replay, "suspects", first_looks_cached)
+    calls = force_first_suspicion(monkeypatch)
     v = _judged(tmp_path)
     assert len(calls) == 2, calls  # it was timed again
     assert not v.correct and "timed_output_wrong" in v.flags, (v.flags, v.error)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redteam_corpus import CORPUS, scale_job
+from redteam_corpus import CORPUS, force_first_suspicion, scale_job
 
 from aka.eval import _replay
 from aka.eval._pipeline import run_job
@@ -89,14 +89,7 @@ def test_noise_in_one_timing_does_not_fail_an_honest_kernel(
 ) -> None:
     """An honest kernel whose first timing reads as a cache (the suspicion forced here, as
     a busy machine makes it now and then) is timed again, stays correct, and says so."""
-    real = _replay.suspects
-    calls: list[int] = []
-
-    def first_looks_cached(raw: Any, ratio: float = 1.5) -> list[tuple[int, str]]:
-        calls.append(len(raw))
-        return real(raw, ratio) or ([(0, "shape {'N': 65536}: forced")] if len(calls) == 1 else [])
-
-    monkeypatch.setattr(_replay, "suspects", first_looks_cached)
+    calls = force_first_suspicion(monkeypatch)
     job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text())
     v = run_job(dataclasses.replace(job, timing=POOL), root)
     assert v.correct and v.flags == [], (v.flags, v.error)
