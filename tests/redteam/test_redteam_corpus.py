@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Patterns covered outside the corpus, with the test that covers each: detectors that need
 # no evaluation process, and reaching another process (which needs a victim to reach).
 UNIT_ONLY = {
-    15: "test_redteam_units.py::test_aggregate_noise_band_floor_and_cap",
-    17: "test_redteam_units.py::test_implausible_speed_fires_only_below_the_speed_of_light",
+    15: "test_timing_detectors.py::test_aggregate_noise_band_floor_and_cap",
+    17: "test_timing_detectors.py::test_implausible_speed_fires_only_below_the_speed_of_light",
     18: "test_other_processes.py::test_a_candidate_cannot_stop_or_slow_another_evaluation_s_process",
 }
 
