@@ -14,8 +14,8 @@ So the second process is judged as the first is: its audited timed outputs go to
 checker (a wrong one is ``timed_output_wrong``), and its tripwires, the sealed core's
 findings, the parent's (a tampered channel, a process left behind, samples its clock
 cannot hold, work on a side stream), the forbidden operators it ran and the native code
-it loaded are the evaluation's own. Any of them
-fails the evaluation; the second timing counts only when there are none.
+it loaded are the evaluation's own. Any of them fails the evaluation; the second timing
+counts only when there are none.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.eval import _foreign, _native, _pipeline, _sites, _spares
-from aka.eval._judge import RECORD_FLAGS, forbidden_ops, parent_flags, timing_results
+from aka.eval._judge import forbidden_ops, parent_flags, record_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._requests import candidate_request, checker_request
 from aka.eval._wire import CheckerReport
@@ -61,11 +61,7 @@ def timed_again(
                    for r in assembled["records"]]  # fmt: skip
         checked = _checked(job, root, out, scratch, records, workers)
     found: Flags = [*run.flags, *assembled["flags"], *checked.flags]
-    results = checked.results or [{} for _ in records]
-    for rec, res in zip(records, results, strict=True):
-        if rec["kind"] in RECORD_FLAGS and not res.get("ok"):
-            flag, what = RECORD_FLAGS[rec["kind"]]
-            found.append({"flag": flag, "evidence": f"{what}, timed again: {res.get('error')}"})
+    found += record_flags(records, checked.results or [{} for _ in records], ", timed again")
     plain, sites = _sites.split(assembled["ops"])
     found += forbidden_ops(job.forbidden, plain, strict=bool(_pipeline.job_allowed(job)))
     found += site_flags(sites)

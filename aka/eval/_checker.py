@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import os
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from typing import Any
 
 from aka.eval import _native
 from aka.eval._candidate import _short_error, load_file_module
+from aka.eval._libstate import resolve
 from aka.eval._prepare import adopt, prepare, read_request
 from aka.eval._profiling import profiled
 from aka.eval._sandbox import Channel
@@ -340,8 +340,8 @@ request (a reference may set them when imported)."""
 def fresh_state(task_dir: str) -> Iterator[None]:
     """What one request's task code changes in the process, undone when it ends: the
     modules imported from the task's folder (the next task may have its own of the same
-    name), the import path, the environment, the library switches of :data:`_FLAGS`, the default dtype, matmul precision,
-    deterministic algorithms and grad mode; the device's cached memory is given back, so
+    name), the import path, the environment, the library switches of :data:`_FLAGS`,
+    the default dtype, matmul precision, deterministic algorithms and grad mode; the device's cached memory is given back, so
     that admission reads an idle checker as holding only its context; and the working
     directory is left (the evaluation's folder is removed after it).
 
@@ -352,7 +352,7 @@ def fresh_state(task_dir: str) -> Iterator[None]:
 
     folder = Path(task_dir).resolve()
     before, path, env = set(sys.modules), list(sys.path), dict(os.environ)
-    flags = [(m, a, getattr(_resolve(m), a)) for m, a in _FLAGS]
+    flags = [(m, a, getattr(resolve(m), a)) for m, a in _FLAGS]
     dtype, precision = torch.get_default_dtype(), torch.get_float32_matmul_precision()
     deterministic = (torch.are_deterministic_algorithms_enabled(),
                      torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
@@ -369,7 +369,7 @@ def fresh_state(task_dir: str) -> Iterator[None]:
             os.environ.clear()
             os.environ.update(env)
         for module, attr, value in flags:
-            setattr(_resolve(module), attr, value)
+            setattr(resolve(module), attr, value)
         torch.set_default_dtype(dtype)
         torch.set_float32_matmul_precision(precision)
         torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
@@ -384,15 +384,6 @@ def fresh_state(task_dir: str) -> Iterator[None]:
             if empty_host is not None:
                 empty_host()
         os.chdir(tempfile.gettempdir())
-
-
-def _resolve(dotted: str) -> Any:
-    """``torch.backends.cuda.matmul`` and the like: attributes, not all of them modules."""
-    head, *rest = dotted.split(".")
-    obj = importlib.import_module(head)
-    for part in rest:
-        obj = getattr(obj, part)
-    return obj
 
 
 if __name__ == "__main__":

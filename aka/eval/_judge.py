@@ -16,7 +16,14 @@ from aka.eval._wire import CheckerReport
 if TYPE_CHECKING:
     from aka.eval._pipeline import Job
 
-__all__ = ["RECORD_FLAGS", "forbidden_ops", "judge_records", "parent_flags", "timing_results"]
+__all__ = [
+    "RECORD_FLAGS",
+    "forbidden_ops",
+    "judge_records",
+    "parent_flags",
+    "record_flags",
+    "timing_results",
+]
 
 
 RECORD_FLAGS = {
@@ -60,11 +67,20 @@ def judge_records(
         cases.append({"shape": rec["shape"], "dtype": rec["dtype"], "seed": rec["seed"], "ok": ok,
                       "max_abs_err": res.get("max_abs_err"), "error": None if ok else err})  # fmt: skip
     if cases and all(c["ok"] for c in cases):
-        for rec, res in zip(records, results, strict=True):
-            if rec["kind"] in RECORD_FLAGS and not res.get("ok"):
-                flag, what = RECORD_FLAGS[rec["kind"]]
-                flags.append({"flag": flag, "evidence": f"{what}: {res.get('error')}"})
+        flags += record_flags(records, results)
     return cases, flags
+
+
+def record_flags(records: list[dict[str, Any]], results: list[dict[str, Any]],
+                 where: str = "") -> list[dict[str, str]]:  # fmt: skip
+    """A flag for each wrong output of the records outside the cases (the timed calls'
+    audits, :data:`RECORD_FLAGS`); ``where`` names the process in the evidence."""
+    out = []
+    for rec, res in zip(records, results, strict=True):
+        if rec["kind"] in RECORD_FLAGS and not res.get("ok"):
+            flag, what = RECORD_FLAGS[rec["kind"]]
+            out.append({"flag": flag, "evidence": f"{what}{where}: {res.get('error')}"})
+    return out
 
 
 def forbidden_ops(forbidden: list[str], ops: list[str], strict: bool = False

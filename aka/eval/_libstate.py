@@ -23,7 +23,7 @@ import contextlib
 import importlib
 from typing import Any
 
-__all__ = ["NAMESPACES", "replaced_since", "snapshot_library"]
+__all__ = ["NAMESPACES", "replaced_since", "resolve", "snapshot_library"]
 
 NAMESPACES = (
     "torch", "torch.nn.functional", "torch.Tensor", "torch._C.TensorBase", "torch.linalg",
@@ -34,8 +34,9 @@ NAMESPACES = (
 Snapshot = dict[str, dict[str, Any]]
 
 
-def _resolve(dotted: str) -> Any:
-    """``torch._C.TensorBase`` and the like: a module, then attributes."""
+def resolve(dotted: str) -> Any:
+    """``torch._C.TensorBase``, ``torch.backends.cuda.matmul`` and the like: the longest
+    importable module, then attributes."""
     parts = dotted.split(".")
     for i in range(len(parts), 0, -1):
         try:
@@ -70,7 +71,7 @@ def snapshot_library(namespaces: tuple[str, ...] = NAMESPACES) -> Snapshot:
     out: Snapshot = {}
     for name in namespaces:
         try:
-            space = vars(_resolve(name))
+            space = vars(resolve(name))
         except (ImportError, AttributeError, TypeError):
             continue
         out[name] = {k: v for k, v in space.items() if _bound(v)}
@@ -84,7 +85,7 @@ def replaced_since(before: Snapshot) -> list[str]:
     missing = object()
     for name, kept in before.items():
         try:
-            space = vars(_resolve(name))
+            space = vars(resolve(name))
         except (ImportError, AttributeError, TypeError):
             found.append(name)
             continue

@@ -66,16 +66,23 @@ def suspects(
     return out
 
 
-def _rounds(item: dict[str, Any], least: int = 3) -> tuple[list[float], list[float]] | None:
+def _split(item: dict[str, Any]) -> tuple[list[float], list[float]] | None:
     """The candidate's windows on new sets and on the pool's, each sorted, or ``None``
-    when either kind has fewer than ``least`` (too few to tell a cache from noise)."""
+    when the core tagged no rounds (fresh values every call: no pool)."""
     f = item["raw"]
     tags, cand = f.get("fresh"), list(f["windows"][1])
     if not tags or len(tags) != len(cand):
         return None
     fresh = sorted(w for w, t in zip(cand, tags, strict=True) if t)
     pooled = sorted(w for w, t in zip(cand, tags, strict=True) if not t)
-    return (fresh, pooled) if min(len(fresh), len(pooled)) >= least else None
+    return fresh, pooled
+
+
+def _rounds(item: dict[str, Any], least: int = 3) -> tuple[list[float], list[float]] | None:
+    """:func:`_split`, or ``None`` when either kind has fewer than ``least`` windows (too
+    few to tell a cache from noise)."""
+    split = _split(item)
+    return split if split is not None and min(map(len, split)) >= least else None
 
 
 def on_new_sets(pair: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
@@ -84,12 +91,11 @@ def on_new_sets(pair: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     median over all calls to its median over those. What a cache cannot serve is what
     the kernel is worth; an honest kernel loses only what its new-set calls' hiccups
     cost (the machine's, two to three times as frequent there on a CPU)."""
-    f = item["raw"]
-    cand, tags = sorted(f["windows"][1]), f.get("fresh") or []
-    fresh = sorted(w for w, t in zip(f["windows"][1], tags, strict=False) if t)
-    if not fresh or not cand:
+    split = _split(item)
+    if split is None or not split[0]:
         return pair
-    factor = min(1.0, cand[len(cand) // 2] / fresh[len(fresh) // 2])
+    fresh, every = split[0], sorted(item["raw"]["windows"][1])
+    factor = min(1.0, every[len(every) // 2] / fresh[len(fresh) // 2])
     lo, hi = pair["speedup_ci"]
     return {**pair, "speedup": float(pair["speedup"]) * factor,
             "speedup_ci": [lo * factor, hi * factor]}  # fmt: skip

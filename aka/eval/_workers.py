@@ -115,9 +115,7 @@ class Workers:
             pid = proc.proc.pid
             self.gate.open(proc.device, pid)
             self.gate.register(proc.device, pid)
-            with self._count:
-                floor = self._floor.get(proc.device, 1)
-            depth = max(floor, self.in_flight(proc.device))
+            depth = self._depth(proc.device)
         if not self.spares.put(proc.module, proc.device, proc.isolate, proc, depth):
             proc.kill()
 
@@ -189,9 +187,14 @@ class Workers:
         evaluation in flight on ``device``, at least one, at least as many as
         :meth:`prepare` asked for (:mod:`aka.eval._spares`)."""
         if self.warm:
-            with self._count:
-                floor = self._floor.get(device, 1)
-            self.spares.refill(device, isolate, depth=max(floor, self.in_flight(device)))
+            self.spares.refill(device, isolate, depth=self._depth(device))
+
+    def _depth(self, device: str) -> int:
+        """How many of each process wait for ``device``: one per evaluation in flight
+        there, at least one, at least as many as :meth:`prepare` asked for."""
+        with self._count:
+            floor = self._floor.get(device, 1)
+        return max(floor, self.in_flight(device))
 
     def refill_behind(self, device: str, isolate: bool) -> Callable[[], None]:
         """:meth:`refill` on a thread of its own; returns what waits for it to end (and
