@@ -159,10 +159,14 @@
 #                                    flight (0.05 s per shape, after a warm-up) twice on one
 #                                    machine: with the files in the carried folder OLD put over
 #                                    aka/eval/ (an older gate, say), then with the tree's own
+#   bash tools/device_session.sh gl OLD
+#                                    the core's build, the honest controls and the bundled-task
+#                                    red-team entries from s41 on through warm workers (the
+#                                    library snapshot on a GPU), then part ab with OLD
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|gl|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -216,6 +220,14 @@ nx)
   AKA_EVAL_WARM=1 step cuda 120 aka tasks validate --device cuda --jobs 2 \
     cuda2cuda/ops/softmax torch2cuda/ops/$(ls tasks/torch2cuda/ops | head -1)
   ;;
+gl)
+  sealbuild
+  HON=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES if e[0].startswith('honest')))")
+  LATE=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s30_baseline_within_slack'):]))")
+  AKA_EVAL_WARM=1 step redteam_w1 170 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
+    --only $HON $LATE
+  set -- ab "$2"
+  ;&
 ab)
   sealbuild
   mkdir -p /tmp/ab_new && cp aka/eval/*.py /tmp/ab_new/
