@@ -132,6 +132,15 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
     ("s44_pre_run_hook", "triton2triton/llm/softmax", 4, ("task_code_patched",)),
     ("s45_inputs_hook_forged_file", "triton2triton/llm/softmax", 14, ("library_patched",)),
     ("s46_baseline_window_precompute", "triton2triton/llm/softmax", 4, ("library_patched",)),
+    ("s47_signal_handler_precompute", "triton2triton/llm/softmax", 19, ("outside_call",)),
+    ("s48_gc_callback_precompute", "triton2triton/llm/softmax", 19, ("outside_call",)),
+    ("s49_library_code_swap", "triton2triton/llm/softmax", 19, ("outside_call",)),
+    (
+        "s50_profile_forged_callers",
+        "triton2triton/llm/softmax",
+        19,
+        ("outside_call", "dynamic_code"),
+    ),
 ]
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):

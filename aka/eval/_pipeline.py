@@ -201,7 +201,7 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
     """The naive path's processes as one run: records renamed into their folders."""
     first, last = parts[0][0], parts[-1][0]
     merged: dict[str, Any] = {"records": [], "twins": [], "timing": [], "ops": [], "code": [],
-                              "flags": [], "error": None}  # fmt: skip
+                              "flags": [], "notes": [], "error": None}  # fmt: skip
     for (run, asm), sub in zip(parts, subdirs, strict=True):
         base = len(merged["records"])
         for rec in asm["records"]:
@@ -211,6 +211,7 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
         merged["twins"] += [(a + base, b + base) for a, b in asm["twins"]]
         for key in ("timing", "ops", "code", "flags"):
             merged[key] += asm[key]
+        merged["notes"] += [n for n in asm.get("notes") or [] if n not in merged["notes"]]
         merged["error"] = merged["error"] or asm["error"] or run.error
     run = dataclasses.replace(
         last, compiled=first.compiled, network=first.network,
@@ -402,7 +403,7 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     )
     if names:
         error = f"hack flags {names}: {'; '.join(evidence)[:1000]}"
-    notes = list(run.notes) + rebased
+    notes = list(run.notes) + rebased + list(assembled.get("notes") or [])
     if run.contained:
         notes.append(f"containment: {run.contained}")
     return Verdict(

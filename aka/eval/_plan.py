@@ -199,17 +199,27 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
     Returns ``records`` (correctness cases, then timed audits), ``twins`` (record index
     pairs), ``timing`` (per pair: shape, dtype, the core's timing frame), ``ops`` (forbidden
     operators seen in candidate calls, checked or timed), ``code`` (files the core saw
-    mapped executable after it started), ``flags`` and ``error``.
+    mapped executable after it started), ``flags``, ``notes`` and ``error``.
     """
     flags: list[dict[str, str]] = []
     calls = [f for f in core if f.get("kind") == "call"]
     timings = [f for f in core if f.get("kind") == "timing"]
     done = [f for f in core if f.get("kind") == "core_done"]
     code: list[dict[str, Any]] = []
+    notes: list[str] = []
     for f in done:
         if f.get("recorder"):
             flags.append({"flag": "op_record_tamper", "evidence": str(f["recorder"])})
         code += [c for c in f.get("code") or [] if isinstance(c, dict)]
+        outside = f.get("outside")
+        if isinstance(outside, dict) and outside.get("seen"):
+            flags.append({"flag": "outside_call", "evidence": f"{outside['seen']} (the sentry)"})
+        if isinstance(outside, dict) and outside.get("made"):
+            flags.append({"flag": "dynamic_code", "evidence": f"{outside['made']} (the sentry)"})
+        if isinstance(outside, dict) and outside.get("unavailable"):
+            notes.append(
+                f"no sentry for candidate code outside its calls: {outside['unavailable']}"
+            )
     by_nonce: dict[str, dict[str, Any]] = {}
     for f in calls:
         nonce = str(f.get("nonce"))
@@ -278,4 +288,4 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
         error = "the evaluation process ended before its plan was done"
     twins = [(i, c.twin) for i, c in enumerate(plan.calls) if i < c.twin]
     return {"records": records, "twins": twins, "timing": timing, "ops": sorted(ops),
-            "code": code, "flags": flags, "error": error}  # fmt: skip
+            "code": code, "flags": flags, "notes": notes, "error": error}  # fmt: skip

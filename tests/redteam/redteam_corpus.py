@@ -343,6 +343,38 @@ ADVERSARIAL = [
         time=True,
         bundled=True,
     ),
+    Entry(
+        "s47_signal_handler_precompute",
+        "triton2triton/llm/softmax",
+        19,
+        ("outside_call",),
+        time=True,
+        bundled=True,
+    ),
+    Entry(
+        "s48_gc_callback_precompute",
+        "triton2triton/llm/softmax",
+        19,
+        ("outside_call",),
+        time=True,
+        bundled=True,
+    ),
+    Entry(
+        "s49_library_code_swap",
+        "triton2triton/llm/softmax",
+        19,
+        ("outside_call",),
+        time=True,
+        bundled=True,
+    ),
+    Entry(
+        "s50_profile_forged_callers",
+        "triton2triton/llm/softmax",
+        19,
+        ("outside_call", "dynamic_code"),
+        time=True,
+        bundled=True,
+    ),
     Entry("s38_vault_reach", SCALE, 4, ("sealed_memory",), time=True),
     Entry("s39_vault_redirect", SCALE, 4, ("result_channel_tamper",), time=True),
     Entry("s40_recorder_switch_raw", SCALE, 12, ("file_access",), forbidden=("torch.mul",)),
@@ -351,8 +383,15 @@ ALL = HONEST + ADVERSARIAL
 FAST_TIMING = TimingSettings(max_time_s=0.2, min_samples=5)
 
 
-def evaluate_entry(entry: Entry, root: Path, device: str = "cpu") -> Scored:
-    """Evaluate one corpus candidate through :func:`aka.eval.evaluate`, in its own ledger."""
+def evaluate_entry(
+    entry: Entry,
+    root: Path,
+    device: str = "cpu",
+    source: str | None = None,
+    timing: TimingSettings = FAST_TIMING,
+) -> Scored:
+    """Evaluate one corpus candidate through :func:`aka.eval.evaluate`, in its own ledger
+    (``source``: the candidate's text in place of its corpus file)."""
     ledger = Ledger.open(root / entry.name, registry=REGISTRY)
     tasks = BUNDLED if entry.bundled else TASKS
     task = load_task(tasks / entry.task, root=tasks)
@@ -366,7 +405,9 @@ def evaluate_entry(entry: Entry, root: Path, device: str = "cpu") -> Scored:
         spec = task.spec
         target = spec.entry_file if spec.entry_file in spec.editable else spec.editable[0]
         kernel = Path(tmp) / target
-        kernel.write_text((CORPUS / f"{entry.name}.py").read_text())
+        kernel.write_text(
+            source if source is not None else (CORPUS / f"{entry.name}.py").read_text()
+        )
         candidate = ledger.cas.snapshot(Path(tmp), paths=[target])
     req = EvalRequest(
         task=task,
@@ -375,7 +416,7 @@ def evaluate_entry(entry: Entry, root: Path, device: str = "cpu") -> Scored:
         harness="b3:" + "0" * 64,
         device=device,
         policy="agentkernelarena",
-        timing=FAST_TIMING.model_copy(update={"eval_timeout_s": entry.timeout_s}),
+        timing=timing.model_copy(update={"eval_timeout_s": entry.timeout_s}),
         heldout=entry.heldout,
         time=entry.time,
     )

@@ -21,16 +21,19 @@ from aka.eval._pipeline import run_job
 
 POOL = {"target_rel_ci": 0.05, "max_time_s": 0.4, "min_samples": 40, "fresh_max_s": 0.0}
 # Honest where its calls are checked; garbage in a process that only times (it makes no
-# twin calls there: the first two calls of an evaluation's process are a case's twins).
+# twin calls there: the first four calls of an evaluation's process are two cases' twins,
+# where a timing-only process's warm-up calls draw from a pool of eight input sets, so
+# two of them match by chance one time in eight, both pairs one time in 64).
 TIMED_ONLY_GARBAGE = """import torch
 
 _seen = []
 
 
 def scale(x):
-    if len(_seen) < 2:
+    if len(_seen) < 4:
         _seen.append(x.clone())
-    if len(_seen) == 2 and not torch.equal(_seen[0], _seen[1]):
+    twins = len(_seen) == 4 and all(torch.equal(_seen[i], _seen[i + 1]) for i in (0, 2))
+    if len(_seen) == 4 and not twins:
         return torch.empty_like(x)
     return x * 2 + 1
 """

@@ -379,18 +379,15 @@ class Vault {
     return out;
   }
   // What switched the recorder off, if anything did (the first note only).
-  void note_tamper(const std::string& what) {
-    Open o(*this);
-    char* note = reinterpret_cast<char*>(base_ + kTamper);
-    if (note[0]) return;
-    size_t n = std::min(what.size(), kTamperBytes - 1);
-    std::memcpy(note, what.data(), n);
-    note[n] = 0;
-  }
-  std::string tamper() {
-    Open o(*this);
-    return std::string(reinterpret_cast<const char*>(base_ + kTamper));
-  }
+  void note_tamper(const std::string& what) { note(kTamper, what); }
+  std::string tamper() { return noted(kTamper); }
+  // The first candidate code the sentry saw running outside the candidate's calls.
+  void note_outside(const std::string& what) { note(kOutside, what); }
+  std::string outside() { return noted(kOutside); }
+  // The first code object the candidate made under another file's name, or source it
+  // compiled.
+  void note_made(const std::string& what) { note(kMade, what); }
+  std::string made() { return noted(kMade); }
 
   void clear_pair() {
     Open o(*this);
@@ -444,13 +441,27 @@ class Vault {
   }
 
  private:
-  static constexpr size_t kHead = 128, kOpsBytes = 32768, kTamperBytes = 512;
+  static constexpr size_t kHead = 128, kOpsBytes = 32768, kNoteBytes = 512;
   static constexpr size_t kOps = kHead, kLetGo = kOps + kOpsBytes, kTamper = kLetGo + kOpsBytes;
-  static constexpr size_t kSamples = kTamper + kTamperBytes;  // then the samples
+  static constexpr size_t kOutside = kTamper + kNoteBytes, kMade = kOutside + kNoteBytes;
+  static constexpr size_t kSamples = kMade + kNoteBytes;  // then the samples
   static_assert(sizeof(Head) <= kHead, "the vault's head outgrew its slot");
   static std::mutex& mu() {
     static std::mutex m;
     return m;
+  }
+
+  void note(size_t at, const std::string& what) {  // the first note at ``at`` only
+    Open o(*this);
+    char* note = reinterpret_cast<char*>(base_ + at);
+    if (note[0]) return;
+    size_t n = std::min(what.size(), kNoteBytes - 1);
+    std::memcpy(note, what.data(), n);
+    note[n] = 0;
+  }
+  std::string noted(size_t at) {
+    Open o(*this);
+    return std::string(reinterpret_cast<const char*>(base_ + at));
   }
 
   // A new mapping of ``cap`` samples per array holding what the old one held.
@@ -572,6 +583,11 @@ struct alignas(4096) Switch {
   // would make its forbidden calls a library's own.
   uint8_t* codes = nullptr;
   size_t codes_bytes = 0;
+  // The sentry (below): whether candidate code running now is outside its calls, and
+  // where (``kWatch...``); whether the plan is under way; the frame evaluator it wraps.
+  int watch = 0;
+  bool armed = false;
+  void* prev_eval = nullptr;
 };
 static_assert(sizeof(Switch) == 4096, "the recorder's switch must fill its page alone");
 // Between two pages with no access: flipping the switch's page then never merges it with
@@ -589,17 +605,30 @@ void protect_switch(int prot) {
   if (::mprotect(&g_sw, sizeof g_sw, prot) != 0) std::abort();
 }
 
+// Where candidate code may not run (the sentry's ``watch``): nowhere (0; a candidate
+// call, or before and after the plan), while the reference draws inputs, in a baseline
+// call, between calls.
+constexpr int kWatchOff = 0, kWatchInputs = 1, kWatchBaseline = 2, kWatchBetween = 3;
+void watch_frames(int watch);  // the sentry's frame evaluator in or out (below)
+
 // The switch flipped (and the calling thread noted) from the core only, outside any
 // candidate code; read-only again before the next line of anyone else's runs.
-void set_mode(int mode) {
+void set_mode(int mode, int watch) {
   protect_switch(PROT_READ | PROT_WRITE);
   g_sw.mode.store(mode);
   g_sw.call_thread = std::this_thread::get_id();
+  watch_frames(g_sw.armed ? watch : kWatchOff);
   protect_switch(PROT_READ);
 }
-struct Recording {  // the switch at ``mode`` for one scope
-  explicit Recording(int mode) { set_mode(mode); }
-  ~Recording() { set_mode(0); }
+void set_armed(bool armed) {
+  protect_switch(PROT_READ | PROT_WRITE);
+  g_sw.armed = armed;
+  watch_frames(armed ? kWatchBetween : kWatchOff);
+  protect_switch(PROT_READ);
+}
+struct Recording {  // the switch at ``mode`` (and the sentry at ``watch``) for one scope
+  Recording(int mode, int watch) { set_mode(mode, watch); }
+  ~Recording() { set_mode(0, kWatchBetween); }
   Recording(const Recording&) = delete;
   Recording& operator=(const Recording&) = delete;
 };
@@ -1011,6 +1040,167 @@ CodeView code_info(PyCodeObject* code, CodeInfo& scratch) {
   return CodeView{scratch.kind, scratch.digest, scratch.where};
 }
 
+// ---- the sentry: candidate code running outside the candidate's calls -------------------
+//
+// The reference's ``make_inputs`` and the baseline run in this process, as Python that
+// looks library names up as it goes, and the interpreter runs Python of anyone's at many
+// points no name lookup shows: signal handlers, garbage-collector callbacks, finalizers,
+// profile and trace functions, Python kernels registered for an operator, a function's
+// code object swapped under it, a stand-in bound for one call and unbound after. Candidate
+// code run there computes the answer while the inputs are drawn, or slows the baseline,
+// and every check made in Python afterwards can be undone before it looks. Whatever the
+// way in, that code runs in frames of its own. So while the plan is under way and no
+// candidate call is, the core evaluates every Python frame itself (PEP 523's frame
+// evaluator, put in by the core when a watched stretch begins and taken out when it ends),
+// and a frame whose code comes from the candidate's files is noted in the vault, where
+// the note goes to the evaluator whatever the candidate does next. A candidate call runs
+// with the interpreter's own evaluator, at full speed; so do the baseline's timed calls,
+// but in a keyed quarter of the rounds, which nothing before the call tells apart, the
+// baseline's call is watched and the round's samples let go (the watched frames cost
+// time): a hook that runs in the baseline's calls is seen in its first few rounds.
+//
+// Code is the candidate's by its file (the plan's editable files); a code object that
+// names another file takes ``compile`` or ``exec`` with that name (``dynamic_code``), or
+// native code. The frame's code object is read from the interpreter's own frame record,
+// whose layout is CPython's per minor version (3.11 to 3.13 here).
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+constexpr bool kSentry = true;
+PyCodeObject* frame_code(struct _PyInterpreterFrame* f) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* code = reinterpret_cast<PyObject**>(f)[0];  // f_code (3.12), f_executable (3.13)
+#else
+  PyObject* code = reinterpret_cast<PyObject**>(f)[4];  // after f_func, globals, builtins, locals
+#endif
+  return code && PyCode_Check(code) ? reinterpret_cast<PyCodeObject*>(code) : nullptr;
+}
+
+const char* watch_name(int watch) {
+  switch (watch) {
+    case kWatchInputs: return "while the reference drew inputs";
+    case kWatchBaseline: return "in a baseline call";
+    default: return "between calls";
+  }
+}
+
+std::string code_where(PyCodeObject* code) {
+  PyObject* obj = reinterpret_cast<PyObject*>(code);
+  PyObject* file = PyObject_GetAttrString(obj, "co_filename");
+  PyObject* name = PyObject_GetAttrString(obj, "co_name");
+  const char* f = file ? PyUnicode_AsUTF8(file) : nullptr;
+  const char* n = name ? PyUnicode_AsUTF8(name) : nullptr;
+  std::string where = f ? f : "?";
+  size_t slash = where.rfind('/');
+  if (slash != std::string::npos) where = where.substr(slash + 1);
+  int line = code->co_firstlineno;
+  std::string out = where + ":" + std::to_string(line) + ":" + (n ? n : "?");
+  Py_XDECREF(file);
+  Py_XDECREF(name);
+  PyErr_Clear();
+  return out;
+}
+
+void note_outside(PyCodeObject* code, int watch, const char* how = "") {
+  if (g_sw.vault) g_sw.vault->note_outside(code_where(code) + " ran " + watch_name(watch) + how);
+}
+
+void note_made(PyCodeObject* code, const std::string& what) {
+  if (g_sw.vault) g_sw.vault->note_made(code_where(code) + " " + what);
+}
+
+PyObject* sentry_eval(PyThreadState* ts, struct _PyInterpreterFrame* f, int exc) {
+  int watch = g_sw.watch;
+  if (watch != kWatchOff) {
+    if (PyCodeObject* code = frame_code(f)) {
+      PyObject *type, *value, *trace;  // an exception thrown into a generator stays pending
+      PyErr_Fetch(&type, &value, &trace);
+      CodeInfo scratch;
+      if (code_info(code, scratch).kind == Kind::kEditable) note_outside(code, watch);
+      PyErr_Restore(type, value, trace);
+    }
+  }
+  auto prev = reinterpret_cast<_PyFrameEvalFunction>(g_sw.prev_eval);
+  return prev ? prev(ts, f, exc) : _PyEval_EvalFrameDefault(ts, f, exc);
+}
+
+// A thread of the candidate's that was running before a watched stretch began (a loop
+// started at import) evaluates no new frame while it runs there: it is seen by the
+// candidate's frame on its stack, looked for whenever a watched stretch begins or ends.
+void scan_threads(int watch) {
+  PyThreadState* me = PyThreadState_Get();
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me)); t;
+       t = PyThreadState_Next(t)) {
+    if (t == me) continue;
+    PyFrameObject* f = PyThreadState_GetFrame(t);
+    while (f) {
+      PyCodeObject* code = PyFrame_GetCode(f);
+      CodeInfo scratch;
+      bool mine = code_info(code, scratch).kind == Kind::kEditable;
+      if (mine) note_outside(code, watch, " (on a thread of its own)");
+      Py_DECREF(code);
+      PyFrameObject* back = mine ? nullptr : PyFrame_GetBack(f);
+      Py_DECREF(f);
+      f = back;
+    }
+  }
+}
+
+// Code objects the candidate's code makes itself, named after a file not its own: its
+// frames would pass for that file's. Seen by an audit hook of the core's, added before
+// candidate code is imported (Python offers no way to remove one): a new code object
+// (``CodeType``, ``code.replace``) under a name not among the candidate's files, or source
+// compiled (``compile``, ``exec``, ``eval`` of a string), called straight from the
+// candidate's code. Libraries that make code for it (Triton's launcher, torch's dynamo)
+// call these from frames of their own.
+int sentry_audit(const char* event, PyObject* args, void*) {
+  bool fresh_code = std::strcmp(event, "code.__new__") == 0;
+  if (!fresh_code && std::strcmp(event, "compile") != 0) return 0;
+  PyObject *type, *value, *trace;
+  PyErr_Fetch(&type, &value, &trace);
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  if (f && g_sw.editable.n) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    CodeInfo scratch;
+    if (code_info(code, scratch).kind == Kind::kEditable) {
+      PyObject* name = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : nullptr;
+      const char* file = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+      std::string named = file ? file : "?";
+      if (!fresh_code || !g_sw.editable.has(named)) {
+        size_t slash = named.rfind('/');
+        if (slash != std::string::npos) named = named.substr(slash + 1);
+        note_made(code, std::string(fresh_code ? "made a code object named " : "compiled source named ") + named);
+      }
+    }
+    Py_DECREF(code);
+  }
+  PyErr_Clear();
+  PyErr_Restore(type, value, trace);
+  return 0;
+}
+
+// Under the GIL, with the switch's page writable. The evaluator found in place when a
+// watched stretch begins (torch's dynamo may have put one in) is wrapped, and put back
+// when it ends; the interpreter's own is put back as none at all, so that Python calls
+// are inlined again.
+void watch_frames(int watch) {
+  PyInterpreterState* interp = PyInterpreterState_Get();
+  _PyFrameEvalFunction now = _PyInterpreterState_GetEvalFrameFunc(interp);
+  if (watch != kWatchOff && now != &sentry_eval) {
+    g_sw.prev_eval = now == &_PyEval_EvalFrameDefault ? nullptr : reinterpret_cast<void*>(now);
+    _PyInterpreterState_SetEvalFrameFunc(interp, &sentry_eval);
+  } else if (watch == kWatchOff && now == &sentry_eval) {
+    _PyInterpreterState_SetEvalFrameFunc(interp, reinterpret_cast<_PyFrameEvalFunction>(g_sw.prev_eval));
+  }
+  if (watch != kWatchOff || g_sw.watch != kWatchOff) scan_threads(watch != kWatchOff ? watch : g_sw.watch);
+  g_sw.watch = watch;
+}
+
+void add_sentry_audit() { PySys_AddAuditHook(&sentry_audit, nullptr); }
+#else
+constexpr bool kSentry = false;
+void watch_frames(int watch) { g_sw.watch = watch; }
+void add_sentry_audit() {}
+#endif
+
 // Who called a forbidden operator inside a candidate call. Walking out from the innermost
 // frame past library code, the first other frame decides: only the task's own files (model
 // code around the kernel, not editable) are not the candidate's. Every other ending is the
@@ -1227,6 +1417,7 @@ class Seal {
           return redispatch(self, *args, **kwargs);
         },
         py::is_method(handle));
+    add_sentry_audit();
     code_at_start_ = exec_files();
     started_ns_ = wall_ns();
   }
@@ -1243,6 +1434,7 @@ class Seal {
     size_t done = 0;
     bool failed = false;
     note_code();  // what importing the candidate loaded
+    Armed armed;  // the sentry watches from here to the end of the plan
     for (uint32_t i = 0; i < g_sw.n_calls; i++) {
       failed = !correctness(g_sw.calls[i]) || failed;
       done++;
@@ -1257,8 +1449,10 @@ class Seal {
       struct pollfd pfd = {0, POLLIN, 0};
       if (::poll(&pfd, 1, 600 * 1000) != 1 || ::read(0, &b, 1) != 1) {  // never ungated
         at::removeCallback(recorder_);
+        set_armed(false);
         frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) +
-              ",\"error\":\"the timing gate never opened\",\"code\":" + code_seen() + "}");
+              ",\"error\":\"the timing gate never opened\",\"code\":" + code_seen() +
+              ",\"outside\":" + outside() + "}");
         return;
       }
       for (uint32_t k = 0; k < g_sw.n_pairs; k++) {
@@ -1267,10 +1461,11 @@ class Seal {
       }
     }
     at::removeCallback(recorder_);
+    set_armed(false);
     std::string tamper = vault_.tamper();
     frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) + ",\"error\":null" +
           ",\"recorder\":" + (tamper.empty() ? std::string("null") : jstr(tamper)) +
-          ",\"code\":" + code_seen() + "}");
+          ",\"code\":" + code_seen() + ",\"outside\":" + outside() + "}");
   }
 
  private:
@@ -1302,6 +1497,22 @@ class Seal {
     }
   }
 
+  struct Armed {  // the sentry on for one scope (off again however it ends)
+    Armed() { set_armed(true); }
+    ~Armed() { set_armed(false); }
+    Armed(const Armed&) = delete;
+    Armed& operator=(const Armed&) = delete;
+  };
+
+  // What the sentry saw: null, the first frame of the candidate's outside its calls, or
+  // why there is no sentry on this Python.
+  std::string outside() {
+    if (!kSentry) return "{\"unavailable\":" + jstr("not on Python " PY_VERSION) + "}";
+    std::string seen = vault_.outside(), made = vault_.made();
+    return "{\"seen\":" + (seen.empty() ? std::string("null") : jstr(seen)) +
+           ",\"made\":" + (made.empty() ? std::string("null") : jstr(made)) + "}";
+  }
+
   std::string code_seen() const {
     std::string out = "[";
     for (auto& [path, fresh] : code_new_) {
@@ -1313,7 +1524,7 @@ class Seal {
 
   // A call of the candidate with the operator recorder on, as every one of its calls is.
   py::object recorded(const py::object& fn, const py::tuple& args, int shape, int mode = 1) {
-    Recording on(mode);
+    Recording on(mode, mode == 1 ? kWatchOff : kWatchBaseline);
     return called(fn, args, shape, mode);
   }
 
@@ -1339,7 +1550,7 @@ class Seal {
     }
     g_alive = false;
     {
-      Recording probe(2);
+      Recording probe(2, kWatchBetween);
       NoPython np;
       (void)at::empty({0});
     }
@@ -1503,7 +1714,7 @@ class Seal {
   // the candidate's.
   py::tuple generate(int shape, int dtype, int64_t seed) {
     NoUserModes clean;
-    Recording on(1);
+    Recording on(1, kWatchInputs);
     // a copy: what ``make_inputs`` is handed it may keep or change, never the plan's sizes
     return py::tuple(make_inputs_(py::dict(shapes_[shape]), dtypes_[dtype], device_, seed));
   }
@@ -1735,6 +1946,7 @@ class Seal {
   // and each candidate sample is tagged: a kernel that serves inputs it has seen from a
   // cache of its outputs is fast on pool rounds only, which the evaluator compares.
   static constexpr int kFreshEvery = 4;
+  static constexpr int kWatchEvery = 4;  // one round in this many: the baseline watched
   bool fresh_round_ = false;
   std::pair<int, long> pattern_at_{-1, -1};
   int pattern_ = 0;
@@ -1830,9 +2042,10 @@ class Seal {
 
   // Arm ``a``'s call in a window, the recorder switched before it opens and after it
   // closes (two system calls each way, outside the time).
-  std::pair<double, double> timed(int a, Arm& arm, const py::tuple& args, int shape) {
+  // ``watched``: a baseline call with the sentry on (its samples are let go).
+  std::pair<double, double> timed(int a, Arm& arm, const py::tuple& args, int shape, bool watched) {
     int mode = a == 1 ? 1 : 3;
-    Recording on(mode);
+    Recording on(mode, watched ? kWatchBaseline : kWatchOff);
     return window([&] {
       if (!arm.graph_replay()) arm.out = called(arm.fn, args, shape, mode);
     });
@@ -1841,7 +2054,11 @@ class Seal {
   // One call of arm ``a`` in round ``r``: fresh values in the buffers, then the window.
   // ``audit``: kNone (warm-up), kOffer (a round of the loop: offered to the reservoir of
   // audits) or kNow (the last call: saved and judged whatever happened before).
-  std::pair<double, double> sample(Arm* arms, int a, const Pair& p, int k, long r, int audit) {
+  // ``watched``: the sentry is on in the baseline's call (warm-up calls and the watched
+  // rounds of the loop, whose samples are let go).
+  std::pair<double, double> sample(Arm* arms, int a, const Pair& p, int k, long r, int audit,
+                                   bool watched = false) {
+    watched = a == 0 && (watched || audit == kNone);
     // The candidate gets fresh values in its buffers for every call; the baseline (the
     // task's own code, nothing to catch) keeps its first set, generated once per pair but
     // written into its buffers before every call like the candidate's, with the same
@@ -1854,7 +2071,7 @@ class Seal {
       py::tuple args = write(a, p.shape, p.dtype, arm.fresh_keep.front());
       poison(a, pattern);
       sync();
-      return timed(a, arm, args, p.shape);
+      return timed(a, arm, args, p.shape, watched);
     }
     int64_t seed = p.seed + 1000003LL * r + 1 + a;
     py::tuple args, fresh;
@@ -1869,7 +2086,7 @@ class Seal {
     if (a == 0) arm.fresh_keep.push_back(fresh);
     poison(a, pattern);
     sync();
-    std::pair<double, double> w = timed(a, arm, args, p.shape);
+    std::pair<double, double> w = timed(a, arm, args, p.shape, watched);
     if (a == 1) check_recorder();
     if (audit == kOffer && a == 1) offer(p, k, r, seed, arm.out, args, fresh);
     if (audit == kNow && a == 1) {
@@ -2040,10 +2257,16 @@ class Seal {
         block_pos ^= 1;
         fresh_round_ = !pool_.empty() &&
                        prf("fresh:" + std::to_string(k) + ":" + std::to_string(r)) % kFreshEvery == 0;
+        bool watched = kSentry && prf("watch:" + std::to_string(k) + ":" + std::to_string(r)) % kWatchEvery == 0;
         for (int j = 0; j < 2; j++) {
           int a = ab ? j : 1 - j;
-          auto w = sample(arms, a, p, k, r, kOffer);
-          vault_.push(a, w.first, w.second);
+          auto w = sample(arms, a, p, k, r, kOffer, watched);
+          if (!watched) vault_.push(a, w.first, w.second);
+        }
+        if (watched) {  // the candidate's call is still offered to the audits
+          fresh_round_ = false;
+          r++;
+          continue;
         }
         long n = long(vault_.end_round(fresh_round_ ? 1 : 0));
         fresh_round_ = false;
