@@ -243,14 +243,22 @@ def rebase_slowed(
     (:mod:`aka.eval._again`: ``flags`` holds what that process gave away), and a baseline
     slowed there too is replaced by the clean one (:func:`aka.eval._detect.settle_slowed`).
     With no clean timing to judge by, no timing at all: the candidate stays correct,
-    without a speedup."""
+    without a speedup. Operators its baseline's calls ran that they never run alone are
+    ``baseline_window`` (:func:`aka.eval._detect.baseline_window`)."""
     key = _baseline_key(job, root, job.timing)
     kind = "cuda" if job.device.startswith("cuda") else "cpu"
     slack, spread = _detect.BASELINE_SLACK[kind], _detect.BASELINE_SPREAD[kind]
+    window: list[str] = []  # from the clean timing the last judgement used
+
+    def judged(t: list[dict[str, Any]], clean: list[dict[str, Any]]) -> list[Any]:
+        window[:] = _detect.baseline_window(t, clean)
+        return _detect.baseline_slowed(t, clean, slack, spread)
+
     slowed = _baseline_ref.slowed(
-        key, timing, lambda: clean_baseline_timing(job, root, workers),
-        lambda t, clean: _detect.baseline_slowed(t, clean, slack, spread),
-    )  # fmt: skip
+        key, timing, lambda: clean_baseline_timing(job, root, workers), judged
+    )
+    if window:
+        return [], [], [{"flag": "baseline_window", "evidence": e} for e in window]
     if slowed is None:
         return (
             [],

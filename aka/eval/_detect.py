@@ -118,6 +118,36 @@ def shape_key(item: dict[str, Any]) -> tuple[str, str]:
     return repr(sorted(dict(item["shape"]).items())), str(item["dtype"])
 
 
+def baseline_window(
+    timings: Sequence[dict[str, Any]], clean: Sequence[dict[str, Any]]
+) -> list[str]:
+    """Evidence, per timed shape, of operators that the baseline's calls ran beside the
+    candidate and never run in a process of their own (``clean``, the same shapes timed
+    where no candidate code is).
+
+    What a baseline call runs is let go (task code around a kernel calls the library in
+    both arms alike), but the sealed core still records what it would charge a candidate
+    call for: work a candidate had done inside the baseline's window (its next inputs
+    drawn and their answers computed there, so that its own timed calls are copies, by
+    whatever hook got it there) shows up as operators the baseline does not run. Compared
+    by operator name, wherever the call came from: a site's path differs between the two
+    processes (the baseline's own files are the candidate's in the clean one).
+    """
+    alone = {_op_name(o) for item in clean for o in item.get("baseline_ops") or []}
+    found = []
+    for item in timings:
+        extra = sorted({_op_name(o) for o in item.get("baseline_ops") or []} - alone)
+        if extra:
+            found.append(f"shape {dict(item['shape'])} {item['dtype']}: {', '.join(extra[:8])} ran "
+                         "in the baseline's calls beside the candidate, never alone")  # fmt: skip
+    return found
+
+
+def _op_name(charged: str) -> str:
+    """The operator of a charge: a plain name, or a site's ``op@file:line:...``."""
+    return charged.split("@", 1)[0]
+
+
 def baseline_slowed(
     timings: Sequence[dict[str, Any]],
     clean: Sequence[dict[str, Any]],

@@ -144,5 +144,6 @@ def timing_results(job: Job, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
             fingerprint=item.get("fingerprint") or {}, wall_s=sum(windows[0]) + sum(windows[1]),
             notes=tuple(str(n) for n in f.get("notes") or []),
         )  # fmt: skip
-        out.append({"shape": item["shape"], "dtype": item["dtype"], "pair": pair.to_dict()})
+        out.append({"shape": item["shape"], "dtype": item["dtype"], "pair": pair.to_dict(),
+                    "baseline_ops": [str(o) for o in f.get("baseline_ops") or []]})  # fmt: skip
     return out

@@ -52,6 +52,12 @@ BANNED_MODULES: dict[str, str] = {
     "inspect": "introspection",
     "importlib": "introspection",
     "builtins": "introspection",
+    # what compiles source for its caller under a name of its choosing: code the sealed
+    # core's sentry cannot tell from a library's (its own compile and exec it sees)
+    "timeit": "dynamic_code",
+    "codeop": "dynamic_code",
+    "code": "dynamic_code",
+    "runpy": "dynamic_code",
     "pickle": "file_access",
     "shutil": "file_access",
     "aka": "harness_access",

@@ -64,6 +64,16 @@ def test_bundled_starting_sources_raise_no_hack_finding() -> None:
                 assert found == [], (spec_path, [f.evidence() for f in found])
 
 
+def test_modules_that_compile_source_for_their_caller_are_dynamic_code() -> None:
+    # code they compile runs under a name of no file, which the sentry takes for a
+    # library's: the import is what is left to see
+    for mod in ("timeit", "codeop", "code", "runpy"):
+        src = f"import {mod}\nfrom {mod} import x as y\n"
+        found = {(f.flag, f.line) for f in hack_findings("k.py", src, ["kernel.py"])}
+        assert found == {("dynamic_code", 1), ("dynamic_code", 2)}, (mod, found)
+    assert hack_findings("k.py", "import codecs\n", ["kernel.py"]) == []
+
+
 def test_static_findings_name_the_line_and_resolve_aliases() -> None:
     src = (
         "import time as t\nimport os\nfrom pathlib import Path\n"

@@ -16,6 +16,7 @@ from aka.eval._detect import (
     against_clean,
     aggregate_speedups,
     baseline_slowed,
+    baseline_window,
     ceilings_for,
     implausible_speed,
     settle_slowed,
@@ -193,3 +194,23 @@ def test_aggregate_noise_band_floor_and_cap(rows) -> None:
             assert s == 1.0
         else:
             assert s == min(max(item["pair"]["speedup"], SPEEDUP_FLOOR), SPEEDUP_CAP)
+
+
+def test_operators_the_baseline_runs_beside_the_candidate_but_never_alone_are_named() -> None:
+    shape = {"M": 4, "N": 96}
+    alone = [{"shape": shape, "dtype": "float32", "baseline_ops": ["aten::empty_like@k.py:1"]}]
+    same = [
+        {"shape": shape, "dtype": "float32", "baseline_ops": ["aten::empty_like@k.py:9:f:2:ab"]}
+    ]
+    assert baseline_window(same, alone) == []  # a site's path may differ: its op not
+    more = [
+        {
+            "shape": shape,
+            "dtype": "float32",
+            "baseline_ops": ["aten::empty_like", "aten::softmax@r.py:3", "aten::randn"],
+        }
+    ]
+    (found,) = baseline_window(more, alone)
+    assert "aten::randn, aten::softmax ran in the baseline's calls" in found, found
+    assert "{'M': 4, 'N': 96} float32" in found
+    assert baseline_window([{**more[0], "baseline_ops": []}], []) == []

@@ -362,9 +362,19 @@ class Vault {
     Open o(*this);
     std::memset(base_ + kOps, 0, 8);
   }
-  std::vector<std::string> ops() {
+  void clear_let_go() {
     Open o(*this);
-    const uint8_t* area = base_ + kOps;
+    std::memset(base_ + kLetGo, 0, 8);
+  }
+  std::vector<std::string> ops() { return names(kOps); }
+  // What the baseline's calls ran of what a candidate call would be charged for (a
+  // timing pair's, since ``clear_let_go``): the evaluator compares it with what they run
+  // in a process without candidate code, where anything more is work done in their
+  // window on the candidate's behalf.
+  std::vector<std::string> let_go() { return names(kLetGo); }
+  std::vector<std::string> names(size_t at_area) {
+    Open o(*this);
+    const uint8_t* area = base_ + at_area;
     uint32_t count;
     std::memcpy(&count, area, 4);
     std::vector<std::string> out;
@@ -1872,10 +1882,11 @@ class Seal {
 
   void clear_ops() { vault_.clear_ops(); }
 
-  std::string ops_seen() {
-    std::string ops = "[";
-    for (auto& o : vault_.ops()) ops += (ops.size() > 1 ? "," : "") + jstr(o);
-    return ops + "]";
+  std::string ops_seen() { return names_json(vault_.ops()); }
+  static std::string names_json(const std::vector<std::string>& names) {
+    std::string out = "[";
+    for (auto& o : names) out += (out.size() > 1 ? "," : "") + jstr(o);
+    return out + "]";
   }
 
   static std::string short_error(py::error_already_set& e) {
@@ -2227,6 +2238,7 @@ class Seal {
     arms[0].fn = baseline_;
     arms[1].fn = candidate_;
     vault_.clear_pair();
+    vault_.clear_let_go();
     audits_.clear();
     kept_.clear();
     offered_ = 0;
@@ -2297,7 +2309,8 @@ class Seal {
             std::to_string(flush_.defined() ? flush_bytes_ : 0) + ",\"pre_spin_s\":" +
             jnum(spin_cycles_ ? p.spin_s : 0.0) + ",\"inputs\":" + jstr(input_mode) +
             ",\"notes\":" + notes + "],\"audits\":[" +
-            audits_ + "],\"ops\":" + ops_seen() + (pool_.empty() ? "" : ",\"fresh\":" + tags()) +
+            audits_ + "],\"ops\":" + ops_seen() + ",\"baseline_ops\":" + names_json(vault_.let_go()) +
+            (pool_.empty() ? "" : ",\"fresh\":" + tags()) +
             ",\"error\":null}");
     } catch (py::error_already_set& e) {
       error = short_error(e);
