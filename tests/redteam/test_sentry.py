@@ -236,3 +236,42 @@ def test_a_hook_in_the_baseline_s_timed_calls_is_seen_in_a_watched_round(tmp_pat
     assert not s.correct and "outside_call" in s.hack_flags, (s.hack_flags, s.error)
     seen = [e for e in s.evidence if e.startswith("outside_call")]
     assert seen and "_stand_in ran in a baseline call" in seen[0], s.evidence
+
+
+# A timer signal's handler made of C callables (no frame of the candidate's runs in it):
+# it keeps the frame it interrupted. The candidate returns garbage once one of them was the
+# reference's make_inputs at work, as a hook that read the inputs there (numpy over their
+# memory runs no operator) and answered them ahead would. While inputs are drawn, the core
+# sets such handlers aside, turns the collector off and the thread's profile function.
+SEEN_IN_DRAW = """import functools
+import signal
+
+import torch
+
+_frames = {}
+signal.signal(signal.SIGPROF, functools.partial(dict.__setitem__, _frames))
+signal.setitimer(signal.ITIMER_PROF, 0.0001, 0.0001)
+
+
+def _drawing(frame):
+    while frame is not None:
+        if frame.f_code.co_name == "make_inputs":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def scale(x):
+    frame = _frames.pop(signal.SIGPROF, None)
+    if _drawing(frame):
+        _frames["drawn"] = True
+    if "drawn" in _frames:
+        return torch.zeros_like(x)
+    return x * 2 + 1
+"""
+
+
+def test_a_handler_of_c_callables_never_runs_while_inputs_are_drawn(tmp_path: Path) -> None:
+    job, root = scale_job(tmp_path, SEEN_IN_DRAW)
+    v = run_job(job, root)
+    assert v.correct and not v.flags, (v.flags, v.error)

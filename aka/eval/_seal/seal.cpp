@@ -1328,6 +1328,60 @@ struct NoUserModes {
   NoUserModes& operator=(const NoUserModes&) = delete;
 };
 
+// What else runs Python while the reference draws inputs, at points no frame of the
+// candidate's need show: the collector's callbacks (at any allocation), signal handlers
+// (between any two bytecodes), the drawing thread's profile and trace functions. Each
+// can be a library's code or a chain of C callables that the candidate put together, and
+// read the inputs as they are drawn (numpy over their memory runs no operator) to answer
+// them before its call. So the collector is off for the draw, handlers the candidate set
+// are set aside (signals that come meanwhile are let go) and the thread's profile and trace
+// functions too, each put back after. ``signals``: the signal module's ``getsignal``,
+// ``signal``, ``SIG_IGN`` and the numbers, held from before candidate code was imported.
+struct QuietDraw {
+  struct Signals {
+    py::object getsignal, setsignal, ignore, keep_dfl, keep_int;
+    std::vector<int> numbers;
+  };
+  const Signals& sig;
+  int gc_was;
+  std::vector<std::pair<int, py::object>> set_aside;
+  Py_tracefunc profile = nullptr, trace = nullptr;
+  PyObject *profile_obj = nullptr, *trace_obj = nullptr;
+  explicit QuietDraw(const Signals& signals) : sig(signals), gc_was(PyGC_Disable()) {
+    for (int n : sig.numbers) {
+      py::object h = sig.getsignal(n);
+      if (h.is_none() || h.is(sig.ignore) || h.is(sig.keep_dfl) || h.is(sig.keep_int) || PyLong_Check(h.ptr()))
+        continue;
+      sig.setsignal(n, sig.ignore);
+      set_aside.emplace_back(n, h);
+    }
+    PyThreadState* ts = PyThreadState_Get();
+    profile = ts->c_profilefunc;
+    trace = ts->c_tracefunc;
+    profile_obj = ts->c_profileobj;
+    trace_obj = ts->c_traceobj;
+    Py_XINCREF(profile_obj);
+    Py_XINCREF(trace_obj);
+    if (profile) PyEval_SetProfile(nullptr, nullptr);
+    if (trace) PyEval_SetTrace(nullptr, nullptr);
+  }
+  ~QuietDraw() {
+    if (trace) PyEval_SetTrace(trace, trace_obj);
+    if (profile) PyEval_SetProfile(profile, profile_obj);
+    Py_XDECREF(profile_obj);
+    Py_XDECREF(trace_obj);
+    for (auto& [n, h] : set_aside) {
+      try {
+        sig.setsignal(n, h);
+      } catch (py::error_already_set&) {
+      }
+    }
+    if (gc_was) PyGC_Enable();
+  }
+  QuietDraw(const QuietDraw&) = delete;
+  QuietDraw& operator=(const QuietDraw&) = delete;
+};
+
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -1428,6 +1482,13 @@ class Seal {
         },
         py::is_method(handle));
     add_sentry_audit();
+    py::module_ sm = py::module_::import("signal");
+    signals_ = QuietDraw::Signals{sm.attr("getsignal"), sm.attr("signal"), sm.attr("SIG_IGN"),
+                                  sm.attr("SIG_DFL"), sm.attr("default_int_handler"), {}};
+    for (py::handle n : sm.attr("valid_signals")()) {
+      int k = py::int_(py::reinterpret_borrow<py::object>(n));
+      if (k != SIGKILL && k != SIGSTOP) signals_.numbers.push_back(k);
+    }
     code_at_start_ = exec_files();
     started_ns_ = wall_ns();
   }
@@ -1487,6 +1548,7 @@ class Seal {
   bool pass_shape_, ran_ = false;
   at::CallbackHandle recorder_ = 0;
   std::set<std::string> code_at_start_;
+  QuietDraw::Signals signals_;
   std::map<std::string, bool> code_new_;  // path: changed after the core started
   int64_t started_ns_ = 0;
 
@@ -1724,6 +1786,7 @@ class Seal {
   // the candidate's.
   py::tuple generate(int shape, int dtype, int64_t seed) {
     NoUserModes clean;
+    QuietDraw quiet(signals_);
     Recording on(1, kWatchInputs);
     // a copy: what ``make_inputs`` is handed it may keep or change, never the plan's sizes
     return py::tuple(make_inputs_(py::dict(shapes_[shape]), dtypes_[dtype], device_, seed));
