@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aka.eval import _foreign, _native, _pipeline, _sites, _spares
+from aka.eval import _foreign, _native, _pipeline, _plan, _sites, _spares
 from aka.eval._judge import forbidden_ops, parent_flags, record_flags, timing_results
 from aka.eval._outputs import output_dir
 from aka.eval._requests import candidate_request, checker_request
@@ -68,6 +68,7 @@ def timed_again(
     found += _foreign.flags(job.backend, assembled["code"], _foreign.writable_roots(),
                             gpu=job.device.startswith("cuda"), env=_foreign.environment(),
                             own=root)  # fmt: skip
+    found += _plan.thread_flags(assembled["threads"], _pipeline.native_backend(job.backend))[0]
     if assembled["error"] or run.error or not assembled["timing"]:
         return [], found
     items = [dict(item) for item in assembled["timing"]]

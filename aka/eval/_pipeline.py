@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aka.backends import backend
 from aka.eval import _alone, _foreign, _native, _ops, _plan, _replay, _sites, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._memory import short_of_memory
@@ -201,7 +202,7 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
     """The naive path's processes as one run: records renamed into their folders."""
     first, last = parts[0][0], parts[-1][0]
     merged: dict[str, Any] = {"records": [], "twins": [], "timing": [], "ops": [], "code": [],
-                              "flags": [], "notes": [], "error": None}  # fmt: skip
+                              "flags": [], "notes": [], "threads": [], "error": None}  # fmt: skip
     for (run, asm), sub in zip(parts, subdirs, strict=True):
         base = len(merged["records"])
         for rec in asm["records"]:
@@ -209,7 +210,7 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
                 {**rec, "file": f"{sub}/{rec['file']}" if rec.get("file") else None}
             )
         merged["twins"] += [(a + base, b + base) for a, b in asm["twins"]]
-        for key in ("timing", "ops", "code", "flags"):
+        for key in ("timing", "ops", "code", "flags", "threads"):
             merged[key] += asm[key]
         merged["notes"] += [n for n in asm.get("notes") or [] if n not in merged["notes"]]
         merged["error"] = merged["error"] or asm["error"] or run.error
@@ -218,6 +219,12 @@ def _merge(parts: list[tuple[CandidateRun, dict[str, Any]]], subdirs: list[str]
         flags=[f for r, _ in parts for f in r.flags], notes=[n for r, _ in parts for n in r.notes],
     )  # fmt: skip
     return run, merged
+
+
+def native_backend(name: str) -> bool:
+    """Whether the task's candidates may build native code (CUDA extensions, torch's
+    compiler), whose libraries keep processes, threads and files of their own."""
+    return backend(name).builds_native
 
 
 def run_processes(
@@ -372,6 +379,8 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     found += _foreign.flags(job.backend, assembled["code"], _foreign.writable_roots(),
                             gpu=job.device.startswith("cuda"), env=_foreign.environment(),
                             own=root)  # fmt: skip
+    threads, thread_notes = _plan.thread_flags(assembled["threads"], native_backend(job.backend))
+    found += threads
     found += _foreign.refused([compiled.get("error"), *(c.get("error") for c in cases)])
     found += list(checked.flags) if not checked.results else []
     found += parent_flags(job, timing, run.marks, checked.work)
@@ -403,7 +412,7 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     )
     if names:
         error = f"hack flags {names}: {'; '.join(evidence)[:1000]}"
-    notes = list(run.notes) + rebased + list(assembled.get("notes") or [])
+    notes = list(run.notes) + rebased + list(assembled.get("notes") or []) + thread_notes
     if run.contained:
         notes.append(f"containment: {run.contained}")
     return Verdict(

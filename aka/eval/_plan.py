@@ -199,7 +199,8 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
     Returns ``records`` (correctness cases, then timed audits), ``twins`` (record index
     pairs), ``timing`` (per pair: shape, dtype, the core's timing frame), ``ops`` (forbidden
     operators seen in candidate calls, checked or timed), ``code`` (files the core saw
-    mapped executable after it started), ``flags``, ``notes`` and ``error``.
+    mapped executable after it started), ``flags``, ``notes``, ``threads`` (what the sentry
+    saw of threads started after the core, judged by :func:`thread_flags`) and ``error``.
     """
     flags: list[dict[str, str]] = []
     calls = [f for f in core if f.get("kind") == "call"]
@@ -207,6 +208,7 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
     done = [f for f in core if f.get("kind") == "core_done"]
     code: list[dict[str, Any]] = []
     notes: list[str] = []
+    threads: list[str] = []
     for f in done:
         if f.get("recorder"):
             flags.append({"flag": "op_record_tamper", "evidence": str(f["recorder"])})
@@ -216,6 +218,8 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
             flags.append({"flag": "outside_call", "evidence": f"{outside['seen']} (the sentry)"})
         if isinstance(outside, dict) and outside.get("made"):
             flags.append({"flag": "dynamic_code", "evidence": f"{outside['made']} (the sentry)"})
+        if isinstance(outside, dict) and outside.get("thread"):
+            threads.append(str(outside["thread"]))
         if isinstance(outside, dict) and outside.get("unavailable"):
             notes.append(
                 f"no sentry for candidate code outside its calls: {outside['unavailable']}"
@@ -288,4 +292,23 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
         error = "the evaluation process ended before its plan was done"
     twins = [(i, c.twin) for i, c in enumerate(plan.calls) if i < c.twin]
     return {"records": records, "twins": twins, "timing": timing, "ops": sorted(ops),
-            "code": code, "flags": flags, "notes": notes, "error": error}  # fmt: skip
+            "code": code, "flags": flags, "notes": notes, "threads": threads,
+            "error": error}  # fmt: skip
+
+
+def thread_flags(threads: list[str], native: bool) -> tuple[list[dict[str, str]], list[str]]:
+    """``(flags, notes)`` for threads started after the evaluation's core and alive while the
+    reference drew inputs, a baseline ran or between calls (the sentry).
+
+    A thread of C callables runs no frame of the candidate's and can still read what is
+    drawn (``sys._current_frames``, numpy over the tensors' memory) while torch's operators
+    let the interpreter's lock go. Where the task's candidates compute in a kernel language
+    (``native`` false: Triton) nothing they use starts a thread, so such a thread is
+    ``background_thread``; where they may build native code (torch's compiler keeps threads
+    of its own) it is a note.
+    """
+    if not threads:
+        return [], []
+    if native:
+        return [], [f"{t} (the sentry; not judged for this backend)" for t in threads]
+    return [{"flag": "background_thread", "evidence": f"{t} (the sentry)"} for t in threads], []

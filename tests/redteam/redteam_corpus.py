@@ -414,10 +414,11 @@ def evaluate_all(entries: list[Entry], root: Path, workers: int = 2) -> dict[str
         return dict(done)
 
 
-def scale_job(tmp: Path, candidate: str, **changes: Any) -> tuple[Job, Path]:
-    """The fixture scale task laid out under ``tmp/eval`` with ``candidate`` as its kernel,
-    as a pipeline job on the CPU (``changes`` replace fields of the job)."""
-    task = TASKS / "torch/ops/scale"
+def scale_job(tmp: Path, candidate: str, fixture: str = SCALE, **changes: Any) -> tuple[Job, Path]:
+    """The fixture scale task (``fixture``: the torch one, or ``TRITON``'s) laid out under
+    ``tmp/eval`` with ``candidate`` as its kernel, as a pipeline job on the CPU (``changes``
+    replace fields of the job)."""
+    task = TASKS / fixture
     spec = yaml.safe_load((task / "task.yaml").read_text())
     root = tmp / "eval"
     shutil.copytree(task, root / "task")
@@ -425,7 +426,8 @@ def scale_job(tmp: Path, candidate: str, **changes: Any) -> tuple[Job, Path]:
     (root / "cand").mkdir()
     (root / "cand" / "kernel.py").write_text(candidate)
     job = Job(reference="reference.py", editable=["kernel.py"], forbidden=[],
-              entry_file="kernel.py", entry_symbol="scale", pass_shape=False, backend="torch",
+              entry_file="kernel.py", entry_symbol="scale", pass_shape=False,
+              backend=spec["backend"],
               shapes=spec["shapes"]["cpu"], dtypes=spec["dtypes"],
               tolerances=spec["tolerances"], seeds=spec["seeds"], device="cpu", time=True,
               timing={"target_rel_ci": 0.05, "max_time_s": 0.2, "min_samples": 5}, seed=11,

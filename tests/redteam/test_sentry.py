@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from redteam_corpus import Entry, evaluate_entry, scale_job
+from redteam_corpus import TRITON, Entry, evaluate_entry, scale_job
 
 from aka.config import TimingSettings
 from aka.eval._pipeline import run_job
@@ -275,3 +275,45 @@ def test_a_handler_of_c_callables_never_runs_while_inputs_are_drawn(tmp_path: Pa
     job, root = scale_job(tmp_path, SEEN_IN_DRAW)
     v = run_job(job, root)
     assert v.correct and not v.flags, (v.flags, v.error)
+
+
+# A thread whose target is a C callable, reached through a module that imported threading
+# (no import of it to see): it runs no frame of the candidate's, and a chain of C callables
+# like it can read what is drawn while torch's operators let the lock go.
+THREAD_OF_C_CALLABLES = """import functools
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+torch.cuda.threading.Thread(target=functools.partial(time.sleep, 60), daemon=True).start()
+
+
+@triton.jit
+def _scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2 + 1, mask=mask)
+
+
+def scale(x):
+    y = torch.empty_like(x)
+    _scale[(triton.cdiv(x.numel(), 4096),)](x, y, x.numel(), BLOCK=4096)
+    return y
+"""
+
+
+def test_a_thread_started_by_the_candidate_is_seen_where_nothing_it_uses_starts_one(
+    tmp_path: Path,
+) -> None:
+    job, root = scale_job(tmp_path / "triton", THREAD_OF_C_CALLABLES, TRITON)
+    v = run_job(job, root)
+    assert not v.correct and "background_thread" in v.flags, (v.flags, v.error)
+    seen = [e for e in v.evidence if e.startswith("background_thread") and "(the sentry)" in e]
+    assert seen and "a thread started after the evaluation's core" in seen[0], v.evidence
+    # where candidates may build native code (torch's compiler keeps threads), a note
+    job, root = scale_job(tmp_path / "torch", THREAD_OF_C_CALLABLES)
+    v = run_job(job, root)
+    assert not any("(the sentry)" in e for e in v.evidence), v.evidence
+    assert any("not judged for this backend" in n for n in v.notes), v.notes

@@ -398,6 +398,9 @@ class Vault {
   // compiled.
   void note_made(const std::string& what) { note(kMade, what); }
   std::string made() { return noted(kMade); }
+  // The first thread started after the core that was alive in a watched stretch.
+  void note_thread(const std::string& what) { note(kThread, what); }
+  std::string thread() { return noted(kThread); }
 
   void clear_pair() {
     Open o(*this);
@@ -454,7 +457,8 @@ class Vault {
   static constexpr size_t kHead = 128, kOpsBytes = 32768, kNoteBytes = 512;
   static constexpr size_t kOps = kHead, kLetGo = kOps + kOpsBytes, kTamper = kLetGo + kOpsBytes;
   static constexpr size_t kOutside = kTamper + kNoteBytes, kMade = kOutside + kNoteBytes;
-  static constexpr size_t kSamples = kMade + kNoteBytes;  // then the samples
+  static constexpr size_t kThread = kMade + kNoteBytes;
+  static constexpr size_t kSamples = kThread + kNoteBytes;  // then the samples
   static_assert(sizeof(Head) <= kHead, "the vault's head outgrew its slot");
   static std::mutex& mu() {
     static std::mutex m;
@@ -1135,11 +1139,44 @@ PyObject* sentry_eval(PyThreadState* ts, struct _PyInterpreterFrame* f, int exc)
 // A thread of the candidate's that was running before a watched stretch began (a loop
 // started at import) evaluates no new frame while it runs there: it is seen by the
 // candidate's frame on its stack, looked for whenever a watched stretch begins or ends.
+//
+// A thread need not run a frame of the candidate's to read what is drawn: one whose target
+// is a chain of C callables finds the drawing frame through ``sys._current_frames`` and reads
+// its tensors with numpy while torch's operators in the draw let the lock go. So every
+// thread started after the core was created (by the candidate's import or calls) and alive
+// while a watched stretch begins or ends is noted too; the evaluator judges it by the task
+// (libraries a task lets candidates use, torch's compiler among them, start threads of
+// their own).
+std::vector<unsigned long> g_threads_at_start;
+
+void note_threads_at_start() {
+  PyThreadState* me = PyThreadState_Get();
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me)); t;
+       t = PyThreadState_Next(t))
+    g_threads_at_start.push_back(t->thread_id);
+}
+
+void note_thread(PyThreadState* t, int watch) {
+  if (!g_sw.vault) return;
+  std::string top = "no Python frame";
+  if (PyFrameObject* f = PyThreadState_GetFrame(t)) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    top = code_where(code);
+    Py_DECREF(code);
+    Py_DECREF(f);
+  }
+  g_sw.vault->note_thread("a thread started after the evaluation's core (in " + top + ") was alive " +
+                          watch_name(watch));
+}
+
 void scan_threads(int watch) {
   PyThreadState* me = PyThreadState_Get();
   for (PyThreadState* t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me)); t;
        t = PyThreadState_Next(t)) {
     if (t == me) continue;
+    if (std::find(g_threads_at_start.begin(), g_threads_at_start.end(), t->thread_id) ==
+        g_threads_at_start.end())
+      note_thread(t, watch);
     PyFrameObject* f = PyThreadState_GetFrame(t);
     while (f) {
       PyCodeObject* code = PyFrame_GetCode(f);
@@ -1204,7 +1241,10 @@ void watch_frames(int watch) {
   g_sw.watch = watch;
 }
 
-void add_sentry_audit() { PySys_AddAuditHook(&sentry_audit, nullptr); }
+void add_sentry_audit() {
+  PySys_AddAuditHook(&sentry_audit, nullptr);
+  note_threads_at_start();
+}
 #else
 constexpr bool kSentry = false;
 void watch_frames(int watch) { g_sw.watch = watch; }
@@ -1580,9 +1620,10 @@ class Seal {
   // why there is no sentry on this Python.
   std::string outside() {
     if (!kSentry) return "{\"unavailable\":" + jstr("not on Python " PY_VERSION) + "}";
-    std::string seen = vault_.outside(), made = vault_.made();
-    return "{\"seen\":" + (seen.empty() ? std::string("null") : jstr(seen)) +
-           ",\"made\":" + (made.empty() ? std::string("null") : jstr(made)) + "}";
+    std::string seen = vault_.outside(), made = vault_.made(), thread = vault_.thread();
+    auto or_null = [](const std::string& v) { return v.empty() ? std::string("null") : jstr(v); };
+    return "{\"seen\":" + or_null(seen) + ",\"made\":" + or_null(made) + ",\"thread\":" +
+           or_null(thread) + "}";
   }
 
   std::string code_seen() const {
