@@ -69,16 +69,23 @@ class WarmProcess:
         self.stderr = stderr
         self._status = status
 
+    # Two threads may ask at once (a spare's liveness checked by the refill while the
+    # evaluator stops it): the zygote sends one exit message, the thread that reads it
+    # sets the status before it closes the socket, and the other one, finding the socket
+    # closed under it or its wait run out, answers with that status.
     def poll(self) -> int | None:
         """The exit status if the zygote has reported one, else ``None`` (no waiting)."""
         if self.returncode is None:
-            self._status.setblocking(False)
             try:
-                msg = self._status.recv(4096)
-            except BlockingIOError:
-                return None
-            finally:
-                self._status.setblocking(True)
+                self._status.setblocking(False)
+                try:
+                    msg = self._status.recv(4096)
+                except BlockingIOError:
+                    return None
+                finally:
+                    self._status.setblocking(True)
+            except OSError:
+                return self.returncode  # read and closed by another thread
             self._exited(msg)
         return self.returncode
 
@@ -86,11 +93,17 @@ class WarmProcess:
         """Wait for the zygote to report the exit; ``TimeoutExpired`` as ``Popen.wait``."""
         if self.returncode is not None:
             return self.returncode
-        self._status.settimeout(timeout)
         try:
+            self._status.settimeout(timeout)
             msg = self._status.recv(4096)
         except TimeoutError:
+            if self.returncode is not None:
+                return self.returncode
             raise subprocess.TimeoutExpired("warm evaluation process", timeout or 0) from None
+        except OSError:
+            if self.returncode is not None:
+                return self.returncode
+            raise
         return self._exited(msg)
 
     def _exited(self, msg: bytes) -> int:

@@ -1527,7 +1527,11 @@ class Seal {
                                   sm.attr("SIG_DFL"), sm.attr("default_int_handler"), {}};
     for (py::handle n : sm.attr("valid_signals")()) {
       int k = py::int_(py::reinterpret_borrow<py::object>(n));
-      if (k != SIGKILL && k != SIGSTOP) signals_.numbers.push_back(k);
+      // faults are the process's own (the core's fault handler, faulthandler): never
+      // set aside, a fault inside the draw must still be said
+      bool fault = k == SIGSEGV || k == SIGBUS || k == SIGFPE || k == SIGILL || k == SIGTRAP ||
+                   k == SIGSYS || k == SIGABRT;
+      if (k != SIGKILL && k != SIGSTOP && !fault) signals_.numbers.push_back(k);
     }
     code_at_start_ = exec_files();
     started_ns_ = wall_ns();
