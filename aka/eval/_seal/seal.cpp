@@ -1373,21 +1373,32 @@ struct NoUserModes {
 // (between any two bytecodes), the drawing thread's profile and trace functions. Each
 // can be a library's code or a chain of C callables that the candidate put together, and
 // read the inputs as they are drawn (numpy over their memory runs no operator) to answer
-// them before its call. So the collector is off for the draw, handlers the candidate set
-// are set aside (signals that come meanwhile are let go) and the thread's profile and trace
-// functions too, each put back after. ``signals``: the signal module's ``getsignal``,
-// ``signal``, ``SIG_IGN`` and the numbers, held from before candidate code was imported.
+// them before its call. So the collector's callbacks are set aside for the draw (the
+// collector itself runs as ever: turned off, the collection it owes would come due in the
+// candidate's timed call right after, and slow it against the baseline, which draws
+// nothing), handlers the candidate set too (signals that come meanwhile are let go), and
+// the thread's profile and trace functions, each put back after. ``signals``: the signal
+// module's ``getsignal``, ``signal``, ``SIG_IGN``, the numbers, and the collector's own list
+// of callbacks, held from before candidate code was imported (a new ``gc.callbacks`` is
+// not the list the collector calls).
 struct QuietDraw {
   struct Signals {
     py::object getsignal, setsignal, ignore, keep_dfl, keep_int;
     std::vector<int> numbers;
+    py::list gc_callbacks;
   };
   const Signals& sig;
-  int gc_was;
+  py::list callbacks;  // the collector's, set aside
   std::vector<std::pair<int, py::object>> set_aside;
   Py_tracefunc profile = nullptr, trace = nullptr;
   PyObject *profile_obj = nullptr, *trace_obj = nullptr;
-  explicit QuietDraw(const Signals& signals) : sig(signals), gc_was(PyGC_Disable()) {
+  explicit QuietDraw(const Signals& signals) : sig(signals) {
+    if (PyList_GET_SIZE(sig.gc_callbacks.ptr()) > 0) {
+      // a copy (a list converted to py::list is the same list), then the collector's emptied
+      callbacks = py::reinterpret_steal<py::list>(
+          PyList_GetSlice(sig.gc_callbacks.ptr(), 0, PY_SSIZE_T_MAX));
+      PyList_SetSlice(sig.gc_callbacks.ptr(), 0, PY_SSIZE_T_MAX, nullptr);
+    }
     for (int n : sig.numbers) {
       py::object h = sig.getsignal(n);
       if (h.is_none() || h.is(sig.ignore) || h.is(sig.keep_dfl) || h.is(sig.keep_int) || PyLong_Check(h.ptr()))
@@ -1416,7 +1427,8 @@ struct QuietDraw {
       } catch (py::error_already_set&) {
       }
     }
-    if (gc_was) PyGC_Enable();
+    if (PyList_GET_SIZE(callbacks.ptr()) > 0)
+      PyList_SetSlice(sig.gc_callbacks.ptr(), 0, 0, callbacks.ptr());  // put back in front
   }
   QuietDraw(const QuietDraw&) = delete;
   QuietDraw& operator=(const QuietDraw&) = delete;
@@ -1524,7 +1536,8 @@ class Seal {
     add_sentry_audit();
     py::module_ sm = py::module_::import("signal");
     signals_ = QuietDraw::Signals{sm.attr("getsignal"), sm.attr("signal"), sm.attr("SIG_IGN"),
-                                  sm.attr("SIG_DFL"), sm.attr("default_int_handler"), {}};
+                                  sm.attr("SIG_DFL"), sm.attr("default_int_handler"), {},
+                                  py::module_::import("gc").attr("callbacks")};
     for (py::handle n : sm.attr("valid_signals")()) {
       int k = py::int_(py::reinterpret_borrow<py::object>(n));
       // faults are the process's own (the core's fault handler, faulthandler): never
