@@ -141,10 +141,6 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
         19,
         ("outside_call", "dynamic_code"),
     ),
-    ("s51_fx_compiled_hook", "triton2triton/llm/softmax", 19, ("baseline_window",)),
-    ("s52_dataclass_compiled_hook", "triton2triton/llm/softmax", 19, ("baseline_window",)),
-    ("s53_code_renamed_by_library", "triton2triton/llm/softmax", 19, ("baseline_window",)),
-    ("s54_library_code_gadget", "triton2triton/llm/softmax", 19, ("baseline_window",)),
 ]
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):

@@ -343,9 +343,10 @@ ADVERSARIAL = [
         time=True,
         bundled=True,
     ),
-    # candidate code run outside its own calls (pattern 19): the sentry names the first
-    # four by their frames; the last four run no frame of the candidate's there, and are
-    # seen by the operators they run in the baseline's calls
+    # candidate code run outside its own calls (pattern 19): the sentry names them by
+    # their frames (s51-s54, which run no frame of the candidate's there, learn nothing
+    # from draws kept quiet and score as the honest kernel they fall back to: files, not
+    # entries; what they did is baseline_window, test_timing_detectors.py)
     *(
         Entry(name, "triton2triton/llm/softmax", 19, flags, time=True, bundled=True)
         for name, flags in [
@@ -353,10 +354,6 @@ ADVERSARIAL = [
             ("s48_gc_callback_precompute", ("outside_call",)),
             ("s49_library_code_swap", ("outside_call",)),
             ("s50_profile_forged_callers", ("outside_call", "dynamic_code")),
-            ("s51_fx_compiled_hook", ("baseline_window",)),
-            ("s52_dataclass_compiled_hook", ("baseline_window",)),
-            ("s53_code_renamed_by_library", ("baseline_window",)),
-            ("s54_library_code_gadget", ("baseline_window",)),
         ]
     ),
     Entry("s38_vault_reach", SCALE, 4, ("sealed_memory",), time=True),
