@@ -1073,9 +1073,11 @@ CodeView code_info(PyCodeObject* code, CodeInfo& scratch) {
 // baseline's call is watched and the round's samples let go (the watched frames cost
 // time): a hook that runs in the baseline's calls is seen in its first few rounds.
 //
-// Code is the candidate's by its file (the plan's editable files); a code object that
-// names another file takes ``compile`` or ``exec`` with that name (``dynamic_code``), or
-// native code. The frame's code object is read from the interpreter's own frame record,
+// Code is the candidate's by its file (the plan's editable files). Code the candidate
+// renames or compiles itself is ``dynamic_code`` (``sentry_audit``); code a library
+// compiles or renames for it, a library's code object run with its globals, and native
+// code pass for the library's, and what they do is judged by other means (operators in the
+// baseline's calls, quiet draws). The frame's code object is read from the interpreter's own frame record,
 // whose layout is CPython's per minor version (3.11 to 3.13 here).
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
 constexpr bool kSentry = true;
@@ -1113,6 +1115,12 @@ std::string code_where(PyCodeObject* code) {
   return out;
 }
 
+// Whether ``code`` comes from the candidate's files (the recorder's code table decides).
+bool candidates(PyCodeObject* code) {
+  CodeInfo scratch;
+  return code_info(code, scratch).kind == Kind::kEditable;
+}
+
 void note_outside(PyCodeObject* code, int watch, const char* how = "") {
   if (g_sw.vault) g_sw.vault->note_outside(code_where(code) + " ran " + watch_name(watch) + how);
 }
@@ -1127,8 +1135,7 @@ PyObject* sentry_eval(PyThreadState* ts, struct _PyInterpreterFrame* f, int exc)
     if (PyCodeObject* code = frame_code(f)) {
       PyObject *type, *value, *trace;  // an exception thrown into a generator stays pending
       PyErr_Fetch(&type, &value, &trace);
-      CodeInfo scratch;
-      if (code_info(code, scratch).kind == Kind::kEditable) note_outside(code, watch);
+      if (candidates(code)) note_outside(code, watch);
       PyErr_Restore(type, value, trace);
     }
   }
@@ -1180,8 +1187,7 @@ void scan_threads(int watch) {
     PyFrameObject* f = PyThreadState_GetFrame(t);
     while (f) {
       PyCodeObject* code = PyFrame_GetCode(f);
-      CodeInfo scratch;
-      bool mine = code_info(code, scratch).kind == Kind::kEditable;
+      bool mine = candidates(code);
       if (mine) note_outside(code, watch, " (on a thread of its own)");
       Py_DECREF(code);
       PyFrameObject* back = mine ? nullptr : PyFrame_GetBack(f);
@@ -1206,8 +1212,7 @@ int sentry_audit(const char* event, PyObject* args, void*) {
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   if (f && g_sw.editable.n) {
     PyCodeObject* code = PyFrame_GetCode(f);
-    CodeInfo scratch;
-    if (code_info(code, scratch).kind == Kind::kEditable) {
+    if (candidates(code)) {
       PyObject* name = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : nullptr;
       const char* file = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
       std::string named = file ? file : "?";
