@@ -168,10 +168,16 @@
 #                                    red-team entries from s41 on (and two e2e ones) through warm
 #                                    workers (the sentry on a GPU), 16 distinct new candidates at
 #                                    8 in flight, then part l's validation of ROOT, one at a time
+#   bash tools/device_session.sh sz SECONDS TASK...
+#                                    the core's build, part sy's red-team entries through warm
+#                                    workers, 16 distinct new candidates at 8 in flight then
+#                                    serial and cached (overhead beyond compile), then
+#                                    tools/command_noise.py over the command tasks TASK... for
+#                                    at most SECONDS
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|gl|sy|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|gl|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -235,6 +241,17 @@ sy)
     --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/distinct.json
   ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null
   step "kb_$(basename $2)" "$4" python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs 1 --resume --out "$ROWS"
+  ;;
+sz)
+  sealbuild
+  HON=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES if e[0].startswith('honest')))")
+  LATE=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s41_settle_retimed_garbage'):]))")
+  AKA_EVAL_WARM=1 step redteam_w1 170 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
+    --only $HON $LATE s19_e2e_code_swap s28_e2e_module_hidden
+  step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
+    --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/distinct.json
+  SECS=$2; shift 2
+  step noise $((SECS + 40)) python3 tools/command_noise.py "$@" --seconds "$SECS" --out $R/noise.json
   ;;
 gl)
   sealbuild
