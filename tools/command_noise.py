@@ -132,8 +132,16 @@ def summary(path: Path) -> None:
                 if a and b:
                     aas.append(_aa(a, b))
             geo = statistics.geometric_mean(aas) if aas else float("nan")
+            # How much of it is the process: each run's time over the cases' medians,
+            # its spread between runs, and its correlation with the run before it (drift).
+            med = {c: statistics.median(r["ms"][c] for r in rows) for c in cases}
+            factor = [statistics.geometric_mean([r["ms"][c] / med[c] for c in cases])
+                      for r in rows]  # fmt: skip
+            lag = (statistics.correlation(factor[:-1], factor[1:])
+                   if len(set(factor)) > 1 else 0.0)  # fmt: skip
             print(f"{task:44s} {setting:7s} runs {len(rows):3d}  spread median "
-                  f"{statistics.median(cvs):.3f} (max {max(cvs):.3f})  A/A {geo:.3f} "
+                  f"{statistics.median(cvs):.3f} (max {max(cvs):.3f})  process "
+                  f"{statistics.stdev(factor):.3f} lag-1 {lag:+.2f}  A/A {geo:.3f} "
                   f"[{min(aas):.3f}-{max(aas):.3f}]")  # fmt: skip
 
 
