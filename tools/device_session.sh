@@ -171,8 +171,8 @@
 #   bash tools/device_session.sh sz SECONDS TASK...
 #                                    the core's build, part sy's red-team entries through warm
 #                                    workers, 16 distinct new candidates at 8 in flight then
-#                                    serial and cached (overhead beyond compile), then
-#                                    tools/command_noise.py over the command tasks TASK... for
+#                                    serial and cached (overhead beyond compile), the sentry's
+#                                    tests (Python 3.12 there), then tools/command_noise.py over the command tasks TASK... for
 #                                    at most SECONDS
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
@@ -250,6 +250,7 @@ sz)
     --only $HON $LATE s19_e2e_code_swap s28_e2e_module_hidden
   step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
     --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/distinct.json
+  step sentry_tests 150 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py
   SECS=$2; shift 2
   step noise $((SECS + 40)) python3 tools/command_noise.py "$@" --seconds "$SECS" --out $R/noise.json
   ;;

@@ -14,6 +14,7 @@ Every candidate here computes the right answer in its calls: only its hook is wr
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -273,6 +274,34 @@ def scale(x):
 
 def test_a_handler_of_c_callables_never_runs_while_inputs_are_drawn(tmp_path: Path) -> None:
     job, root = scale_job(tmp_path, SEEN_IN_DRAW)
+    v = run_job(job, root)
+    assert v.correct and not v.flags, (v.flags, v.error)
+
+
+# A ``sys.monitoring`` tool whose callback is a C callable: every Python function that starts
+# lands in a dict, the reference's ``make_inputs`` too if its callbacks fire in a draw.
+MONITOR_IN_DRAW = """import functools
+import sys
+
+import torch
+
+_started = {}
+_m = sys.monitoring
+_m.use_tool_id(4, "probe")
+_m.register_callback(4, _m.events.PY_START, functools.partial(dict.__setitem__, _started))
+_m.set_events(4, _m.events.PY_START)
+
+
+def scale(x):
+    if any(code.co_name == "make_inputs" for code in list(_started)):
+        return torch.zeros_like(x)
+    return x * 2 + 1
+"""
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is Python 3.12's")
+def test_a_monitoring_callback_never_runs_while_inputs_are_drawn(tmp_path: Path) -> None:
+    job, root = scale_job(tmp_path, MONITOR_IN_DRAW)
     v = run_job(job, root)
     assert v.correct and not v.flags, (v.flags, v.error)
 

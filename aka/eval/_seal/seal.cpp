@@ -65,6 +65,7 @@
 #include <set>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <poll.h>
 #include <string>
@@ -1391,10 +1392,16 @@ struct QuietDraw {
     py::object getsignal, setsignal, ignore, keep_dfl, keep_int;
     std::vector<int> numbers;
     py::list gc_callbacks;
+    // ``sys.monitoring`` (3.12 on): its tools' callbacks fire on events of any code, the
+    // reference's included, global or set on one code object alone; a tool with no
+    // callback for an event is skipped there, so setting the callbacks aside is enough
+    py::object get_tool, register_callback;
+    std::vector<int> events;  // every single event
   };
   const Signals& sig;
   py::list callbacks;  // the collector's, set aside
   std::vector<std::pair<int, py::object>> set_aside;
+  std::vector<std::tuple<int, int, py::object>> monitors;  // (tool, event, callback)
   Py_tracefunc profile = nullptr, trace = nullptr;
   PyObject *profile_obj = nullptr, *trace_obj = nullptr;
   explicit QuietDraw(const Signals& signals) : sig(signals) {
@@ -1410,6 +1417,18 @@ struct QuietDraw {
         continue;
       sig.setsignal(n, sig.ignore);
       set_aside.emplace_back(n, h);
+    }
+    if (sig.get_tool) {
+      for (int tool = 0; tool < 6; ++tool) {
+        if (sig.get_tool(tool).is_none()) continue;
+        for (int event : sig.events) {
+          try {
+            py::object cb = sig.register_callback(tool, event, py::none());
+            if (!cb.is_none()) monitors.emplace_back(tool, event, cb);
+          } catch (py::error_already_set&) {  // an event this version takes no callback for
+          }
+        }
+      }
     }
     PyThreadState* ts = PyThreadState_Get();
     profile = ts->c_profilefunc;
@@ -1429,6 +1448,12 @@ struct QuietDraw {
     for (auto& [n, h] : set_aside) {
       try {
         sig.setsignal(n, h);
+      } catch (py::error_already_set&) {
+      }
+    }
+    for (auto& [tool, event, cb] : monitors) {
+      try {
+        sig.register_callback(tool, event, cb);
       } catch (py::error_already_set&) {
       }
     }
@@ -1550,6 +1575,22 @@ class Seal {
       bool fault = k == SIGSEGV || k == SIGBUS || k == SIGFPE || k == SIGILL || k == SIGTRAP ||
                    k == SIGSYS || k == SIGABRT;
       if (k != SIGKILL && k != SIGSTOP && !fault) signals_.numbers.push_back(k);
+    }
+    py::object sys = py::module_::import("sys");
+    if (py::hasattr(sys, "monitoring")) {
+      py::object mon = sys.attr("monitoring");
+      signals_.get_tool = mon.attr("get_tool");
+      signals_.register_callback = mon.attr("register_callback");
+      py::object events = mon.attr("events");
+      for (py::handle name : py::module_::import("builtins").attr("dir")(events)) {
+        py::object v = events.attr(name);
+        if (!PyLong_Check(v.ptr())) continue;
+        long bit = PyLong_AsLong(v.ptr());
+        // one event each (NO_EVENTS and the deprecated aliases of two are left out)
+        if (bit > 0 && (bit & (bit - 1)) == 0 &&
+            std::find(signals_.events.begin(), signals_.events.end(), bit) == signals_.events.end())
+          signals_.events.push_back(static_cast<int>(bit));
+      }
     }
     code_at_start_ = exec_files();
     started_ns_ = wall_ns();
