@@ -250,7 +250,10 @@ sz)
     --only $HON $LATE s19_e2e_code_swap s28_e2e_module_hidden
   step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
     --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/distinct.json
-  step sentry_tests 150 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py
+  step sentry_tests 150 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py \
+    tests/redteam/test_libstate.py
+  [ -f .dbg/probe312/run.py ] && TAIL=1 MAXT=0.3 step probe 120 python3 .dbg/probe312/run.py \
+    .dbg/probe312/fin.py .dbg/probe312/base.py
   SECS=$2; shift 2
   step noise $((SECS + 40)) python3 tools/command_noise.py "$@" --seconds "$SECS" --out $R/noise.json
   ;;

@@ -141,6 +141,7 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
         19,
         ("outside_call", "dynamic_code"),
     ),
+    ("s55_device_context_constructors", "triton2triton/llm/softmax", 4, ("library_patched",)),
 ]
 LARGE = [{"N": 3 << 22}]
 """A shape whose outputs are past the sealed core's sampling threshold (2**20 elements):

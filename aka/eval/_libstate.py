@@ -20,10 +20,18 @@ the harness's own work takes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import operator
+import sys
+import types
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["NAMESPACES", "replaced_since", "resolve", "snapshot_library"]
+__all__ = [
+    "NAMESPACES", "bind_library", "prime", "rebound_since", "replaced_since", "resolve",
+    "snapshot_library",
+]  # fmt: skip
 
 NAMESPACES = (
     "torch", "torch.nn.functional", "torch.Tensor", "torch._C.TensorBase", "torch.linalg",
@@ -90,4 +98,121 @@ def replaced_since(before: Snapshot) -> list[str]:
             found.append(name)
             continue
         found += [f"{name}.{k}" for k, v in kept.items() if space.get(k, missing) is not v]
+    return found
+
+
+# ---- every library module's bindings ---------------------------------------------------
+#
+# The functions above are the ones task code calls by name. Library code the harness runs
+# looks up more: ``with torch.device(...)`` in a reference's ``make_inputs`` calls
+# ``torch.utils._device._device_constructors()`` on every operator of the draw, and a chain
+# of C callables bound there read each drawn tensor and answered it with numpy before the
+# candidate's call (8x for a kernel worth 2x, no frame of the candidate's, no operator).
+# So every module loaded before the candidate, and every class such a module defines, is
+# held too: each binding by identity, compared once the plan has run.
+
+Entry = tuple[str, Mapping[str, Any], tuple[str, ...], tuple[Any, ...]]
+"""(where, namespace, names, values): a module's dict (its callables) or a class's."""
+Bindings = list[Entry]
+
+_PRIMED: Bindings = []
+"""Taken once in a warm parent (:func:`prime`): its children inherit it by ``fork``."""
+
+
+def _entry(where: str, space: Mapping[str, Any], module: bool) -> Entry:
+    names = tuple(k for k, v in space.items() if callable(v)) if module else tuple(space)
+    return where, space, names, tuple(map(space.get, names))
+
+
+def _take(name: str, module: Any) -> Bindings:
+    space = getattr(module, "__dict__", None)
+    if not isinstance(space, dict):
+        return []
+    out = [_entry(name, space, True)]
+    for value in list(space.values()):
+        if isinstance(value, type) and value.__dict__.get("__module__") == name:
+            out.append(_entry(f"{name}.{value.__qualname__}", value.__dict__, False))
+    return out
+
+
+def _modules(skip: set[str]) -> Bindings:
+    out: Bindings = []
+    for name, module in list(sys.modules.items()):
+        if name not in skip and name != "__main__":
+            out += _take(name, module)
+    return out
+
+
+def prime() -> None:
+    """Take every loaded module's bindings now (a warm parent, before it forks)."""
+    _PRIMED[:] = _modules(set())
+
+
+def _moved(entry: Entry) -> bool:
+    _, space, names, values = entry
+    return any(map(operator.is_not, map(space.get, names), values))
+
+
+def bind_library() -> Bindings:
+    """Every loaded module's callable bindings and its classes' attributes, as they are
+    now: what was primed (taken again where it moved since, before any candidate code),
+    and every module loaded since."""
+    modules = {where for where, space, *_ in _PRIMED if isinstance(space, dict)}
+    out = [
+        _entry(e[0], e[1], e[0] in modules) if _moved(e) else e for e in _PRIMED
+    ]  # fmt: skip
+    return out + _modules(modules)
+
+
+def _library_own(value: Any, candidate: Callable[[str], bool]) -> bool:
+    """Whether ``value``, bound where a library had code, is a library's own code: a
+    function of a file not the candidate's run in its own module's globals (or such a
+    function with data bound by ``functools.partial``), a class, or a C function of a
+    module. A library rebinding its own names at run time (a lazy
+    initializer, a wrapper) binds those; a stand-in made of C callables (a
+    ``functools.partial``, a method of some object) or of the candidate's code is not."""
+    if isinstance(value, functools.partial):
+        # a library's own function with data bound (Triton's interpreter binds
+        # ``partial(_set_attr, name=...)`` over ``tl.multiple_of`` and leaves it there);
+        # never a callable bound in, which the function may call (a chain of them)
+        bound = [*value.args, *value.keywords.values()]
+        inner = [x for b in bound if isinstance(b, list | tuple | set | dict) for x in b]
+        if any(callable(x) for x in bound + inner):
+            return False
+        return isinstance(value.func, types.FunctionType) and _library_own(value.func, candidate)
+    if isinstance(value, staticmethod | classmethod):
+        value = value.__func__
+    elif isinstance(value, property):
+        value = value.fget
+    if isinstance(value, types.FunctionType):
+        module = sys.modules.get(value.__module__ or "")
+        return (
+            not candidate(value.__code__.co_filename)
+            and module is not None
+            and value.__globals__ is getattr(module, "__dict__", None)
+        )
+    if isinstance(value, type):
+        module = sys.modules.get(value.__module__)
+        return not candidate(getattr(module, "__file__", None) or "")
+    if isinstance(value, types.BuiltinFunctionType):
+        return value.__self__ is None or isinstance(value.__self__, types.ModuleType)
+    return False
+
+
+def rebound_since(before: Bindings, candidate: Callable[[str], bool]) -> list[str]:
+    """``where.name`` (with what it holds now) for each binding of ``before`` now bound to
+    code that is not a library's own (:func:`_library_own`); data rebound (a counter, a
+    cache) and names added since are let be."""
+    found: list[str] = []
+    for entry in before:
+        if not _moved(entry):
+            continue
+        where, space, names, values = entry
+        for name, old in zip(names, values, strict=True):
+            new = space.get(name)
+            if new is old or not (callable(new) or isinstance(new, staticmethod | classmethod
+                                                               | property)):  # fmt: skip
+                continue
+            if not _library_own(new, candidate):
+                found.append(f"{where}.{name} (now {type(new).__qualname__})")
     return found

@@ -47,7 +47,12 @@ def preload() -> list[str]:
             __import__(name)
         except Exception:  # triton may be absent where only torch tasks run
             missing.append(name)
-    return missing + _warm_triton()
+    missing += _warm_triton()
+    with contextlib.suppress(ImportError):
+        from aka.eval._libstate import prime
+
+        prime()  # the library's bindings, inherited by every child (see _libstate)
+    return missing
 
 
 def _warm_triton() -> list[str]:

@@ -356,6 +356,15 @@ ADVERSARIAL = [
             ("s50_profile_forged_callers", ("outside_call", "dynamic_code")),
         ]
     ),
+    # a global of a library module the draw's library code calls, not one task code calls
+    Entry(
+        "s55_device_context_constructors",
+        "triton2triton/llm/softmax",
+        4,
+        ("library_patched",),
+        time=True,
+        bundled=True,
+    ),
     Entry("s38_vault_reach", SCALE, 4, ("sealed_memory",), time=True),
     Entry("s39_vault_redirect", SCALE, 4, ("result_channel_tamper",), time=True),
     Entry("s40_recorder_switch_raw", SCALE, 12, ("file_access",), forbidden=("torch.mul",)),

@@ -1,0 +1,99 @@
+"""Every library module's bindings, held before the candidate and compared after the plan.
+
+Library code the harness runs looks up globals no task code names (``make_inputs``'s
+``with torch.device(...)`` calls ``torch.utils._device._device_constructors()`` on every
+operator of the draw). A stand-in bound there is ``library_patched``; a library rebinding
+its own names at run time (Triton's interpreter leaves ``partial(_set_attr, ...)`` over
+``tl.multiple_of``) is not.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import sys
+import types
+from collections.abc import Iterator
+
+import pytest
+
+from aka.eval import _libstate
+from aka.eval._libstate import bind_library, rebound_since
+
+
+def never(filename: str) -> bool:
+    return False
+
+
+@pytest.fixture()
+def module() -> Iterator[types.ModuleType]:
+    """A library module with a function, a class and a method, loaded before the hold."""
+    mod = types.ModuleType("aka_test_library")
+    code = (
+        "def constructors():\n    return set()\n\n\n"
+        "def helper(x, name=None):\n    return x\n\n\n"
+        "class Mode:\n    def __torch_function__(self, func, types, args=(), kwargs=None):\n"
+        "        return func(*args, **(kwargs or {}))\n"
+    )
+    exec(compile(code, "/usr/lib/python3/aka_test_library.py", "exec"), mod.__dict__)
+    sys.modules[mod.__name__] = mod
+    try:
+        yield mod
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_a_chain_of_c_callables_bound_over_a_library_global_is_named(
+    module: types.ModuleType,
+) -> None:
+    held = bind_library()
+    module.constructors = functools.partial(map, operator.itemgetter(0), [[1]])  # type: ignore[attr-defined]
+    found = rebound_since(held, never)
+    assert found == ["aka_test_library.constructors (now partial)"]
+
+
+def test_a_class_s_method_replaced_by_a_c_callable_is_named(module: types.ModuleType) -> None:
+    held = bind_library()
+    module.Mode.__torch_function__ = functools.partial(operator.call)  # type: ignore[attr-defined]
+    assert rebound_since(held, never) == [
+        "aka_test_library.Mode.__torch_function__ (now partial)"
+    ]
+
+
+def test_the_candidate_s_own_function_bound_there_is_named(module: types.ModuleType) -> None:
+    held = bind_library()
+    scope: dict[str, object] = {"__name__": "aka_test_library"}
+    exec(compile("def stand_in():\n    return set()\n", "/cand/kernel.py", "exec"), scope)
+    module.constructors = scope["stand_in"]  # type: ignore[attr-defined]
+    assert rebound_since(held, lambda f: f.startswith("/cand/")) == [
+        "aka_test_library.constructors (now function)"
+    ]
+
+
+def test_a_library_rebinding_its_own_names_is_let_be(module: types.ModuleType) -> None:
+    held = bind_library()
+    # its own function under another name, with data bound (Triton's interpreter)
+    module.constructors = functools.partial(module.helper, name="tt.divisibility")  # type: ignore[attr-defined]
+    module.counter = 3  # type: ignore[attr-defined]  # data, and a name added since
+    module.Mode.cache = {}  # type: ignore[attr-defined]
+    assert rebound_since(held, never) == []
+
+
+def test_a_library_function_with_a_callable_bound_in_is_named(module: types.ModuleType) -> None:
+    """``partial(tree_map, chain)``: the library function would call what is bound in."""
+    held = bind_library()
+    chain = functools.partial(map, operator.itemgetter(0))
+    module.constructors = functools.partial(module.helper, [chain])  # type: ignore[attr-defined]
+    assert rebound_since(held, never) == ["aka_test_library.constructors (now partial)"]
+
+
+def test_a_child_of_a_primed_parent_holds_what_moved_since_as_it_is_now(
+    module: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_libstate, "_PRIMED", [])
+    _libstate.prime()
+    module.constructors = module.helper  # type: ignore[attr-defined]  # before the candidate
+    held = bind_library()
+    assert rebound_since(held, never) == []
+    module.constructors = functools.partial(operator.call)  # type: ignore[attr-defined]
+    assert rebound_since(held, never) == ["aka_test_library.constructors (now partial)"]
