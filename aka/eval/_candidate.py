@@ -42,6 +42,7 @@ from aka.eval._gpu_compile import check as gpu_compile_check
 from aka.eval._kernels import InputDraw, LaunchCounter, cuda_kernel_names, own_kernels
 from aka.eval._libstate import (
     Bindings,
+    Moved,
     bind_library,
     rebound_since,
     replaced_since,
@@ -174,7 +175,7 @@ def _library(guards: Guards, stage: str, before: dict[str, dict[str, Any]]) -> N
         guards.flag("library_patched", f"{stage}: {', '.join(changed[:6])} replaced")
 
 
-def _rebound(guards: Guards, bindings: Bindings, cand_dir: Path) -> None:
+def _rebound(guards: Guards, bindings: Bindings, cand_dir: Path, moved: Moved) -> None:
     """``library_patched`` when code of any library module loaded before the candidate
     (a module's function, a class's method) is bound, once the plan has run, to a stand-in
     that is not a library's own code (:func:`aka.eval._libstate.rebound_since`)."""
@@ -185,7 +186,7 @@ def _rebound(guards: Guards, bindings: Bindings, cand_dir: Path) -> None:
     def candidate(filename: str) -> bool:
         return filename.startswith(root + os.sep) or filename.startswith(str(cand_dir) + os.sep)
 
-    changed = rebound_since(bindings, candidate)
+    changed = rebound_since(bindings, candidate, moved)
     if changed:
         guards.flag("library_patched", f"plan: {', '.join(changed[:6])} replaced")
 
@@ -364,7 +365,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     held: tuple[ModuleType, ...] = (base,)
     before = snapshot(req.task_files or [], held)
     library = snapshot_library()  # after torch._dynamo wrapped its own (see _libstate)
-    bindings = bind_library()
+    bindings = bind_library(core.moved_bindings)
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
     compiled: dict[str, Any]
@@ -398,7 +399,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         # ``loaded`` holds what ``before`` held, unchanged (else the compile stage flagged).
         _task_code(req, guards, "plan", changed_since(loaded, data=False), held)
         _library(guards, "plan", library)
-        _rebound(guards, bindings, cand_dir)
+        _rebound(guards, bindings, cand_dir, core.moved_bindings)
         _compiled(req, guards, "plan")
         if req.probe_shape:
             try:

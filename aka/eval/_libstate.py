@@ -111,27 +111,42 @@ def replaced_since(before: Snapshot) -> list[str]:
 # So every module loaded before the candidate, and every class such a module defines, is
 # held too: each binding by identity, compared once the plan has run.
 
-Entry = tuple[str, Mapping[str, Any], tuple[str, ...], tuple[Any, ...]]
-"""(where, namespace, names, values): a module's dict (its callables) or a class's."""
+Entry = tuple[str, "dict[str, Any] | type", tuple[str, ...], tuple[Any, ...]]
+"""(where, a module's dict or a class, names, values): the module's callables, or every
+attribute the class's own dict holds."""
 Bindings = list[Entry]
+Moved = Callable[[Bindings], list[int]]
+"""Which entries hold anything else now: the sealed core's ``moved_bindings`` (borrowed
+references: no page of a warm parent's copied in), or :func:`_moved` here."""
 
 _PRIMED: Bindings = []
-"""Taken once in a warm parent (:func:`prime`): its children inherit it by ``fork``."""
+"""Taken in a warm parent (:func:`prime`), inherited by its children through ``fork`` and
+brought up to date in each (:func:`bind_library`)."""
+_PRIMED_MODULES: set[str] = set()
+"""The modules :data:`_PRIMED` holds."""
 
 
-def _entry(where: str, space: Mapping[str, Any], module: bool) -> Entry:
-    names = tuple(k for k, v in space.items() if callable(v)) if module else tuple(space)
-    return where, space, names, tuple(map(space.get, names))
+def _space(ns: dict[str, Any] | type) -> Mapping[str, Any]:
+    return ns if isinstance(ns, dict) else ns.__dict__
+
+
+def _entry(where: str, ns: dict[str, Any] | type) -> Entry:
+    space = _space(ns)
+    names = (
+        tuple(k for k, v in space.items() if callable(v)) if isinstance(ns, dict) else tuple(space)
+    )
+    return where, ns, names, tuple(map(space.get, names))
 
 
 def _take(name: str, module: Any) -> Bindings:
     space = getattr(module, "__dict__", None)
     if not isinstance(space, dict):
         return []
-    out = [_entry(name, space, True)]
+    out = [_entry(name, space)]
     for value in list(space.values()):
-        if isinstance(value, type) and value.__dict__.get("__module__") == name:
-            out.append(_entry(f"{name}.{value.__qualname__}", value.__dict__, False))
+        # ``type(value)``, not ``isinstance``: a deprecated object's ``__class__`` warns
+        if issubclass(type(value), type) and value.__dict__.get("__module__") == name:
+            out.append(_entry(f"{name}.{value.__qualname__}", value))
     return out
 
 
@@ -146,22 +161,33 @@ def _modules(skip: set[str]) -> Bindings:
 def prime() -> None:
     """Take every loaded module's bindings now (a warm parent, before it forks)."""
     _PRIMED[:] = _modules(set())
+    _PRIMED_MODULES.clear()
+    _PRIMED_MODULES.update(where for where, ns, *_ in _PRIMED if isinstance(ns, dict))
 
 
-def _moved(entry: Entry) -> bool:
-    _, space, names, values = entry
-    return any(map(operator.is_not, map(space.get, names), values))
+def _moved(entries: Bindings) -> list[int]:
+    isnot = operator.is_not
+    return [
+        i for i, (_, ns, names, values) in enumerate(entries)
+        if any(map(isnot, map(_space(ns).get, names), values))
+    ]  # fmt: skip
 
 
-def bind_library() -> Bindings:
+def bind_library(moved: Moved = _moved) -> Bindings:
     """Every loaded module's callable bindings and its classes' attributes, as they are
     now: what was primed (taken again where it moved since, before any candidate code),
-    and every module loaded since."""
-    modules = {where for where, space, *_ in _PRIMED if isinstance(space, dict)}
-    out = [
-        _entry(e[0], e[1], e[0] in modules) if _moved(e) else e for e in _PRIMED
-    ]  # fmt: skip
-    return out + _modules(modules)
+    and every module loaded since.
+
+    Updated in place, never copied: in a child of a warm parent, a new list of the primed
+    entries would write every entry's reference count, copying their pages in from the
+    parent (about 25 ms more with torch loaded)."""
+    held = _PRIMED
+    for i in moved(held):
+        held[i] = _entry(held[i][0], held[i][1])
+    new = _modules(_PRIMED_MODULES)
+    held += new
+    _PRIMED_MODULES.update(where for where, ns, *_ in new if isinstance(ns, dict))
+    return held
 
 
 def _library_own(value: Any, candidate: Callable[[str], bool]) -> bool:
@@ -199,15 +225,15 @@ def _library_own(value: Any, candidate: Callable[[str], bool]) -> bool:
     return False
 
 
-def rebound_since(before: Bindings, candidate: Callable[[str], bool]) -> list[str]:
+def rebound_since(before: Bindings, candidate: Callable[[str], bool],
+                  moved: Moved = _moved) -> list[str]:  # fmt: skip
     """``where.name`` (with what it holds now) for each binding of ``before`` now bound to
     code that is not a library's own (:func:`_library_own`); data rebound (a counter, a
     cache) and names added since are let be."""
     found: list[str] = []
-    for entry in before:
-        if not _moved(entry):
-            continue
-        where, space, names, values = entry
+    for i in moved(before):
+        where, ns, names, values = before[i]
+        space = _space(ns)
         for name, old in zip(names, values, strict=True):
             new = space.get(name)
             if new is old or not (callable(new) or isinstance(new, staticmethod | classmethod

@@ -25,6 +25,13 @@ def never(filename: str) -> bool:
     return False
 
 
+@pytest.fixture(autouse=True)
+def unprimed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process of its own each: nothing held from an earlier test."""
+    monkeypatch.setattr(_libstate, "_PRIMED", [])
+    monkeypatch.setattr(_libstate, "_PRIMED_MODULES", set())
+
+
 @pytest.fixture()
 def module() -> Iterator[types.ModuleType]:
     """A library module with a function, a class and a method, loaded before the hold."""
@@ -88,12 +95,30 @@ def test_a_library_function_with_a_callable_bound_in_is_named(module: types.Modu
 
 
 def test_a_child_of_a_primed_parent_holds_what_moved_since_as_it_is_now(
-    module: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+    module: types.ModuleType,
 ) -> None:
-    monkeypatch.setattr(_libstate, "_PRIMED", [])
     _libstate.prime()
     module.constructors = module.helper  # type: ignore[attr-defined]  # before the candidate
     held = bind_library()
     assert rebound_since(held, never) == []
     module.constructors = functools.partial(operator.call)  # type: ignore[attr-defined]
     assert rebound_since(held, never) == ["aka_test_library.constructors (now partial)"]
+
+
+def test_the_core_finds_what_moved_as_python_does(module: types.ModuleType) -> None:
+    """The sealed core's look-ups (borrowed references, in C++) agree with Python's."""
+    from aka.eval import _native
+
+    core = _native.load(str(_native.ensure_built("cpu")))
+    held = bind_library(core.moved_bindings)
+    assert core.moved_bindings(held) == _libstate._moved(held) == []
+    module.constructors = functools.partial(operator.call)  # type: ignore[attr-defined]
+    module.Mode.__torch_function__ = {}.get  # type: ignore[attr-defined]  # a method of a dict
+    del module.helper  # type: ignore[attr-defined]
+    moved = core.moved_bindings(held)
+    assert moved == _libstate._moved(held)
+    assert {held[i][0] for i in moved} == {"aka_test_library", "aka_test_library.Mode"}
+    assert rebound_since(held, never, core.moved_bindings) == [
+        "aka_test_library.constructors (now partial)",
+        "aka_test_library.Mode.__torch_function__ (now builtin_function_or_method)",
+    ]

@@ -2595,7 +2595,38 @@ std::string digest_bytes(const std::string& key, const at::Tensor& bytes) {
   return out;
 }
 
+// Which held namespaces (``aka.eval._libstate``: (where, a dict or a class, names, values)
+// each) hold anything else now. Read through borrowed references only: the entries and
+// what they hold were taken in the warm parent, and a reference count written from here
+// would copy every page of them into this process (four times slower than the look-ups).
+py::list moved_bindings(const py::list& entries) {
+  py::list out;
+  for (Py_ssize_t i = 0, n = PyList_GET_SIZE(entries.ptr()); i < n; ++i) {
+    PyObject* e = PyList_GET_ITEM(entries.ptr(), i);
+    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 4) continue;
+    PyObject* ns = PyTuple_GET_ITEM(e, 1);
+    PyObject* d = PyDict_Check(ns) ? ns
+                  : PyType_Check(ns) ? reinterpret_cast<PyTypeObject*>(ns)->tp_dict
+                                     : nullptr;
+    PyObject* names = PyTuple_GET_ITEM(e, 2);
+    PyObject* values = PyTuple_GET_ITEM(e, 3);
+    if (d == nullptr || !PyDict_Check(d) || !PyTuple_Check(names) || !PyTuple_Check(values) ||
+        PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(values))
+      continue;
+    for (Py_ssize_t j = 0, k = PyTuple_GET_SIZE(names); j < k; ++j) {
+      PyObject* now = PyDict_GetItemWithError(d, PyTuple_GET_ITEM(names, j));
+      if (now == nullptr) PyErr_Clear();
+      if (now != PyTuple_GET_ITEM(values, j)) {
+        out.append(i);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("moved_bindings", &moved_bindings);
   m.def("digest", [](py::bytes key, const at::Tensor& bytes) {
     std::string k(key);
     py::gil_scoped_release nogil;
