@@ -220,6 +220,14 @@ sampled_distinct() {  # sampled_distinct SECONDS N: N distinct candidates at 8 a
   kill $dmon 2>/dev/null
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
 }
+sentry_redteam() {  # the honest controls and the bundled-task entries from s41 on (and two
+  # e2e ones) through warm workers
+  local hon late
+  hon=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES if e[0].startswith('honest')))")
+  late=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s41_settle_retimed_garbage'):]))")
+  AKA_EVAL_WARM=1 step redteam_w1 170 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
+    --only $hon $late s19_e2e_code_swap s28_e2e_module_hidden
+}
 case $PART in
 nx)
   sealbuild
@@ -233,10 +241,7 @@ nx)
   ;;
 sy)
   sealbuild
-  HON=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES if e[0].startswith('honest')))")
-  LATE=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s41_settle_retimed_garbage'):]))")
-  AKA_EVAL_WARM=1 step redteam_w1 170 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
-    --only $HON $LATE s19_e2e_code_swap s28_e2e_module_hidden
+  sentry_redteam
   step distinct 90 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
     --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/distinct.json
   ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null
@@ -244,16 +249,11 @@ sy)
   ;;
 sz)
   sealbuild
-  HON=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES if e[0].startswith('honest')))")
-  LATE=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; n=[e[0] for e in r.BUNDLED_ENTRIES]; print(' '.join(n[n.index('s41_settle_retimed_garbage'):]))")
-  AKA_EVAL_WARM=1 step redteam_w1 170 python3 tools/redteam_gpu.py --out $R/redteam_w1.json \
-    --only $HON $LATE s19_e2e_code_swap s28_e2e_module_hidden
+  sentry_redteam
   step distinct 200 python3 -m aka.cli._bench_distinct --device cuda --distinct 16 --in-flight 8 \
     --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up --output $R/distinct.json
   step sentry_tests 150 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py \
     tests/redteam/test_libstate.py
-  [ -f .dbg/probe312/run.py ] && TAIL=1 MAXT=0.3 step probe 120 python3 .dbg/probe312/run.py \
-    .dbg/probe312/fin.py .dbg/probe312/base.py
   SECS=$2; shift 2
   step noise $((SECS + 40)) python3 tools/command_noise.py "$@" --seconds "$SECS" --out $R/noise.json
   ;;
