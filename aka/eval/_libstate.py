@@ -180,7 +180,7 @@ def bind_library(moved: Moved = _moved) -> Bindings:
 
     Updated in place, never copied: in a child of a warm parent, a new list of the primed
     entries would write every entry's reference count, copying their pages in from the
-    parent (about 25 ms more with torch loaded)."""
+    parent (``tools/bench_bindings.py`` times a child's view)."""
     held = _PRIMED
     for i in moved(held):
         held[i] = _entry(held[i][0], held[i][1])
@@ -192,10 +192,10 @@ def bind_library(moved: Moved = _moved) -> Bindings:
 
 def _library_own(value: Any, candidate: Callable[[str], bool]) -> bool:
     """Whether ``value``, bound where a library had code, is a library's own code: a
-    function of a file not the candidate's run in its own module's globals (or such a
+    function of a file not the candidate's run in a loaded module's globals (or such a
     function with data bound by ``functools.partial``), a class, or a C function of a
-    module. A library rebinding its own names at run time (a lazy
-    initializer, a wrapper) binds those; a stand-in made of C callables (a
+    module. A library rebinding its own names at run time (a lazy initializer, a
+    wrapper) binds those; a stand-in made of C callables (a
     ``functools.partial``, a method of some object) or of the candidate's code is not."""
     if isinstance(value, functools.partial):
         # a library's own function with data bound (Triton's interpreter binds
@@ -211,12 +211,12 @@ def _library_own(value: Any, candidate: Callable[[str], bool]) -> bool:
     elif isinstance(value, property):
         value = value.fget
     if isinstance(value, types.FunctionType):
-        module = sys.modules.get(value.__module__ or "")
-        return (
-            not candidate(value.__code__.co_filename)
-            and module is not None
-            and value.__globals__ is getattr(module, "__dict__", None)
-        )
+        # globals of a loaded module not the candidate's, not the one ``__module__``
+        # names (a wrapper made by ``functools.wraps`` carries the wrapped function's)
+        home = [m for m in list(sys.modules.values())
+                if getattr(m, "__dict__", None) is value.__globals__]  # fmt: skip
+        files = [value.__code__.co_filename, *(getattr(m, "__file__", None) or "" for m in home)]
+        return bool(home) and not any(candidate(f) for f in files)
     if isinstance(value, type):
         module = sys.modules.get(value.__module__)
         return not candidate(getattr(module, "__file__", None) or "")

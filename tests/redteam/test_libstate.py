@@ -122,3 +122,36 @@ def test_the_core_finds_what_moved_as_python_does(module: types.ModuleType) -> N
         "aka_test_library.constructors (now partial)",
         "aka_test_library.Mode.__torch_function__ (now builtin_function_or_method)",
     ]
+
+
+def test_a_library_wrapper_carrying_the_wrapped_function_s_module_name_is_let_be(
+    module: types.ModuleType,
+) -> None:
+    """``functools.wraps`` copies ``__module__``: the wrapper runs in its own module's
+    globals (``torch._dynamo`` wraps library functions so at run time)."""
+    held = bind_library()
+
+    @functools.wraps(module.constructors)  # type: ignore[attr-defined]
+    def wrapper() -> set[object]:
+        return set()
+
+    assert wrapper.__module__ == "aka_test_library"
+    module.constructors = wrapper  # type: ignore[attr-defined]
+    assert rebound_since(held, never) == []
+
+
+def test_a_library_code_object_run_in_the_candidate_s_globals_is_named(
+    module: types.ModuleType,
+) -> None:
+    """A library's code object given the candidate module's globals (corpus ``s54``)."""
+    cand = types.ModuleType("aka_candidate_test")
+    cand.__file__ = "/cand/kernel.py"
+    sys.modules[cand.__name__] = cand
+    try:
+        held = bind_library()
+        module.constructors = types.FunctionType(module.helper.__code__, cand.__dict__)  # type: ignore[attr-defined]
+        assert rebound_since(held, lambda f: f.startswith("/cand/")) == [
+            "aka_test_library.constructors (now function)"
+        ]
+    finally:
+        del sys.modules[cand.__name__]
