@@ -365,7 +365,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     held: tuple[ModuleType, ...] = (base,)
     before = snapshot(req.task_files or [], held)
     library = snapshot_library()  # after torch._dynamo wrapped its own (see _libstate)
-    bindings = bind_library(core.moved_bindings)
+    task_roots = tuple(str(Path(d).resolve()) + os.sep for d in (req.task_dir, req.base_dir))
+    bindings = bind_library(core.moved_bindings, task=lambda f: f.startswith(task_roots))
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
     compiled: dict[str, Any]

@@ -150,11 +150,14 @@ def _take(name: str, module: Any) -> Bindings:
     return out
 
 
-def _modules(skip: set[str]) -> Bindings:
+def _modules(skip: set[str], task: Callable[[str], bool] | None = None) -> Bindings:
     out: Bindings = []
     for name, module in list(sys.modules.items()):
-        if name not in skip and name != "__main__":
-            out += _take(name, module)
+        if name in skip or name == "__main__":
+            continue
+        if task is not None and task(str(getattr(module, "__file__", None) or "")):
+            continue  # task code: the task-code snapshot's, with its own rules
+        out += _take(name, module)
     return out
 
 
@@ -173,10 +176,10 @@ def _moved(entries: Bindings) -> list[int]:
     ]  # fmt: skip
 
 
-def bind_library(moved: Moved = _moved) -> Bindings:
+def bind_library(moved: Moved = _moved, task: Callable[[str], bool] | None = None) -> Bindings:
     """Every loaded module's callable bindings and its classes' attributes, as they are
     now: what was primed (taken again where it moved since, before any candidate code),
-    and every module loaded since.
+    and every module loaded since, but those whose file ``task`` says is the task's.
 
     Updated in place, never copied: in a child of a warm parent, a new list of the primed
     entries would write every entry's reference count, copying their pages in from the
@@ -184,7 +187,7 @@ def bind_library(moved: Moved = _moved) -> Bindings:
     held = _PRIMED
     for i in moved(held):
         held[i] = _entry(held[i][0], held[i][1])
-    new = _modules(_PRIMED_MODULES)
+    new = _modules(_PRIMED_MODULES, task)
     held += new
     _PRIMED_MODULES.update(where for where, ns, *_ in new if isinstance(ns, dict))
     return held

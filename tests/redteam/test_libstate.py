@@ -155,3 +155,11 @@ def test_a_library_code_object_run_in_the_candidate_s_globals_is_named(
         ]
     finally:
         del sys.modules[cand.__name__]
+
+
+def test_task_modules_are_left_to_the_task_code_snapshot(module: types.ModuleType) -> None:
+    """A task's module may bind a kernel object lazily (its own tripwire judges it)."""
+    module.__file__ = "/task/reference.py"
+    held = bind_library(task=lambda f: f.startswith("/task/"))
+    module.constructors = functools.partial(operator.call)  # type: ignore[attr-defined]
+    assert rebound_since(held, never) == []
