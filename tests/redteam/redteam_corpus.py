@@ -365,6 +365,16 @@ ADVERSARIAL = [
         time=True,
         bundled=True,
     ),
+    Entry(
+        "s56_device_set_member",
+        "triton2triton/llm/softmax",
+        4,
+        time=True,
+        bundled=True,
+        open_hole="library data the draw consults (an item in torch's device-constructor "
+        "set whose __eq__ is a chain of C callables) is not held; only a draw in a process "
+        "without candidate code closes it",
+    ),
     Entry("s38_vault_reach", SCALE, 4, ("sealed_memory",), time=True),
     Entry("s39_vault_redirect", SCALE, 4, ("result_channel_tamper",), time=True),
     Entry("s40_recorder_switch_raw", SCALE, 12, ("file_access",), forbidden=("torch.mul",)),
