@@ -357,6 +357,9 @@ ADVERSARIAL = [
         ]
     ),
     # a global of a library module the draw's library code calls, not one task code calls
+    # (s56, library data the draw consults, is an open hole kept as a file, not an entry:
+    # unflagged and ahead in every run but one of a full CI run, where it was caught, so
+    # neither outcome can be asserted; docs/security.md)
     Entry(
         "s55_device_context_constructors",
         "triton2triton/llm/softmax",
@@ -364,16 +367,6 @@ ADVERSARIAL = [
         ("library_patched",),
         time=True,
         bundled=True,
-    ),
-    Entry(
-        "s56_device_set_member",
-        "triton2triton/llm/softmax",
-        4,
-        time=True,
-        bundled=True,
-        open_hole="library data the draw consults (an item in torch's device-constructor "
-        "set whose __eq__ is a chain of C callables) is not held; only a draw in a process "
-        "without candidate code closes it",
     ),
     Entry("s38_vault_reach", SCALE, 4, ("sealed_memory",), time=True),
     Entry("s39_vault_redirect", SCALE, 4, ("result_channel_tamper",), time=True),
