@@ -51,6 +51,9 @@ class Entry:
     # boundary"). Its test is a strict expected failure, so closing it fails until this
     # is cleared.
     open_hole: str = ""
+    # One of these at least, where which detector sees it first depends on timing (a
+    # thread still alive after a stage, or its frame run between calls).
+    any_of: tuple[str, ...] = ()
 
     @property
     def honest(self) -> bool:
@@ -85,7 +88,13 @@ ADDCMUL = ("torch.addcmul",)
 MM = ("torch.mm",)
 HANG_S = 30.0  # the whole-evaluation limit for candidates that never return
 ADVERSARIAL = [
-    Entry("p02_background_thread", SCALE, 2, ("threads", "background_thread")),
+    Entry(
+        "p02_background_thread",
+        SCALE,
+        2,
+        ("threads",),
+        any_of=("background_thread", "outside_call"),
+    ),
     Entry("p02_background_process", SCALE, 2, ("subprocess", "background_process")),
     Entry("p03_lazy_subclass", SCALE, 3, ("non_plain_output",)),
     Entry("s13_output_view", TRANSPOSE, 3, ("non_plain_output",)),

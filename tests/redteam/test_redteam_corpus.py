@@ -65,6 +65,7 @@ def test_adversarial_candidate_is_caught(scored: dict[str, Scored], entry: Entry
     assert not s.correct, f"{entry.name} was not caught"
     assert s.score <= 20.0 and s.speedup is None
     assert set(entry.flags) <= set(s.hack_flags), (s.hack_flags, s.error)
+    assert not entry.any_of or set(entry.any_of) & set(s.hack_flags), (s.hack_flags, s.error)
     for flag in entry.flags:  # the Scored event names the flag and its evidence
         assert any(e.startswith(f"{flag}: ") for e in s.evidence), s.evidence
         assert flag in (s.error or "")
