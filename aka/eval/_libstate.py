@@ -163,9 +163,9 @@ def _modules(skip: set[str], task: Callable[[str], bool] | None = None) -> Bindi
 
 def prime() -> None:
     """Take every loaded module's bindings now (a warm parent, before it forks)."""
-    _PRIMED[:] = _modules(set())
+    _PRIMED.clear()
     _PRIMED_MODULES.clear()
-    _PRIMED_MODULES.update(where for where, ns, *_ in _PRIMED if isinstance(ns, dict))
+    bind_library()
 
 
 def _moved(entries: Bindings) -> list[int]:
