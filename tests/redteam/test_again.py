@@ -19,11 +19,12 @@ from redteam_corpus import force_first_suspicion, scale_job
 from aka.eval import _detect
 from aka.eval._pipeline import run_job
 
-POOL = {"target_rel_ci": 0.05, "max_time_s": 0.4, "min_samples": 40, "fresh_max_s": 0.0}
-# Honest where its calls are checked; garbage in a process that only times (it makes no
-# twin calls there: the first four calls of an evaluation's process are two cases' twins,
-# where a timing-only process's warm-up calls draw from a pool of eight input sets, so
-# two of them match by chance one time in eight, both pairs one time in 64).
+POOL = {"target_rel_ci": 0.05, "max_time_s": 0.4, "min_samples": 40}
+# Honest where its calls are checked; garbage in a process that only times. It tells
+# them apart by its first four calls: an evaluation's process opens with two cases' twin
+# calls, where a timing-only process's warm-up calls each draw fresh values (the draw is
+# fast, so nothing is pooled; from a pool of eight sets, both pairs would match by chance
+# one time in 64, and the tell would misfire).
 TIMED_ONLY_GARBAGE = """import torch
 
 _seen = []
