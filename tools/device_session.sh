@@ -64,6 +64,10 @@
 #                                    run, and last on all of them with one worker killed
 #                                    20 s in (aka bench scale --kill-after)
 #   bash tools/device_session.sh n   only that last step: the fault on all GPUs
+#   bash tools/device_session.sh st [N]
+#                                    the core's build, N (default 40) distinct new candidates
+#                                    at 8 and 12 in flight, the honest controls through warm
+#                                    workers, the sentry's and the library bindings' tests
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
 #                                    red-team corpus through warm workers, profiles
@@ -177,7 +181,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|gl|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|gl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -229,6 +233,15 @@ sentry_redteam() {  # the honest controls and the bundled-task entries from s41 
     --only $hon $late s19_e2e_code_swap s28_e2e_module_hidden
 }
 case $PART in
+st)
+  sealbuild
+  sampled_distinct 300 "${2:-40}"
+  HON=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES if e[0].startswith('honest')))")
+  AKA_EVAL_WARM=1 step redteam_w1 120 python3 tools/redteam_gpu.py --out $R/redteam_w1.json --only $HON
+  [ -f .dbg/diag/diag312.py ] && step diag312 60 python3 .dbg/diag/diag312.py $R/diag312.json
+  step sentry_tests 100 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py \
+    tests/redteam/test_libstate.py
+  ;;
 nx)
   sealbuild
   BUNDLED=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.BUNDLED_ENTRIES))")
