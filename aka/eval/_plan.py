@@ -11,12 +11,13 @@ correct, whatever the records that did arrive say.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Plan", "PlannedCall", "assemble", "make_plan"]
+__all__ = ["Plan", "PlannedCall", "assemble", "case_seed", "make_plan"]
 
 # Timed candidate calls checked per thousand rounds, drawn from all rounds alike: all of
 # them, so every output the reservoir holds when the pair ends is judged. At 100 a pair of
@@ -109,6 +110,16 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
+def case_seed(seed: int, *where: object) -> int:
+    """The seed of one case's inputs: a hash of the evaluation's seed and the case, 31 bits
+    (what every task's ``make_inputs`` takes). Never a step from the evaluation's seed: a
+    candidate that learns the seed of one case's inputs (a task that leaves torch's global
+    generator seeded) would otherwise know every other case's. Timed rounds are keyed in
+    the sealed core itself (``draw_seed`` in ``_seal/seal.cpp``)."""
+    text = ":".join(map(str, (seed, *where))).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little") & 0x7FFF_FFFF
+
+
 def make_plan(
     shapes: list[dict[str, int]],
     dtypes: list[str],
@@ -131,7 +142,7 @@ def make_plan(
         for i in range(len(shapes)):
             for dtype in dtypes:
                 for k in range(seeds if i == small else 1):
-                    s = seed + 7919 * k + 104_729 * i
+                    s = case_seed(seed, "case", i, dtype, k)
                     first = len(calls)
                     # Two different bytes: equal poison would leave equal leftovers.
                     poisons = _random.sample(POISONS, 2)
@@ -148,7 +159,7 @@ def make_plan(
                         )
     pairs = []
     if time and "timing" in stages:
-        pairs = [(i, dtypes[0], seed + 3_000_017 * (i + 1)) for i in range(len(shapes))]
+        pairs = [(i, dtypes[0], case_seed(seed, "pair", i)) for i in range(len(shapes))]
     return Plan(shapes, list(dtypes), calls, pairs, dict(timing))
 
 

@@ -1874,6 +1874,19 @@ class Seal {
     return v;
   }
 
+  // The seed of a timed call's inputs: a keyed draw of its own per (what, shape, round,
+  // arm), never a step from the pair's seed. A candidate can learn the seed of the inputs
+  // it was handed (a task's ``make_inputs`` that seeds torch's global generator and leaves
+  // it so, for ``torch.initial_seed()``; a search over its 2^31 values against the inputs
+  // otherwise), and with seeds in a progression it would draw every later round's
+  // inputs itself, answer them in a call nobody times, and serve the timed calls from a
+  // table of fresh-looking answers. Keyed, knowing one seed tells it nothing of the next.
+  // 31 bits, as every task's ``make_inputs`` takes (numpy's legacy seeding stops at 2^32).
+  int64_t draw_seed(const char* what, int k, long r, int a) {
+    return int64_t(prf(std::string(what) + ":" + std::to_string(k) + ":" + std::to_string(r) + ":" +
+                       std::to_string(a)) & 0x7fffffffULL);
+  }
+
   void sync() {
     if (impl_) impl_->synchronizeDevice(dev_.index() < 0 ? 0 : dev_.index());
   }
@@ -2137,12 +2150,12 @@ class Seal {
     pool_seeds_.clear();
     sync();
     double t0 = now_s();
-    py::tuple probe = generate(p.shape, p.dtype, p.seed - 1);
+    py::tuple probe = generate(p.shape, p.dtype, p.seed);
     sync();
     double cost = now_s() - t0;
     if (cost <= p.fresh_max_s) return "fresh values every call";
     for (int j = 0; j < kPool; j++) {
-      int64_t seed = p.seed - 7919LL * (j + 2) - int64_t(prf("seed:" + std::to_string(k)) % 100000);
+      int64_t seed = draw_seed("pool", k, j, 1);
       pool_seeds_.push_back(seed);
       pool_.push_back(generate(p.shape, p.dtype, seed));
     }
@@ -2251,7 +2264,7 @@ class Seal {
       sync();
       return timed(a, arm, args, p.shape, watched);
     }
-    int64_t seed = p.seed + 1000003LL * r + 1 + a;
+    int64_t seed = draw_seed("round", k, r, a);
     py::tuple args, fresh;
     if (a == 1 && !pool_.empty() && !fresh_round_) {  // slow generation: a keyed pick
       size_t j = size_t(prf("pool:" + std::to_string(k) + ":" + std::to_string(r)) % pool_.size());
@@ -2539,8 +2552,7 @@ class Seal {
     if (!want) return;
     try {
       for (int a = 0; a < 2; a++) {
-        int64_t seed = p.seed + 1000003LL * r + 1 + a;
-        auto [args, fresh] = inputs(a, p.shape, p.dtype, seed);
+        auto [args, fresh] = inputs(a, p.shape, p.dtype, draw_seed("round", k, r, a));
         c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, dev_.index());
         {
           c10::cuda::CUDAStreamGuard g(side);
