@@ -269,6 +269,43 @@ def test_files_saved_in_other_encodings_are_read_as_python_reads_them(  # type: 
             assert checked.ok, (name, [c for c in checked.checks if c.status == "fail"])
 
 
+def test_windows_line_endings_tabs_and_a_script_block_import_as_python_reads_them(  # type: ignore[no-untyped-def]
+    tmp_path: Path, cli
+) -> None:
+    """Problem files as people keep them: saved on Windows (CRLF), indented with tabs, and
+    ending in a ``__main__`` block that tries the model (here one that fails if it runs:
+    importing must never run a file as a script). Each imports with the sizes of the
+    plain file and passes the quick checks."""
+    import re
+
+    folder = tmp_path / "level1"
+    folder.mkdir()
+    (folder / "1_crlf.py").write_bytes(SUM_REDUCTION.replace("\n", "\r\n").encode())
+    tabs = re.sub(r"^(    )+", lambda m: "\t" * (len(m.group(0)) // 4), SUM_REDUCTION, flags=re.M)
+    assert "\t" in tabs
+    (folder / "2_tabs.py").write_text(tabs)
+    script = SUM_REDUCTION + (
+        '\n\nif __name__ == "__main__":\n'
+        '    raise SystemExit("the problem file was run as a script")\n'
+    )
+    (folder / "3_script.py").write_text(script)
+    (folder / "4_plain.py").write_text(SUM_REDUCTION)
+    root = tmp_path / "t"
+    res = cli("tasks", "import", "kernelbench", str(folder), "--root", str(root))
+    assert "4 imported, 0 imported GPU-only, 0 refused" in res.out, res.out + res.err
+    base = root / "torch2triton/kernelbench"
+    specs = {p.name: yaml.safe_load((p / "task.yaml").read_text()) for p in base.iterdir()}
+    assert specs.keys() == {"1_crlf", "2_tabs", "3_script", "4_plain"}
+    for name, spec in specs.items():
+        assert spec["shapes"] == specs["4_plain"]["shapes"], name
+    with Ledger.open(tmp_path / "led", registry=ev.REGISTRY, create=True) as led:
+        for name in ("1_crlf", "2_tabs", "3_script"):
+            checked = validate_task(
+                led, base / name, root=root, device="cpu", run_id="v", quick=True
+            )
+            assert checked.ok, (name, [c for c in checked.checks if c.status == "fail"])
+
+
 def test_a_folder_without_problems_and_inputs_that_are_not_a_list_say_so(  # type: ignore[no-untyped-def]
     tmp_path: Path, cli
 ) -> None:
