@@ -10,11 +10,16 @@ offline (``--summary``):
 
 - ``plain``: the environment ``aka.kinds._command`` gives a command;
 - ``seed``: ``PYTHONHASHSEED=0`` as well (dict and set layouts alike in every process);
-- ``pinned``: the seed, and the process bound to one CPU core (the same for every run).
+- ``pinned``: the seed, and the process bound to one CPU core (the same for every run);
+- ``layout``: the seed, and address-space randomization off for the command
+  (``ADDR_NO_RANDOMIZE``), so every process maps its libraries, heap and stacks at the
+  same addresses: a launch of a few microseconds on the host can differ by where its
+  hot data falls in the caches and branch predictors, which that layout moves.
 
 Usage (on a GPU)::
 
     python3 tools/command_noise.py ROOT/TASK [ROOT/TASK ...] --seconds 200 --out noise.json
+    python3 tools/command_noise.py ROOT/TASK --settings plain,layout --seconds 300
     python3 tools/command_noise.py --summary noise.json
 """
 
@@ -38,21 +43,41 @@ import yaml
 from aka.eval import tree_caches
 from aka.kinds._command import read_report, run_command
 
-SETTINGS = ("plain", "seed", "pinned")
+SETTINGS = ("plain", "seed", "pinned", "layout")
+ADDR_NO_RANDOMIZE = 0x0040000  # <linux/personality.h>
+
+
+def _personality(persona: int) -> int:
+    """Set this process's execution domain (``0xffffffff`` only reads it); returns the one
+    before. Children inherit it and an ``exec`` applies its address-space flags."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    old = int(libc.personality(ctypes.c_ulong(persona)))
+    if old == -1:
+        raise OSError(ctypes.get_errno(), "personality() failed")
+    return old
 
 
 @contextlib.contextmanager
 def _setting(name: str) -> Iterator[None]:
-    """This process's environment and CPU affinity for one run (children inherit both)."""
+    """This process's environment, CPU affinity and execution domain for one run (children
+    inherit all three)."""
+    if name not in SETTINGS:
+        raise ValueError(f"unknown setting {name!r}: one of {', '.join(SETTINGS)}")
     saved_env = os.environ.get("PYTHONHASHSEED")
     saved_cpus = os.sched_getaffinity(0)
+    saved_persona = _personality(0xFFFFFFFF)
     try:
-        if name in ("seed", "pinned"):
+        if name != "plain":
             os.environ["PYTHONHASHSEED"] = "0"
         if name == "pinned":
             os.sched_setaffinity(0, {max(saved_cpus)})
+        if name == "layout":
+            _personality(saved_persona | ADDR_NO_RANDOMIZE)
         yield
     finally:
+        _personality(saved_persona)
         os.sched_setaffinity(0, saved_cpus)
         if saved_env is None:
             os.environ.pop("PYTHONHASHSEED", None)
@@ -69,7 +94,8 @@ def _copies(task: Path, work: Path) -> tuple[dict[str, Any], dict[str, Path]]:
     return spec, arms
 
 
-def measure(tasks: list[Path], seconds: float, out: Path) -> None:
+def measure(tasks: list[Path], seconds: float, out: Path,
+            settings: tuple[str, ...] = SETTINGS) -> None:  # fmt: skip
     deadline = time.monotonic() + seconds
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,7 +108,8 @@ def measure(tasks: list[Path], seconds: float, out: Path) -> None:
         r = 0
         while time.monotonic() < deadline:
             for name, (spec, arms) in laid.items():
-                order = SETTINGS[r % 3 :] + SETTINGS[: r % 3]
+                k = r % len(settings)
+                order = settings[k:] + settings[:k]
                 for setting in order:
                     for arm in ("a", "b") if r % 2 == 0 else ("b", "a"):
                         if time.monotonic() > deadline:
@@ -151,11 +178,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seconds", type=float, default=200.0)
     p.add_argument("--out", type=Path, default=Path("command_noise.json"))
     p.add_argument("--summary", type=Path, help="print the spread of a written file")
+    p.add_argument("--settings", default=",".join(SETTINGS),
+                   help=f"comma-separated, of {', '.join(SETTINGS)}")  # fmt: skip
     args = p.parse_args(argv)
     if args.summary:
         summary(args.summary)
     elif args.tasks:
-        measure(args.tasks, args.seconds, args.out)
+        settings = tuple(x.strip() for x in args.settings.split(",") if x.strip())
+        unknown = [x for x in settings if x not in SETTINGS]
+        if unknown or not settings:
+            sys.exit(f"--settings: unknown {unknown or 'none given'}; use {','.join(SETTINGS)}")
+        measure(args.tasks, args.seconds, args.out, settings)
     else:
         sys.exit("give task folders to measure, or --summary FILE")
 

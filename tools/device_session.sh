@@ -64,6 +64,10 @@
 #                                    run, and last on all of them with one worker killed
 #                                    20 s in (aka bench scale --kill-after)
 #   bash tools/device_session.sh n   only that last step: the fault on all GPUs
+#   bash tools/device_session.sh nl SECONDS TASK...
+#                                    tools/command_noise.py over the command tasks TASK... for
+#                                    SECONDS, as aka runs them and with address-space
+#                                    randomization off, alternating
 #   bash tools/device_session.sh st [N]
 #                                    the core's build, N (default 40) distinct new candidates
 #                                    at 8 and 12 in flight, the honest controls through warm
@@ -181,7 +185,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|gl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -233,6 +237,12 @@ sentry_redteam() {  # the honest controls and the bundled-task entries from s41 
     --only $hon $late s19_e2e_code_swap s28_e2e_module_hidden
 }
 case $PART in
+nl)
+  SECS=$2; shift 2
+  step noise $((SECS + 60)) python3 tools/command_noise.py "$@" --settings plain,layout \
+    --seconds "$SECS" --out $R/noise.json
+  python3 tools/command_noise.py --summary $R/noise.json > $R/noise_summary.txt 2>&1
+  ;;
 st)
   sealbuild
   sampled_distinct 300 "${2:-40}"
