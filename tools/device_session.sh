@@ -64,6 +64,9 @@
 #                                    run, and last on all of them with one worker killed
 #                                    20 s in (aka bench scale --kill-after)
 #   bash tools/device_session.sh n   only that last step: the fault on all GPUs
+#   bash tools/device_session.sh dr   what drawing inputs in another process would cost per
+#                                    timed call (tools/bench_drawer.py): here, over a pipe,
+#                                    through CUDA IPC
 #   bash tools/device_session.sh nl SECONDS TASK...
 #                                    tools/command_noise.py over the command tasks TASK... for
 #                                    SECONDS, as aka runs them and with address-space
@@ -185,7 +188,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -237,6 +240,9 @@ sentry_redteam() {  # the honest controls and the bundled-task entries from s41 
     --only $hon $late s19_e2e_code_swap s28_e2e_module_hidden
 }
 case $PART in
+dr)
+  step drawer 240 python3 tools/bench_drawer.py --device cuda --out $R/drawer.json
+  ;;
 nl)
   SECS=$2; shift 2
   step noise $((SECS + 60)) python3 tools/command_noise.py "$@" --settings plain,layout \

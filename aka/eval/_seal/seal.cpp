@@ -2552,7 +2552,7 @@ class Seal {
     if (!want) return;
     try {
       for (int a = 0; a < 2; a++) {
-        auto [args, fresh] = inputs(a, p.shape, p.dtype, draw_seed("round", k, r, a));
+        auto [args, fresh] = inputs(a, p.shape, p.dtype, draw_seed("graph", k, r, a));
         c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, dev_.index());
         {
           c10::cuda::CUDAStreamGuard g(side);
