@@ -53,7 +53,17 @@ def read_yaml(path: Path, *, missing: str, missing_where: Path, missing_fix: str
     if not path.is_file():
         raise InputError(missing, where=str(missing_where), fix=missing_fix)
     try:
-        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # a SafeLoader
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read it: {exc.strerror or exc}", where=str(path),
+                         fix="make the file readable by this user") from None  # fmt: skip
+    try:
+        # bytes, not text: PyYAML reads the encoding from a byte-order mark (a UTF-8 one
+        # from Windows editors, UTF-16) and names the offending byte of anything else
+        return yaml.load(data, Loader=_UniqueKeyLoader)  # a SafeLoader
+    except yaml.reader.ReaderError as exc:
+        raise InputError(f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.position})",
+                         where=str(path), fix="save the file as UTF-8") from None  # fmt: skip
     except yaml.YAMLError as exc:
         fix = (
             "write each key once per mapping"

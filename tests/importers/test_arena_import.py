@@ -94,6 +94,36 @@ def test_broken_folders_get_clear_messages(
     assert "fix:" in res.err and "Traceback" not in res.err
 
 
+def test_config_files_saved_by_windows_editors_import_and_other_encodings_are_named(
+    tmp_path: Path, cli
+) -> None:
+    """A config.yaml with a UTF-8 byte-order mark and CRLF line endings (Notepad) or in
+    UTF-16 imports as the plain file does; one in Latin-1 is refused with the encoding
+    named, never a traceback, and the folders beside it still import."""
+    import shutil
+
+    text = (ARENA / "vector_scale" / "config.yaml").read_text()
+    text = text.replace("Optimize the Triton kernel", "Optimisé: the Triton kernel")
+    variants = {
+        "a_bom_crlf": b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode(),
+        "b_utf16": text.encode("utf-16"),
+        "c_latin1": text.encode("latin-1"),
+    }
+    src = tmp_path / "src"
+    for name, data in variants.items():
+        shutil.copytree(ARENA / "vector_scale", src / name)
+        (src / name / "config.yaml").write_bytes(data)
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "aka", str(src), "--root", str(root))
+    assert "Traceback" not in res.err, res.err
+    assert "2 imported" in res.out and "1 refused" in res.out, res.out + res.err
+    (refused,) = [line for line in res.err.splitlines() if line.startswith("refused")]
+    assert "c_latin1" in refused and "not UTF-8" in refused and "save the file as UTF-8" in refused
+    for name in ("a_bom_crlf", "b_utf16"):
+        spec = root / "command" / "agentkernelarena" / name / "task.yaml"
+        assert "Optimisé: the Triton kernel" in yaml.safe_load(spec.read_text())["instructions"]
+
+
 def test_commands_block_fills_unused_fields_and_rejects_unknown_keys() -> None:
     base = {
         "name": "t", "type": "x", "instructions": "i", "backend": "cuda", "editable": ["k.py"],
