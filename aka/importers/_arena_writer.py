@@ -60,18 +60,32 @@ def _skipped(folder: Path) -> Callable[[str, list[str]], set[str]]:
     return ignore
 
 
-def dangling_links(folder: Path) -> list[str]:
-    """Links in ``folder`` (where the copy goes) whose target is gone, relative to it."""
+def _links(folder: Path) -> list[Path]:
+    """The links in ``folder`` that the copy meets (it follows them)."""
     skip = _skipped(folder)
-    found: list[str] = []
+    found: list[Path] = []
     for where, dirs, files in os.walk(folder):
         left_out = skip(where, [*dirs, *files])
         dirs[:] = [d for d in dirs if d not in left_out]
-        for name in (n for n in [*dirs, *files] if n not in left_out):
-            path = Path(where) / name
-            if path.is_symlink() and not path.exists():
-                found.append(path.relative_to(folder).as_posix())
-    return sorted(found)
+        found += [Path(where) / n for n in [*dirs, *files] if n not in left_out]
+    return sorted(p for p in found if p.is_symlink())
+
+
+def dangling_links(folder: Path) -> list[str]:
+    """Links in ``folder`` (where the copy goes) whose target is gone, relative to it."""
+    return [p.relative_to(folder).as_posix() for p in _links(folder) if not p.exists()]
+
+
+def outside_links(folder: Path) -> list[str]:
+    """``LINK -> TARGET`` for each link in ``folder`` that leads out of it: the copy holds
+    what it pointed to when imported, which the user should know came from elsewhere
+    (a shared helper, or a file never meant for the task)."""
+    inside = folder.resolve()
+    return [
+        f"{p.relative_to(folder).as_posix()} -> {p.resolve()}"
+        for p in _links(folder)
+        if p.exists() and not p.resolve().is_relative_to(inside)
+    ]
 
 
 def _copy(folder: Path, dest: Path) -> None:
@@ -98,9 +112,13 @@ def write_task(
 ) -> str:  # fmt: skip
     """Copy ``folder`` to ``dest`` and write its task.yaml (``editable``: from
     :func:`~aka.importers._arena_config.sources`); returns what was done."""
+    leaving = outside_links(folder)
     _copy(folder, dest)
     timing, through = _timing(dest)
     done = [timing]
+    if leaving:
+        done.append(f"links leading out of the folder copied as their content: {'; '.join(leaving[:4])}"
+                    + (f" and {len(leaving) - 4} more" if len(leaving) > 4 else ""))  # fmt: skip
     if not cfg.source_file_path:
         done.append(
             f"no source_file_path: {', '.join(editable)} (what the commands run) is editable"

@@ -124,6 +124,29 @@ def test_config_files_saved_by_windows_editors_import_and_other_encodings_are_na
         assert "Optimisé: the Triton kernel" in yaml.safe_load(spec.read_text())["instructions"]
 
 
+def test_links_out_of_the_folder_are_copied_and_named(tmp_path: Path, cli) -> None:
+    """A task folder that links a shared helper from elsewhere imports with the helper's
+    content (the task folder is all an evaluation copies) and says so on its line, link
+    and target; a link inside the folder goes unmentioned."""
+    import shutil
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "helpers.py").write_text("SHARED = 1\n")
+    task = tmp_path / "src" / "vector_scale"
+    shutil.copytree(ARENA / "vector_scale", task)
+    (task / "scripts" / "helpers.py").symlink_to(shared / "helpers.py")
+    (task / "source" / "same.py").symlink_to(task / "source" / "vector_scale.py")
+    root = tmp_path / "tasks"
+    res = cli("tasks", "import", "aka", str(task.parent), "--root", str(root))
+    assert res.code == 0, res.err
+    (line,) = [ln for ln in res.out.splitlines() if ln.startswith("imported")]
+    assert f"scripts/helpers.py -> {(shared / 'helpers.py').resolve()}" in line, line
+    assert "same.py" not in line
+    copied = root / "command" / "agentkernelarena" / "vector_scale" / "scripts" / "helpers.py"
+    assert not copied.is_symlink() and copied.read_text() == "SHARED = 1\n"
+
+
 def test_commands_block_fills_unused_fields_and_rejects_unknown_keys() -> None:
     base = {
         "name": "t", "type": "x", "instructions": "i", "backend": "cuda", "editable": ["k.py"],
