@@ -175,20 +175,47 @@ def _library(guards: Guards, stage: str, before: dict[str, dict[str, Any]]) -> N
         guards.flag("library_patched", f"{stage}: {', '.join(changed[:6])} replaced")
 
 
-def _rebound(guards: Guards, bindings: Bindings, cand_dir: Path, moved: Moved) -> None:
-    """``library_patched`` when code of any library module loaded before the candidate
-    (a module's function, a class's method) is bound, once the plan has run, to a stand-in
-    that is not a library's own code (:func:`aka.eval._libstate.rebound_since`)."""
-    if any(f["flag"] == "library_patched" for f in guards.flags):
-        return
+def _in_candidate(cand_dir: Path) -> Callable[[str], bool]:
+    """Whether a file name is one of the candidate's files."""
     root = str(cand_dir.resolve())
 
     def candidate(filename: str) -> bool:
         return filename.startswith(root + os.sep) or filename.startswith(str(cand_dir) + os.sep)
 
-    changed = rebound_since(bindings, candidate, moved)
+    return candidate
+
+
+def _rebound(guards: Guards, bindings: Bindings, cand_dir: Path, moved: Moved,
+             seen: list[str] | None = None) -> None:  # fmt: skip
+    """``library_patched`` when code of any library module loaded before the candidate
+    (a module's function, a class's method) is bound, once the plan has run or where the
+    core looked between two timed pairs (``seen``: what :func:`_between` found), to a
+    stand-in that is not a library's own code (:func:`aka.eval._libstate.rebound_since`)."""
+    if any(f["flag"] == "library_patched" for f in guards.flags):
+        return
+    changed = rebound_since(bindings, _in_candidate(cand_dir), moved)
     if changed:
         guards.flag("library_patched", f"plan: {', '.join(changed[:6])} replaced")
+    elif seen:
+        guards.flag("library_patched", f"between timed shapes: {', '.join(seen[:6])} "
+                    "replaced (put back before the plan ended)")  # fmt: skip
+
+
+def _between(
+    bindings: Bindings, cand_dir: Path, moved: Moved, seen: list[str]
+) -> Callable[[int], None]:
+    """The sealed core's look between two timed pairs (``Seal.run``'s ``between``): the
+    library's bindings as the plan's end looks at them, found stand-ins kept in ``seen``.
+    It never raises into the core; a look that fails is a finding of its own."""
+    candidate = _in_candidate(cand_dir)
+
+    def look(pair: int) -> None:
+        try:
+            seen.extend(rebound_since(bindings, candidate, moved))
+        except Exception as exc:  # a binding whose comparison raised is not a library's
+            seen.append(f"the bindings (the look after pair {pair} raised {_short_error(exc)})")
+
+    return look
 
 
 def _compiled(req: CandidateRequest, guards: Guards, stage: str) -> None:
@@ -385,8 +412,9 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     if candidate is not None:
         seal.send_py(json.dumps({"kind": "mark", "name": "compiled"}))
         launches.ping = core.launched if launches.hooked else None
+        seen: list[str] = []
         try:
-            seal.run(candidate)
+            seal.run(candidate, _between(bindings, cand_dir, core.moved_bindings, seen))
         finally:
             launches.ping = None
         _unlaunched(core, launches, guards)
@@ -400,7 +428,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         # ``loaded`` holds what ``before`` held, unchanged (else the compile stage flagged).
         _task_code(req, guards, "plan", changed_since(loaded, data=False), held)
         _library(guards, "plan", library)
-        _rebound(guards, bindings, cand_dir, core.moved_bindings)
+        _rebound(guards, bindings, cand_dir, core.moved_bindings, seen)
         _compiled(req, guards, "plan")
         if req.probe_shape:
             try:
