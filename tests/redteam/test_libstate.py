@@ -199,3 +199,16 @@ def test_a_stand_in_put_back_before_the_plan_ends_is_named(tmp_path: Path) -> No
     assert not s.correct and "library_patched" in s.hack_flags, (s.hack_flags, s.error)
     (seen,) = [e for e in s.evidence if e.startswith("library_patched")]
     assert "between timed shapes" in seen and "_device_constructors" in seen, seen
+
+
+def test_the_look_between_shapes_never_raises_into_the_core(tmp_path: Path) -> None:
+    """A comparison that raises (a namespace the candidate broke) is a finding of its own,
+    not an exception in the sealed core's timing loop."""
+    from aka.eval._candidate import _between
+
+    def broken(entries: list[object]) -> list[int]:
+        raise RuntimeError("a dict that refuses lookups")
+
+    seen: list[str] = []
+    _between(bind_library(), tmp_path, broken, seen)(0)
+    assert len(seen) == 1 and "pair 0 raised" in seen[0] and "refuses lookups" in seen[0], seen
