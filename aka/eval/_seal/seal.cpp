@@ -1894,6 +1894,14 @@ class Seal {
                        std::to_string(a)) & 0x7fffffffULL);
   }
 
+  // The seed of arm ``a``'s set for round ``r``: the baseline's one set a pair is drawn
+  // from the plan's seed for the pair, the same values as in the process that times the
+  // baseline alone, whose comparison with this one is fairest on the same work; the
+  // candidate's are keyed draws (``draw_seed``).
+  int64_t arm_seed(const char* what, const Pair& p, int k, long r, int a) {
+    return a == 0 ? p.seed + 1 : draw_seed(what, k, r, a);
+  }
+
   void sync() {
     if (impl_) impl_->synchronizeDevice(dev_.index() < 0 ? 0 : dev_.index());
   }
@@ -2271,10 +2279,7 @@ class Seal {
       sync();
       return timed(a, arm, args, p.shape, watched);
     }
-    // The baseline's one set a pair (above) is drawn from the plan's seed for the pair: the
-    // same values as in the process that times the baseline alone, whose comparison with
-    // this one is fairest on the same work. The candidate's are keyed draws.
-    int64_t seed = a == 0 ? p.seed + 1 : draw_seed("round", k, r, a);
+    int64_t seed = arm_seed("round", p, k, r, a);
     py::tuple args, fresh;
     if (a == 1 && !pool_.empty() && !fresh_round_) {  // slow generation: a keyed pick
       size_t j = size_t(prf("pool:" + std::to_string(k) + ":" + std::to_string(r)) % pool_.size());
@@ -2562,7 +2567,7 @@ class Seal {
     if (!want) return;
     try {
       for (int a = 0; a < 2; a++) {
-        auto [args, fresh] = inputs(a, p.shape, p.dtype, a == 0 ? p.seed + 1 : draw_seed("graph", k, r, a));
+        auto [args, fresh] = inputs(a, p.shape, p.dtype, arm_seed("graph", p, k, r, a));
         c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, dev_.index());
         {
           c10::cuda::CUDAStreamGuard g(side);
