@@ -70,11 +70,15 @@
 #   bash tools/device_session.sh nl SECONDS TASK...
 #                                    tools/command_noise.py over the command tasks TASK... for
 #                                    SECONDS, as aka runs them and with address-space
-#                                    randomization off, alternating
+#                                    randomization off, alternating (NL_SETTINGS=plain,seed,..
+#                                    names others)
 #   bash tools/device_session.sh st [N]
 #                                    the core's build, N (default 40) distinct new candidates
 #                                    at 8 and 12 in flight, the honest controls through warm
 #                                    workers, the sentry's and the library bindings' tests
+#   bash tools/device_session.sh sa [N]
+#                                    part st in one ten-minute call, honest controls first,
+#                                    then the drawer's costs (part dr) with what time is left
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
 #                                    red-team corpus through warm workers, profiles
@@ -245,7 +249,7 @@ dr)
   ;;
 nl)
   SECS=$2; shift 2
-  step noise $((SECS + 60)) python3 tools/command_noise.py "$@" --settings plain,layout \
+  step noise $((SECS + 60)) python3 tools/command_noise.py "$@" --settings "${NL_SETTINGS:-plain,layout}" \
     --seconds "$SECS" --out $R/noise.json
   python3 tools/command_noise.py --summary $R/noise.json > $R/noise_summary.txt 2>&1
   ;;
@@ -257,6 +261,16 @@ st)
   [ -f .dbg/diag/diag312.py ] && step diag312 60 python3 .dbg/diag/diag312.py $R/diag312.json
   step sentry_tests 100 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py \
     tests/redteam/test_libstate.py
+  ;;
+sa)
+  sealbuild
+  HON=$(python3 -c "import sys; sys.path.insert(0, 'tools'); import redteam_gpu as r; print(' '.join(e[0] for e in r.ENTRIES if e[0].startswith('honest')))")
+  AKA_EVAL_WARM=1 step redteam_w1 110 python3 tools/redteam_gpu.py --out $R/redteam_w1.json --only $HON
+  sampled_distinct 230 "${2:-40}"
+  step sentry_tests 80 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py \
+    tests/redteam/test_libstate.py tests/redteam/test_seeds.py
+  [ -f .dbg/diag/diag312.py ] && step diag312 50 python3 .dbg/diag/diag312.py $R/diag312.json
+  step drawer 60 python3 tools/bench_drawer.py --device cuda --draws 20 --out $R/drawer.json
   ;;
 nx)
   sealbuild

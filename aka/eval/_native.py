@@ -51,13 +51,15 @@ import json, os, subprocess, sys, sysconfig
 import torch
 from torch.utils import cpp_extension as ce
 src, out, cuda = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+extra = [p for p in (sys.argv[4] if len(sys.argv) > 4 else "").split(os.pathsep) if p]
 def paths(fn, cuda):
     try:
         return fn(device_type="cuda" if cuda else "cpu")
     except TypeError:
         return fn(cuda=cuda)
-inc = paths(ce.include_paths, cuda) + [sysconfig.get_paths()["include"]]
-lib = paths(ce.library_paths, cuda)
+check = out == "-"  # compiled, not linked: the toolkit's headers come in ``extra``
+inc = extra + paths(ce.include_paths, cuda and not check) + [sysconfig.get_paths()["include"]]
+lib = [] if check else paths(ce.library_paths, cuda)
 flags = [f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
          "-DTORCH_EXTENSION_NAME=aka_seal", "-DTORCH_API_INCLUDE_EXTENSION_H"]
 for name in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):
@@ -72,6 +74,8 @@ cxx = os.environ.get("CXX", "c++")
 cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-w", *flags, *[f"-I{p}" for p in inc],
        src, "-o", out, *[f"-L{p}" for p in lib], *[f"-Wl,-rpath,{p}" for p in lib], *libs,
        "-Wl,-z,relro,-z,now"]  # the GOT read-only once loaded: mprotect cannot be rebound
+if check:
+    cmd = [cxx, "-std=c++17", "-fsyntax-only", "-w", *flags, *[f"-I{p}" for p in inc], src]
 res = subprocess.run(cmd, capture_output=True, text=True)
 print(json.dumps({"rc": res.returncode, "stderr": res.stderr[-4000:], "cmd": " ".join(cmd)}))
 """
@@ -161,6 +165,34 @@ def ensure_built(device: str) -> Path:
                         os.unlink(tmp)
     _built[key] = target
     return target
+
+
+def check_source(
+    cuda: bool, toolkit: Path | None = None, source: Path = SOURCE
+) -> dict[str, object]:
+    """Compile the core's source without building it (``-fsyntax-only``): ``rc``,
+    ``stderr`` and ``cmd`` of the compiler.
+
+    With ``cuda``, the GPU variant (``AKA_SEAL_CUDA``) against ``toolkit``'s headers (a
+    CUDA toolkit's ``include`` folder). A CPU build of torch ships the headers of
+    ``c10/cuda`` but not the one its CMake writes for CUDA builds; an empty stand-in is
+    given for that one, so the lines only a GPU build compiles are compiled on any
+    machine with the toolkit, before a GPU ever loads them.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = []
+        if cuda:
+            if toolkit is None or not (toolkit / "cuda_runtime.h").is_file():
+                raise AkaError(
+                    f"no CUDA toolkit headers at {toolkit}",
+                    where="check_source(toolkit=...)",
+                    fix="name a CUDA toolkit's include folder (say /usr/local/cuda/include)",
+                )
+            stand_in = Path(tmp) / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+            stand_in.parent.mkdir(parents=True)
+            stand_in.write_text("#pragma once\n")
+            extra = [tmp, str(toolkit)]
+        return _run_py(_BUILD, str(source), "-", "1" if cuda else "0", os.pathsep.join(extra))
 
 
 def load(path: str | Path) -> ModuleType:
