@@ -8,13 +8,14 @@ This runs each task's performance command round after round, alternating two cop
 and writes every run's per-case milliseconds, so the spread of each setting can be read
 offline (``--summary``):
 
-- ``plain``: the environment ``aka.kinds._command`` gives a command;
+- ``plain``: every process laid out at random (``run_command(..., fixed=False)``);
 - ``seed``: ``PYTHONHASHSEED=0`` as well (dict and set layouts alike in every process);
 - ``pinned``: the seed, and the process bound to one CPU core (the same for every run);
-- ``layout``: the seed, and address-space randomization off for the command
-  (``ADDR_NO_RANDOMIZE``), so every process maps its libraries, heap and stacks at the
-  same addresses: a launch of a few microseconds on the host can differ by where its
-  hot data falls in the caches and branch predictors, which that layout moves.
+- ``layout``: as aka runs a command (``fixed``, :func:`aka.kinds._command._fixed_layout`):
+  the seed, and address-space randomization off, so every process maps its libraries,
+  heap and stacks at the same addresses: a launch of a few microseconds on the host can
+  differ by where its hot data falls in the caches and branch predictors, which that
+  layout moves.
 
 Usage (on a GPU)::
 
@@ -44,40 +45,24 @@ from aka.eval import tree_caches
 from aka.kinds._command import read_report, run_command
 
 SETTINGS = ("plain", "seed", "pinned", "layout")
-ADDR_NO_RANDOMIZE = 0x0040000  # <linux/personality.h>
-
-
-def _personality(persona: int) -> int:
-    """Set this process's execution domain (``0xffffffff`` only reads it); returns the one
-    before. Children inherit it and an ``exec`` applies its address-space flags."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    old = int(libc.personality(ctypes.c_ulong(persona)))
-    if old == -1:
-        raise OSError(ctypes.get_errno(), "personality() failed")
-    return old
 
 
 @contextlib.contextmanager
-def _setting(name: str) -> Iterator[None]:
-    """This process's environment, CPU affinity and execution domain for one run (children
-    inherit all three)."""
+def _setting(name: str) -> Iterator[bool]:
+    """This process's environment and CPU affinity for one run (children inherit both);
+    yields whether the command runs laid out as aka runs it (``run_command``'s ``fixed``:
+    one hash seed, address-space randomization off)."""
     if name not in SETTINGS:
         raise ValueError(f"unknown setting {name!r}: one of {', '.join(SETTINGS)}")
     saved_env = os.environ.get("PYTHONHASHSEED")
     saved_cpus = os.sched_getaffinity(0)
-    saved_persona = _personality(0xFFFFFFFF)
     try:
-        if name != "plain":
+        if name in ("seed", "pinned"):
             os.environ["PYTHONHASHSEED"] = "0"
         if name == "pinned":
             os.sched_setaffinity(0, {max(saved_cpus)})
-        if name == "layout":
-            _personality(saved_persona | ADDR_NO_RANDOMIZE)
-        yield
+        yield name == "layout"
     finally:
-        _personality(saved_persona)
         os.sched_setaffinity(0, saved_cpus)
         if saved_env is None:
             os.environ.pop("PYTHONHASHSEED", None)
@@ -116,10 +101,11 @@ def measure(tasks: list[Path], seconds: float, out: Path,
                             break
                         report = arms[arm] / spec.get("report", "build/performance_report.json")
                         report.unlink(missing_ok=True)
-                        with _setting(setting):
+                        with _setting(setting) as fixed:
                             ok, detail, wall = run_command(spec["performance"], arms[arm],
                                                            device="cuda", timeout=300,
-                                                           caches=caches[name][arm])  # fmt: skip
+                                                           caches=caches[name][arm],
+                                                           fixed=fixed)  # fmt: skip
                         row: dict[str, Any] = {"task": name, "round": r, "setting": setting,
                                                "arm": arm, "ok": ok, "wall_s": round(wall, 2)}  # fmt: skip
                         try:

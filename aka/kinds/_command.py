@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,16 +60,24 @@ MAX_ROUNDS = 7
 :data:`SPREAD` either side (Triton autotunes each process afresh and may keep another
 config; a GPU's clocks differ from one process to the next)."""
 SPREAD = 0.05
+ADDR_NO_RANDOMIZE = 0x0040000
+"""``<linux/personality.h>``: a process started with it maps its libraries, heap and stacks
+at the same addresses as every other such process of the same command."""
 GATE_ENV = "AKA_TIMING_GATE"
 """The performance command's two pipe descriptors (ask, answer) of the timing gate."""
 TAIL_CHARS = 2000
 
 
-def _env(device: str, caches: dict[str, str] | None = None) -> dict[str, str]:
+def _env(
+    device: str, caches: dict[str, str] | None = None, fixed: bool = True
+) -> dict[str, str]:
     """The commands' environment: this interpreter first on PATH, no ledger variables;
-    ``caches`` (:func:`aka.eval.tree_caches`) where given, Triton's autotuning kept there."""
+    ``caches`` (:func:`aka.eval.tree_caches`) where given, Triton's autotuning kept there;
+    with ``fixed``, one hash seed for every process (:func:`_fixed_layout`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AKA_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if fixed:
+        env["PYTHONHASHSEED"] = "0"
     if caches:
         env.update(caches)
         env["TRITON_CACHE_AUTOTUNING"] = "1"
@@ -79,14 +88,60 @@ def _env(device: str, caches: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@contextlib.contextmanager
+def _fixed_layout(fixed: bool) -> Iterator[str]:
+    """Processes this thread starts inside the block run with address-space randomization
+    off; yields how their layout is (``fixed``, or ``random`` and why).
+
+    A command task's case times a kernel launch of 20-60 µs, mostly host code, between its
+    runner's two events, and each round is a new process: where its hot code and data
+    fall in the caches moves with the addresses randomization gives each process, and so
+    does its time (one process of the same code ran every case 5-12 % slower than the
+    next on an H100), which a few rounds per arm do not average out. Fixed addresses (and
+    one hash seed, :func:`_env`) lay out every process of the same code alike. The
+    execution domain is the calling thread's and children inherit it, so other threads'
+    children are untouched; where it cannot be set (a seccomp profile that allows only
+    the default domain, as Docker's does) the commands run randomized and the result
+    says so.
+    """
+    if not fixed or not sys.platform.startswith("linux"):
+        yield "random"
+        return
+    old, err = _personality(0xFFFFFFFF)  # only reads it
+    if old == -1 or (err := _personality(old | ADDR_NO_RANDOMIZE)[1]):
+        yield f"random (personality: {os.strerror(err)})"
+        return
+    try:
+        yield "fixed"
+    finally:
+        _personality(old)
+
+
+def _personality(persona: int) -> tuple[int, int]:
+    """``personality(2)`` of the calling thread: (the domain before or -1, errno)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = int(libc.personality(ctypes.c_ulong(persona)))
+    return before, ctypes.get_errno() if before == -1 else 0
+
+
 def run_command(
-    command: str, cwd: Path, *, device: str, timeout: float, caches: dict[str, str] | None = None
+    command: str,
+    cwd: Path,
+    *,
+    device: str,
+    timeout: float,
+    caches: dict[str, str] | None = None,
+    fixed: bool = True,
 ) -> tuple[bool, str, float]:
     """Run one shell command in ``cwd``: (exit status 0, output tail, seconds).
 
     ``caches``: the kernel cache variables of the code in ``cwd``
-    (:func:`aka.eval.tree_caches`), with Triton's autotuning results kept there too."""
-    ok, detail, wall, _ = _run(command, cwd, device=device, timeout=timeout, caches=caches)
+    (:func:`aka.eval.tree_caches`), with Triton's autotuning results kept there too;
+    ``fixed``: the process laid out as every other (:func:`_fixed_layout`)."""
+    ok, detail, wall, _ = _run(command, cwd, device=device, timeout=timeout, caches=caches,
+                               fixed=fixed)  # fmt: skip
     return ok, detail, wall
 
 
@@ -98,6 +153,7 @@ def _run(
     timeout: float,
     gate: Gate | None = None,
     caches: dict[str, str] | None = None,
+    fixed: bool = True,
 ) -> tuple[bool, str, float, bool]:
     """:func:`run_command`, and with ``gate`` offered to the command: whether it asked.
 
@@ -105,7 +161,7 @@ def _run(
     asks for the device, answered with one byte on the second once everything else on
     it is stopped; ``d`` (or the pipe closing when the command exits) gives it back.
     """
-    env = _env(device, caches)
+    env = _env(device, caches, fixed)
     fds: tuple[int, ...] = ()
     if gate is not None:
         ask_r, ask_w = os.pipe()
@@ -113,10 +169,11 @@ def _run(
         env[GATE_ENV] = f"{ask_w},{answer_r}"
         fds = (ask_w, answer_r)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        command, shell=True, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True, pass_fds=fds,
-    )  # fmt: skip
+    with _fixed_layout(fixed):
+        proc = subprocess.Popen(
+            command, shell=True, cwd=cwd, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True, pass_fds=fds,
+        )  # fmt: skip
     asked = threading.Event()
     server = None
     if gate is not None:
@@ -306,6 +363,8 @@ def run_commands(
     # The commands are this process's children: evaluators sharing a host gate stop
     # them while they time, as they stop each other's candidate processes.
     current_workers().gate.join(device)
+    with _fixed_layout(True) as layout:  # what every command below gets
+        result["device"]["layout"] = layout
     # Each arm's kernel caches by the digest of its code as laid out, before any command
     # writes into it: Triton's autotuner then picks a kernel's config once for that code
     # and every later process of it (rounds, evaluations, an A/A arm of the same code)
