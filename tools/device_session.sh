@@ -76,6 +76,10 @@
 #                                    the core's build, N (default 40) distinct new candidates
 #                                    at 8 and 12 in flight, the honest controls through warm
 #                                    workers, the sentry's and the library bindings' tests
+#   bash tools/device_session.sh vz ROOT SECONDS TASK...
+#                                    the command tasks under ROOT validated two at once for at
+#                                    most SECONDS (their processes laid out alike), then part
+#                                    nl's plain against layout over TASK... for what is left
 #   bash tools/device_session.sh sa [N]
 #                                    part st in one ten-minute call, honest controls first,
 #                                    then the drawer's costs (part dr) with what time is left
@@ -193,7 +197,7 @@
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
 PART=${1:?usage: device_session.sh a|b|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
-R=/tmp/res; mkdir -p $R
+R=/tmp/res; mkdir -p $R; START=$(date +%s)
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,driver_version --format=csv > $R/gpu_$PART.txt 2>&1
@@ -261,6 +265,15 @@ st)
   [ -f .dbg/diag/diag312.py ] && step diag312 60 python3 .dbg/diag/diag312.py $R/diag312.json
   step sentry_tests 100 python3 -m pytest -q -p no:cacheprovider tests/redteam/test_sentry.py \
     tests/redteam/test_libstate.py
+  ;;
+vz)
+  ROOT=$2; SECS=$3; shift 3
+  step "kb_$(basename $ROOT)" "$SECS" python3 tools/import_check.py kernelbench x --root "$ROOT" \
+    --no-import --device cuda --jobs 2 --out "$R/$(basename $ROOT).json"
+  LEFT=$(( 560 - $(date +%s) + START ))
+  [ "$LEFT" -gt 90 ] && step noise "$LEFT" python3 tools/command_noise.py "$@" --settings plain,layout \
+    --seconds $((LEFT - 50)) --out $R/noise.json
+  python3 tools/command_noise.py --summary $R/noise.json > $R/noise_summary.txt 2>&1
   ;;
 sa)
   sealbuild
