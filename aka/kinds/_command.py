@@ -94,11 +94,12 @@ def _fixed_layout(fixed: bool) -> Iterator[str]:
     off; yields how their layout is (``fixed``, or ``random`` and why).
 
     A command task's case times a kernel launch of 20-60 µs, mostly host code, between its
-    runner's two events, and each round is a new process: where its hot code and data
-    fall in the caches moves with the addresses randomization gives each process, and so
-    does its time (one process of the same code ran every case 5-12 % slower than the
-    next on an H100), which a few rounds per arm do not average out. Fixed addresses (and
-    one hash seed, :func:`_env`) lay out every process of the same code alike. The
+    runner's two events, and each round is a new process: one process of the same code
+    ran every case 5-12 % slower than the next on an H100, which a few rounds per arm do
+    not average out. Where a process's hot code and data fall in the caches moves with
+    the addresses randomization gives it, and dict probes with its hash seed; fixed
+    addresses (and one hash seed, :func:`_env`) take both out of what differs between
+    two processes of the same code (``tools/command_noise.py`` measures the rest). The
     execution domain is the calling thread's and children inherit it, so other threads'
     children are untouched; where it cannot be set (a seccomp profile that allows only
     the default domain, as Docker's does) the commands run randomized and the result
