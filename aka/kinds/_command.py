@@ -66,6 +66,13 @@ at the same addresses as every other such process of the same command."""
 GATE_ENV = "AKA_TIMING_GATE"
 """The performance command's two pipe descriptors (ask, answer) of the timing gate."""
 TAIL_CHARS = 2000
+NOISE_FIX = (
+    "the performance command times itself, so aka's timing settings do not apply: give "
+    "each case more timed iterations in the runner's loop (or time it with aka's helper, "
+    "`timing_gate: helper`, docs/authoring.md), or test shapes whose kernels run well "
+    "above the tens of microseconds a Python launch takes"
+)
+"""What a command task's failed ``timing_noise`` names as its fix."""
 
 
 def _env(
@@ -472,7 +479,7 @@ class CommandKind:
             ctx.out.add("platform", "skip", skip or "")
 
         def evaluator() -> None:
-            baseline_checks(ctx, what="the task's own commands")
+            baseline_checks(ctx, what="the task's own commands", noise_fix=NOISE_FIX)
 
         stages: list[Stage] = [("static", lambda: _static(ctx))]
         if skip:

@@ -46,16 +46,19 @@ def aa_noise(ctx: CheckContext, eval_id: str) -> tuple[Status, str]:
     return ("warn" if ctx.device == "cpu" else "fail"), detail
 
 
-def baseline_checks(ctx: CheckContext, *, what: str) -> ev.Scored:
+def baseline_checks(ctx: CheckContext, *, what: str, noise_fix: str = "") -> ev.Scored:
     """``baseline_passes`` and ``timing_noise``: the starting sources judged, timed A/A.
 
     ``what`` says in the passing detail what was run (``tuning shapes``, ``the task's
-    commands``). Returns the baseline's score.
+    commands``); ``noise_fix``, where the kind times otherwise than aka's engine, the fix
+    a failed ``timing_noise`` names in place of the engine's. Returns the baseline's
+    score.
     """
     base = ctx.judge(baseline_tree(ctx.ledger.cas, ctx.task), baseline=True, time=True)
     if base.compiled and base.correct:
         ctx.out.add("baseline_passes", "pass", f"compiles and passes on {ctx.device}: {what}")
-        ctx.out.add("timing_noise", *aa_noise(ctx, base.eval_id))
+        status, detail = aa_noise(ctx, base.eval_id)
+        ctx.out.add("timing_noise", status, detail, fix=noise_fix)
     else:
         ctx.out.add("baseline_passes", "fail", f"compiled={base.compiled}: {base.error}")
         ctx.out.add("timing_noise", "skip", "the baseline does not pass")
