@@ -48,10 +48,6 @@ print(json.dumps(statistics.median(batches[10:]) / 2000))
 """
 
 
-def deciles(xs: list[float]) -> list[float]:
-    return statistics.quantiles(xs, n=10)
-
-
 def measure(processes: int) -> dict[str, object]:
     with _fixed_layout(True) as how:
         pass
@@ -70,11 +66,12 @@ def measure(processes: int) -> dict[str, object]:
                 times[setting].append(float((folder / "out.txt").read_text()))
     out: dict[str, object] = {"processes": processes, "layout_here": how}
     for setting, ns in times.items():
+        tenth = statistics.quantiles(ns, n=10)
         out[setting] = {
             "median_ns": round(statistics.median(ns), 1),
             "cv": round(statistics.stdev(ns) / statistics.mean(ns), 4),
             # robust to a process the machine slowed: the middle 80 % over the median
-            "p10_p90": round((deciles(ns)[8] - deciles(ns)[0]) / statistics.median(ns), 4),
+            "p10_p90": round((tenth[8] - tenth[0]) / statistics.median(ns), 4),
             "min_ns": round(min(ns), 1),
             "max_ns": round(max(ns), 1),
             "ns": [round(x, 1) for x in ns],
