@@ -50,12 +50,24 @@ def crash_writer(
             ledger.seal()
 
 
-def steady_writer(root: str, writer_id: str, total: int, seed: int) -> None:
-    """Append exactly ``total`` events in random batches, some durable, sealing often."""
+def steady_writer(root: str, writer_id: str, total: int, seed: int, hold: str = "") -> None:
+    """Append exactly ``total`` events in random batches, some durable, sealing often.
+
+    With ``hold``, the writer stops halfway until that file exists (at most two minutes),
+    so the test's compaction surely runs while every writer is alive with sealed
+    segments on disk, however slowly a loaded machine starts the processes.
+    """
+    import time
+
     rng = random.Random(seed)
     ledger = Ledger.open(root, registry=REGISTRY, writer_id=writer_id, seal_rows=1500)
     done = 0
     while done < total:
+        if hold and done >= total // 2:
+            deadline = time.monotonic() + 120
+            while not os.path.exists(hold) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            hold = ""
         n = min(rng.randint(1, 400), total - done)
         items = [(Counted(key=writer_id, by=done + j), "r", None) for j in range(n)]
         ledger.append_many(items, durable=rng.random() < 0.2)

@@ -31,16 +31,18 @@ def test_eight_writers_and_a_compaction_give_every_event_once(tmp_path: Path) ->
     root = tmp_path / "ledger"
     Ledger.open(root, registry=REGISTRY).close()
     here = Path(__file__).parent
+    hold = tmp_path / "compacted"
     procs = [
         subprocess.Popen(
             [
                 sys.executable,
                 "-c",
-                "import sys, ledger_workers; "
-                "ledger_workers.steady_writer(sys.argv[1], sys.argv[2], int(sys.argv[3]), 7)",
+                "import sys, ledger_workers; ledger_workers.steady_writer("
+                "sys.argv[1], sys.argv[2], int(sys.argv[3]), 7, sys.argv[4])",
                 str(root),
                 f"w{i}",
                 str(EVENTS_EACH),
+                str(hold),
             ],
             cwd=here,
             env={**os.environ, "PYTHONPATH": str(here)},
@@ -51,7 +53,10 @@ def test_eight_writers_and_a_compaction_give_every_event_once(tmp_path: Path) ->
     compactions = reads = 0
     while any(p.poll() is None for p in procs):
         result = reader.compact(target_rows=20_000)
-        compactions += result.manifest is not None
+        if result.manifest is not None:
+            # the writers wait halfway for this: the rest of their appends follow it
+            compactions += any(p.poll() is None for p in procs)
+            hold.touch()
         for writer, seqs in _per_writer_seqs(reader).items():
             assert sorted(seqs) == list(range(len(seqs))), f"{writer}: a read saw a hole"
         reads += 1

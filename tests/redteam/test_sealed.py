@@ -82,7 +82,15 @@ def test_a_baseline_slower_beside_the_candidate_than_alone_is_scored_against_the
     from aka.eval import _alone, _baseline_ref
     from aka.eval._once import Once
 
-    honest = _run(tmp_path / "honest", "honest_vectorized")
+    # The honest control, timed on a machine other tests load too: a burst of load that
+    # slows its baseline in both of its processes but not in the clean one is corrected
+    # just like a candidate's doing (the fail-closed direction), so it gets three tries,
+    # each with a clean timing of its own; a rule that fires on honest code keeps firing.
+    for attempt in range(3):
+        monkeypatch.setattr(_baseline_ref, "_cache", Once())
+        honest = _run(tmp_path / f"honest{attempt}", "honest_vectorized")
+        if not any(n.startswith("baseline_slowed") for n in honest.notes):
+            break
     monkeypatch.setattr(_baseline_ref, "_cache", Once())
     clean = _alone.clean_baseline_timing
     monkeypatch.setattr(_alone, "clean_baseline_timing", lambda *a: _faster(clean(*a), 4.0))
