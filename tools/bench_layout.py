@@ -1,5 +1,5 @@
 """How much a host-bound path's time moves from one process to the next, with every process
-laid out at random and laid out alike (``aka.kinds._command._fixed_layout``).
+laid out at random and laid out alike (``aka.kinds._command.layout``).
 
 A command task times each round in a new process, and its small cases are mostly the
 host launching one kernel: a Python launcher hashing its arguments into a key, looking
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from aka.kinds._command import _fixed_layout, run_command
+from aka.kinds._command import layout, run_command
 
 # A launcher-like host path; prints nanoseconds per call (median of 50 timed batches).
 PROBE = """import json, time, statistics
@@ -49,8 +49,7 @@ print(json.dumps(statistics.median(batches[10:]) / 2000))
 
 
 def measure(processes: int) -> dict[str, object]:
-    with _fixed_layout(True) as how:
-        pass
+    how = layout()
     times: dict[str, list[float]] = {"random": [], "fixed": []}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -125,6 +125,13 @@ def _fixed_layout(fixed: bool) -> Iterator[str]:
         _personality(old)
 
 
+def layout() -> str:
+    """How a command run with ``fixed`` is laid out on this host (what
+    :func:`_fixed_layout` yields), found by setting the domain and putting it back."""
+    with _fixed_layout(True) as how:
+        return how
+
+
 def _personality(persona: int) -> tuple[int, int]:
     """``personality(2)`` of the calling thread: (the domain before or -1, errno)."""
     import ctypes
@@ -371,8 +378,7 @@ def run_commands(
     # The commands are this process's children: evaluators sharing a host gate stop
     # them while they time, as they stop each other's candidate processes.
     current_workers().gate.join(device)
-    with _fixed_layout(True) as layout:  # what every command below gets
-        result["device"]["layout"] = layout
+    result["device"]["layout"] = layout()  # what every command below gets
     # Each arm's kernel caches by the digest of its code as laid out, before any command
     # writes into it: Triton's autotuner then picks a kernel's config once for that code
     # and every later process of it (rounds, evaluations, an A/A arm of the same code)
