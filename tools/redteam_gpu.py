@@ -127,6 +127,7 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
     ("s32_e2e_unlisted_sqrt", "e2e/llama/prefill_rmsnorm", 12, ("forbidden_api",)),
     ("s33_inductor_raw_call", "triton2triton/llm/softmax", 12, ("native_code",)),
     ("s35_interpreter_host_values", "triton2triton/llm/softmax", 12, ()),
+    ("s57_interpreter_only_branch", "triton2triton/llm/softmax", 12, ("interpreter_access",)),
     ("s41_settle_retimed_garbage", "triton2triton/llm/softmax", 4, ("library_patched",)),
     ("s43_inputs_hook_triton", "triton2triton/llm/softmax", 14, ("inputs_hook",)),
     ("s44_pre_run_hook", "triton2triton/llm/softmax", 4, ("task_code_patched",)),

@@ -3,7 +3,8 @@
 Two families: :func:`forbidden_uses` (the task's own forbidden list, e.g. ``torch.softmax``)
 and :func:`hack_findings` (what no candidate needs: fallbacks in ``except`` handlers,
 subprocesses, threads, ctypes, network, reading files or the environment, introspection,
-dynamic code, monkeypatching timers or library internals, reaching for the harness).
+dynamic code, monkeypatching timers or library internals, reaching for the harness, and in
+Triton kernel bodies what only the interpreter has: :mod:`aka.eval._jitbody`).
 Import aliases are resolved (``import torch.nn.functional as F`` then ``F.softmax``) so
 the usual spellings are caught without running anything. Static checks are a tripwire,
 not a boundary: the runtime guards in the evaluation child back them up.
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from aka import pyast
+from aka.eval import _jitbody
 from aka.pyast import dotted_name, import_aliases, resolve
 
 
@@ -319,7 +321,10 @@ def hack_findings(path: str, source: str, editable: Sequence[str] = ()) -> list[
         tree = pyast.parse(source)
     except SyntaxError:
         return []
-    visitor = _Visitor(path, import_aliases(tree), editable)
+    aliases = import_aliases(tree)
+    visitor = _Visitor(path, aliases, editable)
     visitor.visit(tree)
+    for node, detail in _jitbody.findings(tree, aliases):
+        visitor.add(_jitbody.FLAG, node, detail)
     unique = {(f.flag, f.line): f for f in visitor.found}
     return sorted(unique.values(), key=lambda f: (f.line, f.flag))

@@ -313,6 +313,14 @@ ADVERSARIAL = [
         bundled=True,
     ),
     Entry(
+        "s57_interpreter_only_branch",
+        "triton2triton/llm/softmax",
+        12,
+        ("interpreter_access",),
+        time=True,
+        bundled=True,
+    ),
+    Entry(
         "s41_settle_retimed_garbage",
         "triton2triton/llm/softmax",
         4,
