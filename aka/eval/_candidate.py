@@ -322,11 +322,12 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     """
     import torch
 
-    from aka.eval import _contain, _native
+    from aka.eval import _contain, _drawer, _native
 
     notes: list[str] = []
     device = req.device
     out_fd = os.open(req.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    drawer: _drawer.Spec | None = None
     try:
         ref = load_file_module(
             Path(req.task_dir) / req.reference, f"_ref_{secrets.token_hex(4)}", keep=False
@@ -334,13 +335,16 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         make_inputs = ref.make_inputs
         del ref  # the reference function is not kept in this process
         drawing = InputDraw(make_inputs, req.task_files or [], req.task_dir)
+        core = _native.load(req.native)
+        # forked now: before the baseline, the core and any candidate code exist here
+        drawer = _drawer.start(core, make_inputs) if req.drawer else None
         base = load_file_module(
             Path(req.base_dir) / req.entry_file, f"_base_{secrets.token_hex(4)}", keep=False
         )
         baseline = _entry(base, req.entry_file, req.entry_symbol)
-        core = _native.load(req.native)
-        seal = core.Seal(0, result_fd, out_fd, device, drawing, baseline, req.pass_shape)
+        seal = core.Seal(0, result_fd, out_fd, device, drawing, baseline, req.pass_shape, drawer)
     except Exception as exc:
+        _drawer.stop(drawer)
         error = f"harness failed to load the reference or baseline: {_short_error(exc)}"
         os.write(2, (error + "\n").encode())  # the parent quotes the stderr tail
         raise SystemExit(3) from exc
@@ -417,6 +421,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
             seal.run(candidate, _between(bindings, cand_dir, core.moved_bindings, seen))
         finally:
             launches.ping = None
+    seal.stop_drawer()  # the plan is over (or never ran): nothing is drawn after it
+    if candidate is not None:
         _unlaunched(core, launches, guards)
         if drawing.found:
             guards.flag("inputs_hook", "Triton kernels not of the task ran while the "

@@ -35,41 +35,105 @@ _HOST_ATTRS = frozenset({"handle", "data"})
 # Builtins that look objects up by name, and those that look into them.
 _ATTR_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _REFLECTION = frozenset({"type", "vars", "dir", "id", "super", "object", "globals", "locals"})
+# Calls of the language that host code makes too: types, and a compile-time constant.
+_HOST_SAFE = frozenset({"constexpr", "dtype", "pointer_type", "block_type", "tuple_type"})
 FLAG = "interpreter_access"
 
 
-def _is_jit(node: ast.AST, aliases: dict[str, str]) -> bool:
-    """Whether ``node`` (a decorator, or a call's function) names Triton's ``jit``."""
-    if isinstance(node, ast.Call):  # ``@triton.jit(do_not_specialize=...)``
-        node = node.func
-    dotted = dotted_name(node)
-    return dotted is not None and resolve(dotted, aliases) in _JIT
+def _names(node: ast.AST, aliases: dict[str, str]) -> Iterator[str]:
+    """What every name and attribute chain in ``node`` resolves to."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute | ast.Name):
+            dotted = dotted_name(n)
+            if dotted is not None:
+                yield resolve(dotted, aliases)
+
+
+def _own(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of ``fn``'s body, not of functions or classes defined in it (judged on
+    their own: a host function may define a kernel)."""
+    nested = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    todo: list[ast.AST] = [n for n in fn.body if not isinstance(n, nested)]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo += [c for c in ast.iter_child_nodes(n) if not isinstance(c, nested)]
+
+
+def _device_call(node: ast.AST, aliases: dict[str, str], kernels: set[str]) -> bool:
+    """Whether ``node`` is a call that only kernel code makes: of a function of Triton's
+    language (host code names the language's types, ``tl.float16``, and may annotate a
+    parameter ``tl.constexpr``, but calls none of its functions), or of a kernel by its
+    name (host code launches a kernel through ``kernel[grid]``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Name) and node.func.id in kernels:
+        return True
+    dotted = dotted_name(node.func)
+    full = resolve(dotted, aliases) if dotted else ""
+    return full.startswith("triton.language.") and full.rsplit(".", 1)[1] not in _HOST_SAFE
+
+
+def module_aliases(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
+    """``aliases`` and the module's plain assignments of a name to another (``J =
+    triton.jit``, ``L = tl``), so that a kernel made through one is still seen."""
+    out = dict(aliases)
+    for _ in range(4):  # chains of such names, a few deep
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Attribute | ast.Name):
+                dotted = dotted_name(stmt.value)
+                for t in stmt.targets:
+                    if dotted is not None and isinstance(t, ast.Name):
+                        out[t.id] = resolve(dotted, out)
+    return out
 
 
 def kernel_bodies(
     tree: ast.AST, aliases: dict[str, str]
-) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Every function in ``tree`` that Triton compiles: decorated with ``jit``, or a
-    function of the module handed to ``jit(...)`` by name."""
+) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every function in ``tree`` that Triton may compile, however ``jit`` is spelled or
+    applied: one whose decorators name ``jit`` anywhere in them, one named anywhere in a
+    call that names it (``triton.jit(fn=body)``), any that calls a function of Triton's
+    language or another such function by name, which host code never does, and any that
+    such a function calls by name (a kernel calls nothing but kernels)."""
     handed = {
         a.id
         for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and _is_jit(n.func, aliases)
-        for a in n.args
+        if isinstance(n, ast.Call) and any(f in _JIT for f in _names(n.func, aliases))
+        for a in ast.walk(n)
         if isinstance(a, ast.Name)
     }
-    for n in ast.walk(tree):
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and (
-            n.name in handed or any(_is_jit(d, aliases) for d in n.decorator_list)
-        ):
-            yield n
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    found = [
+        n
+        for n in functions
+        if n.name in handed or any(f in _JIT for d in n.decorator_list for f in _names(d, aliases))
+    ]
+    while True:  # helpers calling helpers, kernels calling helpers: until none joins
+        kernels = {n.name for n in found}
+        called = {
+            x.func.id
+            for n in found
+            for x in _own(n)
+            if isinstance(x, ast.Call) and isinstance(x.func, ast.Name)
+        }
+        more = [
+            n
+            for n in functions
+            if n not in found
+            and (n.name in called or any(_device_call(x, aliases, kernels) for x in _own(n)))
+        ]
+        if not more:
+            return found
+        found += more
 
 
-def findings(tree: ast.AST, aliases: dict[str, str]) -> Iterator[tuple[ast.AST, str]]:
+def findings(tree: ast.Module, aliases: dict[str, str]) -> Iterator[tuple[ast.AST, str]]:
     """``(node, detail)`` for each use in a kernel body of what only the interpreter has."""
+    aliases = module_aliases(tree, aliases)
     for fn in kernel_bodies(tree, aliases):
         for body in fn.body:  # not the decorators: ``@triton.jit`` itself names triton
-            for n in ast.walk(body):
+            for n in ast.walk(body):  # nested functions too: a kernel's are its own
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
                     why = _reflection(n.func.id, n.args)
                     if why:

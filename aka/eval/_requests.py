@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aka.eval import _native
+from aka.eval import _drawer, _native
 from aka.eval._profiling import request_field
 from aka.eval._wire import CandidateRequest, CheckerRequest
 
@@ -71,6 +71,7 @@ def candidate_request(
         contain=job.contain,
         profile=request_field(profile),
         task_files=_own_task_files(job, root),
+        drawer=_drawer.wanted(job.device),
     )
 
 

@@ -75,6 +75,8 @@ class CandidateRequest:
     # The task's own Python files around the kernel, in both trees (the candidate may not
     # change them, in its files or in the modules loaded from them: aka.eval._taskcode).
     task_files: list[str] | None = None
+    # Draw every call's inputs in a drawer process (aka.eval._drawer), not in this one.
+    drawer: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,17 @@ import pytest
 
 from aka.eval import hack_findings
 
-HEAD = "import numpy as np\nimport triton\nimport triton.language as tl\nimport triton.runtime\n"
+HEAD = (
+    "import numpy as np\nimport torch\nimport triton\nimport triton.language as tl\n"
+    "import triton.runtime\n"
+)
 
 
 def _flags(body: str, decorator: str = "@triton.jit") -> list[tuple[str, str]]:
-    src = HEAD + f"{decorator}\ndef k(x_ptr, y_ptr, N: tl.constexpr):\n" + textwrap.indent(
-        textwrap.dedent(body), "    "
+    src = (
+        HEAD
+        + f"{decorator}\ndef k(x_ptr, y_ptr, N: tl.constexpr):\n"
+        + textwrap.indent(textwrap.dedent(body), "    ")
     )
     return [(f.flag, f.detail) for f in hack_findings("kernel.py", src, ["kernel.py"])]
 
@@ -61,7 +66,7 @@ def test_a_function_handed_to_jit_is_a_kernel_and_host_code_is_not() -> None:
         """
     )
     found = [(f.flag, f.line) for f in hack_findings("kernel.py", src, ["kernel.py"])]
-    assert found == [("interpreter_access", 7)], found
+    assert found == [("interpreter_access", HEAD.count("\n") + 3)], found
 
 
 def test_the_language_s_own_spellings_are_not_findings() -> None:
@@ -80,3 +85,46 @@ def test_the_language_s_own_spellings_are_not_findings() -> None:
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=offs < N)
     """
     assert _flags(body) == []
+
+
+SPELLINGS = {
+    # a name bound to jit at the top of the module
+    "alias": "J = triton.jit\n\n@J\ndef k(x_ptr):\n    a = x_ptr.handle\n",
+    # jit called with the function as a keyword
+    "keyword": "def body(x_ptr):\n    a = x_ptr.handle\n\nk = triton.jit(fn=body)\n",
+    # any expression is a decorator (Python 3.9)
+    "subscript": "@[triton.jit][0]\ndef k(x_ptr):\n    a = x_ptr.handle\n",
+    # jit applied where no scan of names follows it: the body calls the language
+    "language": (
+        "import functools\n\ndef body(x_ptr):\n    x = tl.load(x_ptr)\n    a = x.handle\n\n"
+        "k = functools.reduce(lambda f, g: g(f), [triton.jit], body)\n"
+    ),
+    # a helper the kernel calls by name, itself calling no language function
+    "helper": (
+        "def inner(x):\n    return x.handle\n\ndef body(x_ptr):\n    return inner(tl.load(x_ptr))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SPELLINGS))
+def test_a_kernel_is_read_however_jit_is_applied(how: str) -> None:
+    found = hack_findings("kernel.py", HEAD + SPELLINGS[how], ["kernel.py"])
+    assert any(f.flag == "interpreter_access" and ".handle" in f.detail for f in found), found
+
+
+def test_host_code_that_defines_or_types_kernels_is_not_a_kernel() -> None:
+    # a host function around a kernel of its own, a host function annotating its flags
+    # tl.constexpr (upstream code does), and a dtype chosen by name: host code all
+    src = HEAD + textwrap.dedent(
+        """
+        def launch(x, use_fp8: tl.constexpr):
+            @triton.jit
+            def k(x_ptr):
+                tl.store(x_ptr, tl.load(x_ptr) * 2)
+
+            kind = tl.float16 if x.dtype is torch.float16 else tl.float32
+            k[(1,)](x.data)
+            return type(x).__name__, np.zeros(1), kind
+        """
+    )
+    assert hack_findings("kernel.py", src, ["kernel.py"]) == []

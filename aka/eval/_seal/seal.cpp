@@ -37,6 +37,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -47,11 +48,13 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -1494,12 +1497,296 @@ std::set<std::string> exec_files() {
   return out;
 }
 
+// ---- the drawer: inputs drawn where no candidate code runs ------------------------------
+//
+// A call's inputs come from the task's ``make_inputs``, which is Python: run in this process,
+// every library function, object and piece of data it reaches is the candidate's to rebind,
+// and round after round of the red team computed the answer there, outside every timed window
+// (docs/security.md). Where a drawer runs (CPU evaluations), the draws happen in a process
+// forked before the candidate's code existed: no candidate code ever runs there, its memory
+// is out of this process's reach (not dumpable: no ``/proc/PID/mem``; no ``ptrace``, no
+// signals to it once ``confine_others`` holds), and what it sends back is bytes the core reads
+// straight into tensors, holding the interpreter's lock from request to tensors, so no Python
+// runs here in between. Each request carries a nonce from the core's keyed stream that the
+// answer must echo, and the two pipes must still be the ones the core was handed (a pipe put
+// in their place under the same numbers is told by its inode).
+//
+// Wire: request = nonce u64, seed i64, length u32, text ("dtype\ndevice\nname=value\n...");
+// answer = nonce u64, status u32 (nonzero: a u32 length and the error's text follow),
+// count u32, and per argument a kind u8: 0 a tensor (scalar type i32, requires_grad u8,
+// ndim u32, sizes i64[ndim], strides i64[ndim], bytes u64, the bytes in memory order),
+// 1 another value (bytes u64, its pickle).
+
+namespace drawer {
+
+bool read_all(int fd, void* p, size_t n) {
+  char* c = static_cast<char*>(p);
+  while (n) {
+    ssize_t r = ::read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    c += r;
+    n -= size_t(r);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n) {
+    ssize_t w = ::write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    c += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+template <typename T>
+void put(std::string& s, T v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+template <typename T>
+T get(int fd) {
+  T v{};
+  if (!read_all(fd, &v, sizeof v)) throw std::runtime_error("the input drawer stopped answering");
+  return v;
+}
+
+// A tensor as the wire carries it: dense tensors keep their strides (a transposed input
+// stays transposed), others arrive contiguous, as a clone would make them.
+void put_tensor(std::string& s, at::Tensor t) {
+  if (t.layout() != c10::kStrided)
+    throw std::runtime_error("make_inputs returned a tensor of layout " +
+                             c10::str(t.layout()) + ", which the drawer cannot send");
+  t = t.resolve_conj().resolve_neg();
+  if (!t.device().is_cpu()) t = t.cpu();
+  if (!t.is_non_overlapping_and_dense()) t = t.contiguous();
+  put<int32_t>(s, int32_t(t.scalar_type()));
+  put<uint8_t>(s, t.requires_grad() ? 1 : 0);
+  put<uint32_t>(s, uint32_t(t.dim()));
+  for (int64_t v : t.sizes()) put<int64_t>(s, v);
+  for (int64_t v : t.strides()) put<int64_t>(s, v);
+  uint64_t n = uint64_t(t.numel()) * uint64_t(t.element_size());
+  put<uint64_t>(s, n);
+  if (n) s.append(static_cast<const char*>(t.data_ptr()), n);
+}
+
+// The drawer's loop, in the forked process: one answer per request until the core closes
+// its end. Only the task's reference and the harness ever ran here.
+void serve(py::object make_inputs, int rfd, int wfd) {
+  py::module_ torch = py::module_::import("torch");
+  py::object dumps = py::module_::import("pickle").attr("dumps");
+  while (true) {
+    uint64_t nonce;
+    if (!read_all(rfd, &nonce, sizeof nonce)) return;  // the core is done
+    int64_t seed = get<int64_t>(rfd);
+    uint32_t len = get<uint32_t>(rfd);
+    if (len > (1u << 20)) return;
+    std::string text(len, '\0');
+    if (!read_all(rfd, text.data(), len)) return;
+    std::string out;
+    put<uint64_t>(out, nonce);
+    try {
+      std::vector<std::string> lines;
+      size_t at = 0;
+      while (at < text.size()) {
+        size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(at, end - at));
+        at = end + 1;
+      }
+      if (lines.size() < 2) throw std::runtime_error("a request without dtype and device");
+      py::dict shape;
+      for (size_t i = 2; i < lines.size(); i++) {
+        size_t eq = lines[i].find('=');
+        if (eq == std::string::npos) throw std::runtime_error("a bad shape field");
+        shape[py::str(lines[i].substr(0, eq))] =
+            py::int_(std::strtoll(lines[i].c_str() + eq + 1, nullptr, 10));
+      }
+      py::tuple args(make_inputs(shape, torch.attr(lines[0].c_str()), lines[1], seed));
+      std::string body;
+      for (py::handle a : args) {
+        if (THPVariable_Check(a.ptr())) {
+          put<uint8_t>(body, 0);
+          put_tensor(body, THPVariable_Unpack(a.ptr()));
+        } else {
+          std::string p = py::bytes(dumps(a));
+          put<uint8_t>(body, 1);
+          put<uint64_t>(body, p.size());
+          body += p;
+        }
+      }
+      put<uint32_t>(out, 0);
+      put<uint32_t>(out, uint32_t(args.size()));
+      out += body;
+    } catch (std::exception& e) {  // make_inputs raised (or sent what the wire cannot carry)
+      std::string why = e.what();
+      if (why.size() > 4000) why.resize(4000);
+      out.resize(sizeof nonce);
+      put<uint32_t>(out, 1);
+      put<uint32_t>(out, uint32_t(why.size()));
+      out += why;
+    }
+    if (!write_all(wfd, out.data(), out.size())) return;
+  }
+}
+
+// The forked drawer, before its loop: not dumpable (its memory cannot be opened or read by
+// another process of this user), killed with the evaluation process, holding no descriptor
+// but its two pipes and the standard error (a fault's report), on one thread of torch's.
+void seclude_and_serve(py::object make_inputs, int rfd, int wfd) {
+  ::prctl(PR_SET_DUMPABLE, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull >= 0) {
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+  }
+  std::vector<int> open;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (struct dirent* e = ::readdir(d))
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9') open.push_back(std::atoi(e->d_name));
+    ::closedir(d);  // its own descriptor is in the list, closed already by then
+  }
+  for (int fd : open)
+    if (fd > 2 && fd != rfd && fd != wfd) ::close(fd);
+  at::set_num_threads(1);
+  serve(make_inputs, rfd, wfd);
+}
+
+// The core's end: asks for each draw and reads the answer into fresh tensors.
+class Client {
+ public:
+  // ``spec``: None (draws stay in this process) or (pid, request fd, answer fd).
+  void adopt(py::object spec) {
+    if (spec.is_none()) return;
+    py::tuple t(spec);
+    pid_ = t[0].cast<int>();
+    req_ = t[1].cast<int>();
+    ans_ = t[2].cast<int>();
+    struct stat a{}, b{};
+    if (::fstat(req_, &a) != 0 || ::fstat(ans_, &b) != 0)
+      throw std::runtime_error("seal: the input drawer's pipes are not open");
+    req_id_ = {a.st_dev, a.st_ino};
+    ans_id_ = {b.st_dev, b.st_ino};
+    loads_ = py::module_::import("pickle").attr("loads");
+  }
+  bool on() const { return pid_ > 0; }
+
+  py::tuple draw(uint64_t nonce, const py::dict& shape, const std::string& dtype,
+                 const std::string& device, int64_t seed) {
+    try {
+      return ask(nonce, shape, dtype, device, seed);
+    } catch (py::error_already_set&) {
+      throw;
+    } catch (std::exception& e) {  // the same way a draw that raised in this process goes
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      throw py::error_already_set();
+    }
+  }
+
+  // Closing the request pipe ends the drawer's loop; it is reaped here (signals to it are
+  // refused once ``confine_others`` holds, so it is never killed from here).
+  void stop() {
+    if (!on()) return;
+    ::close(req_);
+    ::close(ans_);
+    int status;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  bool same(int fd, const std::pair<dev_t, ino_t>& id) const {
+    struct stat s{};
+    return ::fstat(fd, &s) == 0 && s.st_dev == id.first && s.st_ino == id.second;
+  }
+
+  py::tuple ask(uint64_t nonce, const py::dict& shape, const std::string& dtype,
+                const std::string& device, int64_t seed) {
+    if (!on()) throw std::runtime_error("the input drawer has stopped");
+    if (!same(req_, req_id_) || !same(ans_, ans_id_))
+      throw std::runtime_error("the input drawer's pipes were replaced in this process");
+    std::string text = dtype + "\n" + device;
+    for (auto item : shape)
+      text += "\n" + std::string(py::str(item.first)) + "=" + std::string(py::str(item.second));
+    std::string req;
+    put<uint64_t>(req, nonce);
+    put<int64_t>(req, seed);
+    put<uint32_t>(req, uint32_t(text.size()));
+    req += text;
+    if (!write_all(req_, req.data(), req.size()))
+      throw std::runtime_error("the input drawer stopped answering");
+    if (get<uint64_t>(ans_) != nonce)
+      throw std::runtime_error("the input drawer's answer was not to this request");
+    if (get<uint32_t>(ans_) != 0) {
+      uint32_t n = get<uint32_t>(ans_);
+      if (n > 4000) throw std::runtime_error("the input drawer's error was too long");
+      std::string why(n, '\0');
+      if (!read_all(ans_, why.data(), n)) throw std::runtime_error("the input drawer stopped answering");
+      throw std::runtime_error("make_inputs (in the input drawer): " + why);
+    }
+    uint32_t count = get<uint32_t>(ans_);
+    if (count > 4096) throw std::runtime_error("the input drawer sent too many arguments");
+    py::tuple out(count);
+    for (uint32_t i = 0; i < count; i++) {
+      uint8_t kind = get<uint8_t>(ans_);
+      if (kind == 0) {
+        out[i] = py::reinterpret_steal<py::object>(THPVariable_Wrap(tensor()));
+      } else if (kind == 1) {
+        uint64_t n = get<uint64_t>(ans_);
+        if (n > (64ull << 20)) throw std::runtime_error("the input drawer sent too large a value");
+        std::string p(n, '\0');
+        if (!read_all(ans_, p.data(), n)) throw std::runtime_error("the input drawer stopped answering");
+        out[i] = loads_(py::bytes(p));
+      } else {
+        throw std::runtime_error("the input drawer sent an argument of no known kind");
+      }
+    }
+    return out;
+  }
+
+  at::Tensor tensor() {
+    auto type = c10::ScalarType(get<int32_t>(ans_));
+    if (int(type) < 0 || int(type) >= int(c10::ScalarType::NumOptions))
+      throw std::runtime_error("the input drawer sent an unknown dtype");
+    bool grad = get<uint8_t>(ans_) != 0;
+    uint32_t dim = get<uint32_t>(ans_);
+    if (dim > 64) throw std::runtime_error("the input drawer sent too many dimensions");
+    std::vector<int64_t> sizes(dim), strides(dim);
+    for (auto& v : sizes) v = get<int64_t>(ans_);
+    for (auto& v : strides) v = get<int64_t>(ans_);
+    uint64_t n = get<uint64_t>(ans_);
+    NoPython np;
+    at::Tensor t = at::empty_strided(sizes, strides, at::TensorOptions().dtype(type));
+    if (n != uint64_t(t.numel()) * uint64_t(t.element_size()) ||
+        (n && !t.is_non_overlapping_and_dense()))
+      throw std::runtime_error("the input drawer sent a tensor whose bytes do not fit it");
+    if (n && !read_all(ans_, t.data_ptr(), n))
+      throw std::runtime_error("the input drawer stopped answering");
+    if (grad) t.requires_grad_(true);
+    return t;
+  }
+
+  pid_t pid_ = -1;
+  int req_ = -1, ans_ = -1;
+  std::pair<dev_t, ino_t> req_id_{}, ans_id_{};
+  py::object loads_;
+};
+
+}  // namespace drawer
+
 class Seal {
  public:
   Seal(int secret_fd, int result_fd, int out_dir_fd, std::string device, py::object make_inputs,
-       py::object baseline, bool pass_shape)
+       py::object baseline, bool pass_shape, py::object drawer)
       : result_fd_(result_fd), out_dir_fd_(out_dir_fd), device_(device),
         make_inputs_(make_inputs), baseline_(baseline), pass_shape_(pass_shape) {
+    drawer_.adopt(drawer);
     // The key (32 raw bytes, a newline), then the plan, then a line ``END``. Read byte by
     // byte so nothing after it (the timing gate's answer) is consumed here.
     std::string data;
@@ -1596,6 +1883,8 @@ class Seal {
     started_ns_ = wall_ns();
   }
 
+  void stop_drawer() { drawer_.stop(); }
+
   void send_py(const std::string& body) { frame("{\"kind\":\"py\",\"body\":" + jstr(body) + "}"); }
 
   // Runs the whole plan with ``candidate``: correctness calls, then every timing pair.
@@ -1605,9 +1894,15 @@ class Seal {
   // looks there at what the plan's end sees too (the library's bindings). A stand-in that
   // a candidate binds after its calls and takes back before the plan ends is bound there
   // unless it knows which call of a pair is the last.
+  ~Seal() { drawer_.stop(); }
+
   void run(py::object candidate, py::object between) {
     if (ran_) throw std::runtime_error("seal: the plan has run");
     ran_ = true;
+    struct Stop {  // no draw after the plan, however it ends
+      drawer::Client& d;
+      ~Stop() { d.stop(); }
+    } stop{drawer_};
     candidate_ = candidate;
     recorder_ = add_recorder();
     size_t done = 0;
@@ -1655,6 +1950,8 @@ class Seal {
   c10::Device dev_{c10::kCPU};
   const c10::impl::DeviceGuardImplInterface* impl_ = nullptr;
   py::object make_inputs_, baseline_, candidate_;
+  drawer::Client drawer_;
+  uint64_t draws_ = 0;
   bool pass_shape_, ran_ = false;
   at::CallbackHandle recorder_ = 0;
   std::set<std::string> code_at_start_;
@@ -1916,7 +2213,13 @@ class Seal {
   // operators are task code (its file is among the plan's task files): sites, weighed
   // against its baseline's like any other; an operator the candidate's code runs here is
   // the candidate's.
+  //
+  // With a drawer, none of that runs here: the drawer draws, and the tensors are read from
+  // its answer (``drawer::Client``), the nonce a keyed draw of this core's own.
   py::tuple generate(int shape, int dtype, int64_t seed) {
+    if (drawer_.on())
+      return drawer_.draw(prf("drawer:" + std::to_string(draws_++)), shapes_[shape],
+                          dtype_names_[dtype], device_, seed);
     NoUserModes clean;
     QuietDraw quiet(signals_);
     Recording on(1, kWatchInputs);
@@ -2664,10 +2967,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
   m.def("confine_others", &confine_others);
+  m.def("drawer_serve", &drawer::seclude_and_serve);
   m.def("unlaunched", []() { return py::make_tuple(g_unlaunched.load(), g_returned.load()); });
   py::class_<Seal>(m, "Seal")
-      .def(py::init<int, int, int, std::string, py::object, py::object, bool>())
+      .def(py::init<int, int, int, std::string, py::object, py::object, bool, py::object>(),
+           py::arg("secret_fd"), py::arg("result_fd"), py::arg("out_dir_fd"), py::arg("device"),
+           py::arg("make_inputs"), py::arg("baseline"), py::arg("pass_shape"),
+           py::arg("drawer") = py::none())
       .def("send_py", &Seal::send_py)
+      .def("stop_drawer", [](Seal& s) { s.stop_drawer(); })
       .def("run", &Seal::run, py::arg("candidate"), py::arg("between") = py::none());
 #ifdef AKA_SEAL_CUDA
   m.attr("cuda") = true;

@@ -1,0 +1,136 @@
+"""The input drawer (``aka.eval._drawer``): on the CPU every call's inputs are drawn in a
+process forked before any candidate code existed, and arrive as bytes the sealed core
+reads into tensors, so nothing the candidate leaves in its own process runs while they
+are drawn. Each test lays out a task of its own whose ``make_inputs`` reports where and
+how it ran, beside the tensor, and a candidate that is right only if that holds."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from redteam_corpus import scale_job
+
+from aka.eval._pipeline import Verdict, run_job
+
+# make_inputs hands the kernel, beside a transposed (dense, not contiguous) input, what
+# it knows of the process it ran in: its pid, and whether that process is dumpable.
+REFERENCE = """
+import ctypes, os
+import torch
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(4, shape["N"] // 4, generator=g) * 3 + 1).to(dtype=dtype, device=device)
+    dumpable = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+    return (x.t(), {"pid": os.getpid(), "dumpable": dumpable})
+
+def reference(x, where):
+    return x.double() * 2 + 1
+"""
+BASE = "def scale(x, where):\n    return x * 2 + 1\n"
+
+
+def _run(tmp_path: Path, candidate: str, reference: str = REFERENCE) -> Verdict:
+    job, root = scale_job(tmp_path, candidate)
+    (root / "task" / "reference.py").write_text(reference)
+    (root / "base" / "kernel.py").write_text(BASE)
+    return run_job(dataclasses.replace(job, time=False), root)
+
+
+# Right only where the inputs were drawn in another process that cannot be read, and
+# came with their strides.
+WHERE = """
+import os
+
+def scale(x, where):
+    drawn_apart = where["pid"] != os.getpid() and where["dumpable"] == 0
+    return x * 2 + 1 if drawn_apart and x.stride() == (1, x.shape[0]) else x * 2
+"""
+
+
+def test_inputs_are_drawn_in_a_process_apart_that_cannot_be_read(tmp_path: Path) -> None:
+    v = _run(tmp_path, WHERE)
+    assert v.correct, (v.error, v.cases[:1])
+
+
+def test_without_the_drawer_the_inputs_are_drawn_beside_the_candidate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control: the same candidate, the drawer turned off in the evaluator."""
+    monkeypatch.setenv("AKA_EVAL_DRAWER", "0")
+    v = _run(tmp_path, WHERE)
+    assert v.compiled["ok"] and not v.correct, (v.error, v.flags)
+    assert "max abs error" in (v.error or ""), v.error  # wrong, not broken
+
+
+# A hook that every draw in this process would run: with the drawer none does, and the
+# candidate (which answers right only from what the hook saw) is wrong.
+HOOK = """
+import torch
+
+seen = []
+_randn = torch.randn
+
+def _watch(*args, **kwargs):
+    out = _randn(*args, **kwargs)
+    seen.append(out)
+    return out
+
+torch.randn = _watch
+torch.randn(1)  # the hook works in this process
+
+def scale(x, where):
+    return x * 2 + 1 if len(seen) > 1 else x * 0
+"""
+
+
+def test_a_hook_on_what_make_inputs_calls_never_sees_a_draw(tmp_path: Path) -> None:
+    v = _run(tmp_path, HOOK)
+    assert v.compiled["ok"] and not v.correct, (v.error, v.flags)
+    # wrong in every case, whatever the tripwires also say of the rebinding
+    assert v.cases and all(not c["ok"] and "max abs error" in c["error"] for c in v.cases)
+
+
+def test_an_error_in_make_inputs_is_the_task_s_with_its_message(tmp_path: Path) -> None:
+    broken = REFERENCE.replace(
+        "    g = torch", "    raise ValueError('no inputs for this shape')\n    g = torch"
+    )
+    v = _run(tmp_path, BASE, reference=broken)
+    assert not v.correct
+    text = " ".join(str(c) for c in v.cases) + str(v.error)
+    assert "make_inputs (in the input drawer)" in text and "no inputs for this shape" in text
+
+
+def test_an_argument_the_drawer_cannot_send_is_named(tmp_path: Path) -> None:
+    odd = REFERENCE.replace('{"pid": os.getpid(), "dumpable": dumpable}', "(lambda: 0)")
+    v = _run(tmp_path, BASE, reference=odd)
+    assert not v.correct
+    text = " ".join(str(c) for c in v.cases) + str(v.error)
+    assert "make_inputs (in the input drawer)" in text and "lambda" in text, text[:600]
+
+
+# The drawer's pipes, found in the harness's frame, with a pipe of the candidate's put in
+# place of the answers under the same number (a forged answer already in it).
+SWAP = """
+import os, struct, sys
+
+f = sys._getframe()
+while f is not None and not isinstance(f.f_locals.get("drawer"), tuple):
+    f = f.f_back
+pid, req, ans = f.f_locals["drawer"]
+r, w = os.pipe()
+os.write(w, struct.pack("<QII", 0, 0, 0))
+os.dup2(r, ans)
+
+def scale(x, where):
+    return x * 2 + 1
+"""
+
+
+def test_a_pipe_put_in_place_of_the_drawer_s_is_refused(tmp_path: Path) -> None:
+    v = _run(tmp_path, SWAP)
+    assert not v.correct
+    errors = [c.get("error") or "" for c in v.cases]
+    assert errors and all("pipes were replaced" in e for e in errors), errors[:2]
