@@ -33,7 +33,7 @@ __all__ = ["TARGET", "Launches", "check", "track_interpreter"]
 
 TARGET = ("cuda", 90, 32)
 """The GPU the kernels are compiled for (backend, compute capability, warp size)."""
-_MAX = 16  # kernel signatures kept per evaluation (an autotuner launches several)
+_MAX = 32  # kernel signatures compiled per evaluation (an autotuner launches several)
 _DTYPES = {
     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
     "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1",
@@ -48,15 +48,18 @@ class Launches:
 
     def __init__(self) -> None:
         self.seen: dict[tuple[Any, ...], tuple[Any, list[Any], dict[str, Any]]] = {}
+        self.more = 0  # distinct launches past :data:`_MAX`: never compiled, so a failure
 
     def add(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if len(self.seen) >= _MAX:
-            return
         values = [_shape_of(v) for v in args]
         named = {k: _shape_of(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}
         key = (id(kernel), repr(values), repr(sorted(named.items())))
-        if key not in self.seen:
-            self.seen[key] = (kernel, values, named)
+        if key in self.seen:
+            return
+        if len(self.seen) >= _MAX:
+            self.more += 1  # a body may branch on a constant only the last launches give
+            return
+        self.seen[key] = (kernel, values, named)
 
 
 def _shape_of(value: Any) -> Any:
@@ -66,7 +69,7 @@ def _shape_of(value: Any) -> Any:
         return ("tensor", str(dtype).removeprefix("torch."))
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    return ("other", type(value).__name__)
+    return ("tuple" if isinstance(value, tuple) else "other", type(value).__name__)
 
 
 # What the interpreter replaced in triton.language, first value first: (object, name) ->
@@ -132,18 +135,23 @@ def _as_jit(spaces: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, Any
     out = []
     for space in {id(d): d for d in [*found, *spaces]}.values():
         for attr, value in list(space.items()):
-            fn = _python_function(value) if _interpreted(value) else None
-            if fn is None:
-                continue
             try:  # one that cannot be built (no source) only fails a kernel that calls it
-                out.append((space, attr, value, JITFunction(fn)))
+                fn = _python_function(value) if _interpreted(value) else None
+                if fn is not None:
+                    out.append((space, attr, value, JITFunction(fn)))
             except Exception:
                 continue
     return out
 
 
 def _interpreted(value: Any) -> bool:
-    return type(value).__name__ == "InterpretedFunction"
+    """Whether ``value`` is a kernel as the interpreter built it (by class, not by the
+    class's name, which any object can carry)."""
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        return False
+    return isinstance(value, InterpretedFunction)
 
 
 def _put(values: list[tuple[Any, str, Any]]) -> None:
@@ -161,17 +169,31 @@ def check(launches: Launches, within: str | None = None) -> tuple[list[str], lis
     not compile for :data:`TARGET`, and why nothing was checked when the compiler is not
     usable here. Never raises: what it cannot do is a note."""
     inside = os.path.realpath(within).rstrip("/") + "/" if within else ""
+    failures = [f"{launches.more} more distinct kernel launches than the {_MAX} the check "
+                "compiles: launch fewer kernel variants"] if launches.more else []  # fmt: skip
     try:
         spaces = [fn.__globals__ for k, _, _ in launches.seen.values()
                   if (fn := _python_function(k)) is not None]  # fmt: skip
         with _pristine(spaces):
-            return _check(launches, inside)
-    except Exception as exc:  # another Triton, no NVIDIA backend, no ptxas
-        return [], [f"GPU compile check unavailable: {type(exc).__name__}: {str(exc)[:200]}"]
+            try:
+                compiler = _compiler()
+            except Exception as exc:  # another Triton, no NVIDIA backend, no ptxas
+                note = f"GPU compile check unavailable: {type(exc).__name__}: {str(exc)[:200]}"
+                return [], [note]
+            found, notes = _check(launches, inside, compiler)
+        return failures + found, notes
+    except Exception as exc:
+        # The compiler works (or was never reached): what stopped the check is the
+        # candidate's doing (an object that raises when the check reads it), and nothing
+        # it launched was shown to compile.
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return [*failures, f"the kernels launched could not be checked: {message}"], []
 
 
-def _check(launches: Launches, inside: str) -> tuple[list[str], list[str]]:
-    compile_one, jit = _compiler()
+def _check(
+    launches: Launches, inside: str, compiler: tuple[Callable[..., Any], type]
+) -> tuple[list[str], list[str]]:
+    compile_one, jit = compiler
     failures: list[str] = []
     notes: list[str] = []
     for kernel, values, named in launches.seen.values():
@@ -181,6 +203,9 @@ def _check(launches: Launches, inside: str) -> tuple[list[str], list[str]]:
         try:
             kernel_jit = jit(fn)  # over its module's globals, their kernels JIT ones now
             signature, constants, options = _signature(kernel_jit, values, dict(named))
+        except HostArgument as exc:
+            failures.append(f"{fn.__name__} does not compile for a GPU: {exc}")
+            continue
         except Exception as exc:  # a launch this check cannot describe: not the kernel's fault
             notes.append(f"GPU compile check skipped {fn.__name__}: {str(exc)[:200]}")
             continue
@@ -226,13 +251,22 @@ def _python_function(kernel: Any) -> types.FunctionType | None:
     """The Python function behind an interpreted kernel (through autotuners and
     heuristics, which keep theirs as ``fn``)."""
     for _ in range(4):
-        fn = getattr(kernel, "fn", None)
+        try:
+            fn = getattr(kernel, "fn", None)
+        except Exception:  # a property of the candidate's that raises: no kernel of Triton's
+            return None
         if isinstance(fn, types.FunctionType):
             return fn
         if fn is None:
             return None
         kernel = fn
     return None
+
+
+class HostArgument(TypeError):
+    """A launch argument only the interpreter can use: a Python object of the host (a
+    function the body calls on its blocks' numpy data, say), where Triton takes tensors,
+    numbers, strings, tuples of those and constants."""
 
 
 def _signature(
@@ -264,6 +298,9 @@ def _signature(
             signature[p.name] = "i32" if -(2**31) <= value < 2**31 else "i64"
         elif isinstance(value, float):
             signature[p.name] = "fp32"
+        elif isinstance(value, tuple) and value[0] == "other":
+            # a function of the host's, any object the interpreter hands the body as is
+            raise HostArgument(f"argument {p.name} is a {value[1]}, which no GPU kernel takes")
         else:
-            raise TypeError(f"argument {p.name} is a {value!r}, which a GPU kernel cannot take")
+            raise TypeError(f"argument {p.name} is a {value!r}, which this check cannot describe")
     return signature, constants, options

@@ -170,3 +170,94 @@ def test_every_bundled_starting_kernel_compiles(tmp_path: Path, task: str) -> No
     shutil.copy(BUNDLED / task / "source" / target, tmp_path / "start.py")
     row = script.evaluate("start", task, tmp_path, "cpu", bundled=True)
     assert row["correct"] and not row["flags"], (row["flags"], row["evidence"], row["error"])
+
+
+LAUNCH_SCRIPT = """
+import importlib.util, json, os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+from aka.eval import _gpu_compile
+from aka.eval._kernels import LaunchCounter
+
+counter = LaunchCounter()
+counter.install()
+counter.kinds = _gpu_compile.Launches()
+spec = importlib.util.spec_from_file_location("launches", sys.argv[1])
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+print(json.dumps(_gpu_compile.check(counter.kinds, os.path.dirname(sys.argv[1]))))
+"""
+HEAD = """import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+x, y = torch.randn(64), torch.empty(64)
+"""
+
+
+def _launched(tmp_path: Path, code: str) -> tuple[list[str], list[str]]:
+    """What the check says after ``code`` (a file of kernels and their launches, with
+    ``x`` and ``y`` given) ran under the interpreter, in a process of its own."""
+    import json
+
+    (tmp_path / "launches.py").write_text(HEAD + textwrap.dedent(code))
+    (tmp_path / "run.py").write_text(LAUNCH_SCRIPT)
+    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "run.py"), str(tmp_path / "launches.py")],
+        capture_output=True, text=True, env=env, timeout=300, check=True,
+    )  # fmt: skip
+    failures, notes = json.loads(out.stdout.strip().splitlines()[-1])
+    return failures, notes
+
+
+COPY = """
+@triton.jit
+def copy(x_ptr, y_ptr, n, f, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, f(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+"""
+
+
+def test_a_function_of_the_host_handed_to_a_kernel_does_not_compile(tmp_path: Path) -> None:
+    """The body calls what it is given on its block; the interpreter runs any Python
+    there (numpy on the block's data), a GPU kernel takes no such argument."""
+    failures, _ = _launched(tmp_path, COPY + "copy[(1,)](x, y, 64, lambda v: v, BLOCK=64)\n")
+    assert len(failures) == 1 and "argument f is a function" in failures[0], failures
+
+
+def test_launches_past_what_the_check_compiles_are_a_failure(tmp_path: Path) -> None:
+    """Launching many variants first must not push the one that only the interpreter
+    runs out of what is compiled."""
+    many = """
+    @triton.jit
+    def fill(y_ptr, v, BLOCK: tl.constexpr):
+        tl.store(y_ptr + tl.arange(0, BLOCK), tl.zeros([BLOCK], tl.float32) + v)
+
+    for k in range(40):
+        fill[(1,)](y, 0, BLOCK=2 ** (k % 6), num_warps=1 + k % 7)
+    """
+    failures, _ = _launched(tmp_path, many)
+    assert any("more distinct kernel launches than the 32" in f for f in failures), failures
+
+
+def test_an_object_that_raises_when_read_does_not_turn_the_check_off(tmp_path: Path) -> None:
+    """A module-level object whose class is named like the interpreter's kernels and
+    raises when the check reads its function: the check still compiles what launched."""
+    decoy = """
+    class InterpretedFunction:
+        @property
+        def fn(self):
+            raise RuntimeError("no")
+
+    DECOY = InterpretedFunction()
+
+    @triton.jit
+    def host(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        tl.store(y_ptr + offs, x * float(np.max(x.handle.data)), mask=offs < n)
+
+    host[(1,)](x, y, 64, BLOCK=64)
+    """
+    failures, notes = _launched(tmp_path, decoy)
+    assert len(failures) == 1 and failures[0].startswith("host does not compile"), (failures, notes)
