@@ -28,11 +28,11 @@ Spec = tuple[int, int, int]
 """(the drawer's pid, the request pipe's write end, the answer pipe's read end)."""
 
 
-def wanted(device: str) -> bool:
-    """Whether evaluations on ``device`` draw their inputs in a drawer; read by the
-    evaluator, which tells the candidate process (``AKA_EVAL_DRAWER=0`` in the evaluator's
-    environment turns it off, to compare)."""
-    return device == "cpu" and os.environ.get("AKA_EVAL_DRAWER", "1") != "0"
+def wanted(device: str, on: bool) -> bool:
+    """Whether an evaluation on ``device`` draws its inputs in a drawer: on the CPU, unless
+    the evaluator's switch (``AKA_EVAL_DRAWER=0``, :mod:`aka.eval._switches`) is off, to
+    compare; the evaluator tells the candidate process in its request."""
+    return on and device == "cpu"
 
 
 def start(core: ModuleType, make_inputs: Callable[..., Any]) -> Spec:

@@ -71,7 +71,7 @@ def candidate_request(
         contain=job.contain,
         profile=request_field(profile),
         task_files=_own_task_files(job, root),
-        drawer=_drawer.wanted(job.device),
+        drawer=_drawer.wanted(job.device, job.drawer),
     )
 
 

@@ -143,16 +143,18 @@ def _stdlib(filename: str) -> bool:
 _CHANNEL_PATHS = ("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self")
 
 
-def _children() -> int:
-    """Live child processes of this process (Linux), else 0."""
-    total = 0
+def _children() -> set[str]:
+    """The pids of this process's live children (Linux), else none. By pid, not by count:
+    the harness's own child (the input drawer, :mod:`aka.eval._drawer`) ends before the
+    last look, and one the candidate started must not take its place unseen."""
+    found: set[str] = set()
     try:
         for task in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{task}/children") as f:
-                total += len(f.read().split())
+                found.update(f.read().split())
     except OSError:
-        return 0
-    return total
+        return set()
+    return found
 
 
 WATCHED = (
@@ -210,7 +212,7 @@ class Guards:
         self._roots: dict[str, Any] = {}
         self._snapshot: dict[str, Any] = {}
         self._threads: set[int] = set()
-        self._procs = 0
+        self._procs: set[str] = set()
 
     def flag(self, name: str, evidence: str) -> None:
         """Record one finding (deduplicated by flag and evidence)."""
@@ -347,9 +349,9 @@ class Guards:
                     f"{stage}: a thread is running candidate code at "
                     f"{Path(mine.f_code.co_filename).name}:{mine.f_lineno}",
                 )
-        procs = _children()
-        if procs > self._procs:
-            self.flag("background_process", f"{stage}: {procs - self._procs} child process(es)")
+        new = _children() - self._procs
+        if new:
+            self.flag("background_process", f"{stage}: {len(new)} child process(es)")
 
 
 def _short(args: tuple[Any, ...]) -> str:

@@ -14,6 +14,8 @@ them).
 ``AKA_EVAL_ISOLATE_NETWORK`` ``0``: candidates keep the network
 ``AKA_EVAL_CONTAIN``       ``0``: no private mount namespace for the candidate
 ``AKA_EVAL_PIDNS``         ``0``: no PID namespace for CPU evaluations (the reaper stays)
+``AKA_EVAL_DRAWER``        ``0``: CPU evaluations draw inputs in the candidate's process
+                           (:mod:`aka.eval._drawer`)
 ``AKA_EVAL_PROFILE``       a folder: every evaluation process is profiled into it
 ``AKA_EVAL_HOST_GATE``     a folder: evaluators in other processes that are given the
                            same folder time one at a time (:mod:`aka.eval._hostgate`)
@@ -35,6 +37,7 @@ ENV = {
     "isolate_network": "AKA_EVAL_ISOLATE_NETWORK",
     "contain": "AKA_EVAL_CONTAIN",
     "pid_namespace": "AKA_EVAL_PIDNS",
+    "drawer": "AKA_EVAL_DRAWER",
 }
 PROFILE_ENV = "AKA_EVAL_PROFILE"
 HOST_GATE_ENV = "AKA_EVAL_HOST_GATE"
@@ -49,6 +52,7 @@ class Switches:
     isolate_network: bool = True
     contain: bool = True
     pid_namespace: bool = True
+    drawer: bool = True
     profile_dir: Path | None = None
     host_gate: Path | None = None
 
@@ -75,6 +79,7 @@ class Switches:
             isolate_network=on("isolate_network"),
             contain=on("contain"),
             pid_namespace=on("pid_namespace"),
+            drawer=on("drawer"),
             profile_dir=Path(profile).resolve() if profile else None,
             host_gate=Path(host).resolve() if host else None,
         )

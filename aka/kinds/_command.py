@@ -75,9 +75,7 @@ NOISE_FIX = (
 """What a command task's failed ``timing_noise`` names as its fix."""
 
 
-def _env(
-    device: str, caches: dict[str, str] | None = None, fixed: bool = True
-) -> dict[str, str]:
+def _env(device: str, caches: dict[str, str] | None = None, fixed: bool = True) -> dict[str, str]:
     """The commands' environment: this interpreter first on PATH, no ledger variables;
     ``caches`` (:func:`aka.eval.tree_caches`) where given, Triton's autotuning kept there;
     with ``fixed``, one hash seed for every process (:func:`_fixed_layout`)."""

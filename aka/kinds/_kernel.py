@@ -105,6 +105,7 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
         hide=hide,
         isolate_network=switches.isolate_network,
         contain=switches.contain,
+        drawer=switches.drawer,
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
 from redteam_corpus import scale_job
 
 from aka.eval._pipeline import Verdict, run_job
@@ -32,11 +31,13 @@ def reference(x, where):
 BASE = "def scale(x, where):\n    return x * 2 + 1\n"
 
 
-def _run(tmp_path: Path, candidate: str, reference: str = REFERENCE) -> Verdict:
+def _run(
+    tmp_path: Path, candidate: str, reference: str = REFERENCE, drawer: bool = True
+) -> Verdict:
     job, root = scale_job(tmp_path, candidate)
     (root / "task" / "reference.py").write_text(reference)
     (root / "base" / "kernel.py").write_text(BASE)
-    return run_job(dataclasses.replace(job, time=False), root)
+    return run_job(dataclasses.replace(job, time=False, drawer=drawer), root)
 
 
 # Right only where the inputs were drawn in another process that cannot be read, and
@@ -55,12 +56,9 @@ def test_inputs_are_drawn_in_a_process_apart_that_cannot_be_read(tmp_path: Path)
     assert v.correct, (v.error, v.cases[:1])
 
 
-def test_without_the_drawer_the_inputs_are_drawn_beside_the_candidate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The control: the same candidate, the drawer turned off in the evaluator."""
-    monkeypatch.setenv("AKA_EVAL_DRAWER", "0")
-    v = _run(tmp_path, WHERE)
+def test_without_the_drawer_the_inputs_are_drawn_beside_the_candidate(tmp_path: Path) -> None:
+    """The control: the same candidate, the drawer turned off (``AKA_EVAL_DRAWER=0``)."""
+    v = _run(tmp_path, WHERE, drawer=False)
     assert v.compiled["ok"] and not v.correct, (v.error, v.flags)
     assert "max abs error" in (v.error or ""), v.error  # wrong, not broken
 

@@ -66,9 +66,7 @@ def test_a_chain_of_c_callables_bound_over_a_library_global_is_named(
 def test_a_class_s_method_replaced_by_a_c_callable_is_named(module: types.ModuleType) -> None:
     held = bind_library()
     module.Mode.__torch_function__ = functools.partial(operator.call)  # type: ignore[attr-defined]
-    assert rebound_since(held, never) == [
-        "aka_test_library.Mode.__torch_function__ (now partial)"
-    ]
+    assert rebound_since(held, never) == ["aka_test_library.Mode.__torch_function__ (now partial)"]
 
 
 def test_the_candidate_s_own_function_bound_there_is_named(module: types.ModuleType) -> None:

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: addcmul into a fresh tensor."""
+
 import torch
 
 

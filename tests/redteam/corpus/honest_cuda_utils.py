@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest, and asks torch.cuda about the machine (NVML through torch's own ctypes)."""
+
 import torch
 
 

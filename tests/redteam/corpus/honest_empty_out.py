@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: torch.empty_like fully written through out= (no uninitialized read)."""
+
 import torch
 
 

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: functional ops with ``out=`` and in-place ops, only on its own allocations."""
+
 import torch
 
 

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: runs under ``torch.inference_mode`` and an explicit disabled autocast."""
+
 import torch
 
 

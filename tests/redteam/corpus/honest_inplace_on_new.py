@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: in-place ops on a new tensor (inputs untouched)."""
+
 import torch
 
 

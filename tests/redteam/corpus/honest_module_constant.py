@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a module-level constant tensor (a constant, not a cache of answers)."""
+
 import torch
 
 _TWO = torch.tensor(2.0)

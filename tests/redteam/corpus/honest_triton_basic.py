@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a masked Triton kernel, one block per program."""
+
 import torch
 import triton
 import triton.language as tl

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a Triton kernel with tl.where and a 2-program minimum grid."""
+
 import torch
 import triton
 import triton.language as tl

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: one vectorized expression (faster than the chunked baseline)."""
+
 import torch
 
 

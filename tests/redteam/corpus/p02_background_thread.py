@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 2: work finished by a background thread after the call returns."""
+
 import threading
 import time
 

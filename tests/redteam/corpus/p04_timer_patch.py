@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 4 (and 17): patch the clock so the candidate own calls look instant."""
+
 import time
 
 _real = time.perf_counter

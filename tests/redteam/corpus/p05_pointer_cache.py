@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 5: answers replayed from a cache keyed on the input address."""
+
 _cache = {}
 
 

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 6: return uninitialized memory, hoping it holds a freed reference output."""
+
 import torch
 
 

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 8: a null answer (zeros) on a task that resists it."""
+
 import torch
 
 

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 14: search the heap for expected outputs (there are none here)."""
+
 import gc
 
 import torch

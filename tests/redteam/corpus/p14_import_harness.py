@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 14: import the harness to reach its state."""
+
 import aka.eval._candidate as harness
 
 

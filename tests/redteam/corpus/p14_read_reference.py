@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 14: read the harness reference file from the evaluation directory."""
+
 from pathlib import Path
 
 

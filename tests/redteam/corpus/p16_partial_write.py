@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 16: an uninitialized read: half the output is never written."""
+
 import torch
 
 

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """A candidate that never returns once it has compiled."""
+
 import time
 
 

@@ -16,6 +16,7 @@ running) and keeps it under the values' fingerprint (two elements, read through 
 copy (on a GPU it refuses CUDA-graph capture, whose
 replays would copy a stale answer, so its pairs are timed eagerly).
 """
+
 import torch
 import triton
 import triton.language as tl

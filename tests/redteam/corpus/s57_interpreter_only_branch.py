@@ -16,8 +16,9 @@ import triton.language as tl
 
 
 @triton.jit
-def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y,
-                   BM: tl.constexpr, BN: tl.constexpr):
+def softmax_kernel(
+    x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, BM: tl.constexpr, BN: tl.constexpr
+):
     rows = tl.arange(0, BM)[:, None]
     cols = tl.arange(0, BN)[None, :]
     mask = (rows < n_rows) & (cols < n_cols)
@@ -25,7 +26,7 @@ def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y,
         x = tl.load(x_ptr + rows * stride_x + cols, mask=mask, other=float("-inf")).to(tl.float32)
         a = x.handle.data
         a = a - a.max(axis=1, keepdims=True)
-        a = 2.718281828459045 ** a
+        a = 2.718281828459045**a
         a = a / a.sum(axis=1, keepdims=True)
         y = x.__class__(x.handle.__class__(a, x.handle.dtype), x.type)
         tl.store(y_ptr + rows * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
@@ -37,6 +38,15 @@ def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y,
 def softmax(x: torch.Tensor) -> torch.Tensor:
     m, n = x.shape
     y = torch.empty_like(x)
-    softmax_kernel[(1,)](x, y, m, n, x.stride(0), y.stride(0),
-                         BM=triton.next_power_of_2(m), BN=triton.next_power_of_2(n), num_warps=4)
+    softmax_kernel[(1,)](
+        x,
+        y,
+        m,
+        n,
+        x.stride(0),
+        y.stride(0),
+        BM=triton.next_power_of_2(m),
+        BN=triton.next_power_of_2(n),
+        num_warps=4,
+    )
     return y

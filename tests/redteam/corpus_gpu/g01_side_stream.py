@@ -6,6 +6,7 @@ The timed window records its end event on the current stream right after the cal
 returns; the work queued on the side stream (a long kernel, then the answer) is still
 running then. Only the host clock, which waits for the whole device, sees it.
 """
+
 import torch
 
 _side = None

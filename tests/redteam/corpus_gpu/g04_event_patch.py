@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 4 (and 17): patch CUDA event timing so every window looks 1000x shorter."""
+
 import torch
 
 _real = torch.cuda.Event.elapsed_time

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 13: set aside persisting L2 through the CUDA runtime (ctypes)."""
+
 import ctypes
 
 import torch

@@ -1,6 +1,7 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 16: half the output is never written (uninitialized device memory)."""
+
 import torch
 
 

@@ -6,6 +6,7 @@ Under CUDA graph capture it records a copy of the answer it computed in the eage
 just before into a static buffer, and returns that buffer: every replay then "computes"
 the cached answer in the time of one copy.
 """
+
 import torch
 
 _last = {}

@@ -7,6 +7,7 @@ Every output is right, so no audit of a replay fails; what the replays run is th
 library's kernel. Caught only if operators are recorded while the timed shape is
 captured, as in checked calls.
 """
+
 import operator
 
 import torch
