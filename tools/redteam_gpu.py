@@ -129,7 +129,7 @@ BUNDLED_ENTRIES: list[tuple[str, str, int | None, tuple[str, ...]]] = [
     ("s35_interpreter_host_values", "triton2triton/llm/softmax", 12, ()),
     ("s57_interpreter_only_branch", "triton2triton/llm/softmax", 12, ("interpreter_access",)),
     ("s41_settle_retimed_garbage", "triton2triton/llm/softmax", 4, ("library_patched",)),
-    ("s43_inputs_hook_triton", "triton2triton/llm/softmax", 14, ("inputs_hook",)),
+    ("s43_inputs_hook_triton", "triton2triton/llm/softmax", 14, ("library_patched",)),
     ("s44_pre_run_hook", "triton2triton/llm/softmax", 4, ("task_code_patched",)),
     ("s45_inputs_hook_forged_file", "triton2triton/llm/softmax", 14, ("library_patched",)),
     ("s46_baseline_window_precompute", "triton2triton/llm/softmax", 4, ("library_patched",)),

@@ -49,8 +49,15 @@ class Launches:
     def __init__(self) -> None:
         self.seen: dict[tuple[Any, ...], tuple[Any, list[Any], dict[str, Any]]] = {}
         self.more = 0  # distinct launches past :data:`_MAX`: never compiled, so a failure
+        # What each kernel ran as when it first launched: its function and that function's
+        # code. The interpreter keeps the body it rewrote from them, so a function or code
+        # put in their place later would change what the check compiles, not what ran.
+        self.ran: dict[int, tuple[Any, types.FunctionType | None, types.CodeType | None]] = {}
 
     def add(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if id(kernel) not in self.ran:
+            fn = _python_function(kernel)
+            self.ran[id(kernel)] = (kernel, fn, fn.__code__ if fn is not None else None)
         values = [_shape_of(v) for v in args]
         named = {k: _shape_of(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}
         key = (id(kernel), repr(values), repr(sorted(named.items())))
@@ -172,8 +179,7 @@ def check(launches: Launches, within: str | None = None) -> tuple[list[str], lis
     failures = [f"{launches.more} more distinct kernel launches than the {_MAX} the check "
                 "compiles: launch fewer kernel variants"] if launches.more else []  # fmt: skip
     try:
-        spaces = [fn.__globals__ for k, _, _ in launches.seen.values()
-                  if (fn := _python_function(k)) is not None]  # fmt: skip
+        spaces = [fn.__globals__ for _, fn, _ in launches.ran.values() if fn is not None]
         with _pristine(spaces):
             try:
                 compiler = _compiler()
@@ -197,23 +203,31 @@ def _check(
     failures: list[str] = []
     notes: list[str] = []
     for kernel, values, named in launches.seen.values():
-        fn = _python_function(kernel)
-        if fn is None or not os.path.realpath(fn.__code__.co_filename).startswith(inside):
+        _, first, code = launches.ran[id(kernel)]
+        if first is None or code is None:
+            failures.append(f"a kernel launched with no Python function ({type(kernel).__name__})")
+            continue
+        if not os.path.realpath(code.co_filename).startswith(inside):
+            continue
+        if _python_function(kernel) is not first or first.__code__ is not code:
+            failures.append(f"{first.__name__}'s function or code was replaced after it ran")
             continue
         try:
-            kernel_jit = jit(fn)  # over its module's globals, their kernels JIT ones now
+            kernel_jit = jit(first)  # over its module's globals, their kernels JIT ones now
             signature, constants, options = _signature(kernel_jit, values, dict(named))
         except HostArgument as exc:
-            failures.append(f"{fn.__name__} does not compile for a GPU: {exc}")
+            failures.append(f"{first.__name__} does not compile for a GPU: {exc}")
             continue
         except Exception as exc:  # a launch this check cannot describe: not the kernel's fault
-            notes.append(f"GPU compile check skipped {fn.__name__}: {str(exc)[:200]}")
+            notes.append(f"GPU compile check skipped {first.__name__}: {str(exc)[:200]}")
             continue
         try:
             compile_one(kernel_jit, signature, constants, options)
         except Exception as exc:
             message = " ".join(str(exc).split())[:300]
-            failures.append(f"{fn.__name__} does not compile for a GPU (sm_{TARGET[1]}): {message}")
+            failures.append(
+                f"{first.__name__} does not compile for a GPU (sm_{TARGET[1]}): {message}"
+            )
     return list(dict.fromkeys(failures)), list(dict.fromkeys(notes))
 
 

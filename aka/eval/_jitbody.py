@@ -74,6 +74,20 @@ def _device_call(node: ast.AST, aliases: dict[str, str], kernels: set[str]) -> b
     return full.startswith("triton.language.") and full.rsplit(".", 1)[1] not in _HOST_SAFE
 
 
+def _callee(func: ast.expr, aliases: dict[str, str]) -> str:
+    """The name a kernel body calls a function by: a plain name, or the last part of an
+    attribute chain (``helpers.f``, ``Ops.f``, ``obj.f``: a function of that name defined
+    in the file, a static method included, is taken for a kernel), but not the language's
+    own (``tl.load``)."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        dotted = dotted_name(func)
+        if dotted is None or not resolve(dotted, aliases).startswith("triton.language."):
+            return func.attr
+    return ""
+
+
 def module_aliases(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
     """``aliases`` and the module's plain assignments of a name to another (``J =
     triton.jit``, ``L = tl``), so that a kernel made through one is still seen."""
@@ -95,7 +109,8 @@ def kernel_bodies(
     applied: one whose decorators name ``jit`` anywhere in them, one named anywhere in a
     call that names it (``triton.jit(fn=body)``), any that calls a function of Triton's
     language or another such function by name, which host code never does, and any that
-    such a function calls by name (a kernel calls nothing but kernels)."""
+    such a function calls, by name or through an attribute (a kernel calls nothing but
+    kernels)."""
     handed = {
         a.id
         for n in ast.walk(tree)
@@ -112,10 +127,10 @@ def kernel_bodies(
     while True:  # helpers calling helpers, kernels calling helpers: until none joins
         kernels = {n.name for n in found}
         called = {
-            x.func.id
+            name
             for n in found
             for x in _own(n)
-            if isinstance(x, ast.Call) and isinstance(x.func, ast.Name)
+            if isinstance(x, ast.Call) and (name := _callee(x.func, aliases))
         }
         more = [
             n

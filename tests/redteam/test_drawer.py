@@ -7,6 +7,7 @@ how it ran, beside the tensor, and a candidate that is right only if that holds.
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 from redteam_corpus import scale_job
@@ -132,3 +133,29 @@ def test_a_pipe_put_in_place_of_the_drawer_s_is_refused(tmp_path: Path) -> None:
     assert not v.correct
     errors = [c.get("error") or "" for c in v.cases]
     assert errors and all("pipes were replaced" in e for e in errors), errors[:2]
+
+
+# A child forked at import holds a copy of every pipe of the process, the drawer's too,
+# for longer than the evaluation may take.
+HOLDER = """
+import os, time
+
+if os.fork() == 0:
+    time.sleep(60)
+    os._exit(0)
+
+def scale(x, where):
+    return x * 2 + 1
+"""
+
+
+def test_a_process_holding_the_drawer_s_pipes_does_not_hold_the_evaluation(
+    tmp_path: Path,
+) -> None:
+    """The drawer leaves on the core's stop request, not on the end of its pipe, which a
+    copy in the candidate's child would keep open: the evaluation ends, the child is
+    named and gone."""
+    t0 = time.monotonic()
+    v = _run(tmp_path, HOLDER)
+    assert time.monotonic() - t0 < 45.0
+    assert not v.correct and "background_process" in v.flags, (v.flags, v.error)

@@ -261,3 +261,36 @@ def test_an_object_that_raises_when_read_does_not_turn_the_check_off(tmp_path: P
     """
     failures, notes = _launched(tmp_path, decoy)
     assert len(failures) == 1 and failures[0].startswith("host does not compile"), (failures, notes)
+
+
+HOST_THEN = """
+import functools
+
+@triton.jit
+def host(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, x * float(np.max(x.handle.data)), mask=offs < n)
+
+@triton.jit
+def clean(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+host[(1,)](x, y, 64, BLOCK=64)
+"""
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "host.fn.__code__ = clean.fn.__code__",  # the interpreter keeps what it rewrote
+        "host.fn = functools.partial(host.fn)",  # no Python function left to find
+    ],
+)
+def test_what_ran_is_what_is_compiled(tmp_path: Path, after: str) -> None:
+    """A kernel's function or code put in place after its first launch changes what the
+    check would read, not what the interpreter runs: the check compiles what ran, and
+    names the change."""
+    failures, _ = _launched(tmp_path, HOST_THEN + after + "\nhost[(1,)](x, y, 64, BLOCK=64)\n")
+    assert failures == ["host's function or code was replaced after it ran"], failures

@@ -128,3 +128,19 @@ def test_host_code_that_defines_or_types_kernels_is_not_a_kernel() -> None:
         """
     )
     assert hack_findings("kernel.py", src, ["kernel.py"]) == []
+
+
+def test_a_helper_a_kernel_calls_through_an_attribute_is_a_kernel() -> None:
+    src = HEAD + textwrap.dedent(
+        """
+        class Ops:
+            @staticmethod
+            def f(x):
+                return x.handle
+
+        def body(x_ptr):
+            return Ops.f(tl.load(x_ptr))
+        """
+    )
+    found = hack_findings("kernel.py", src, ["kernel.py"])
+    assert any(f.flag == "interpreter_access" and "in kernel f" in f.detail for f in found), found

@@ -8,6 +8,11 @@ inputs itself, answer them in a call nobody times, and serve its timed calls fro
 of correct answers to inputs that look fresh. So each case's seed is a hash of the
 evaluation's (``aka.eval._plan.case_seed``) and each timed round's a keyed draw of the
 sealed core's (``draw_seed``): knowing one tells nothing of the next.
+
+The candidates here read the seed the cheap way, from a generator the draw left seeded in
+their process: the draws run there (``drawer=False``), as on a GPU. On the CPU the input
+drawer draws in a process of its own (:mod:`aka.eval._drawer`), and only the search over
+the values is left to a candidate.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ POOL_OFF = {"target_rel_ci": 0.05, "max_time_s": 0.3, "min_samples": 20}
 def test_no_call_s_seed_follows_from_the_seeds_before_it(tmp_path: Path, seeds: int) -> None:
     # one seed: a case's twin calls, then the timed rounds (the core's seeds); four: the
     # checked cases' seeds already (the plan's)
-    job, root = scale_job(tmp_path, PREDICTOR, seeds=seeds, timing=POOL_OFF)
+    job, root = scale_job(tmp_path, PREDICTOR, seeds=seeds, timing=POOL_OFF, drawer=False)
     (root / "task" / "reference.py").write_text(GLOBAL_SEED)
     v = run_job(job, root)
     assert v.correct and not v.flags, (v.flags, v.error)
@@ -77,7 +82,7 @@ def scale(x):
     assert torch.initial_seed() in SEEDS, torch.initial_seed()
     return x * 2 + 1
 """
-    job, root = scale_job(tmp_path, "", seeds=3, time=False)
+    job, root = scale_job(tmp_path, "", seeds=3, time=False, drawer=False)
     cases = {c.seed for c in make_plan(job.shapes, job.dtypes, seed=job.seed, seeds=3,
                                        time=False, timing={}).calls}  # fmt: skip
     (root / "cand" / "kernel.py").write_text(f"SEEDS = {sorted(cases)!r}\n" + seen)

@@ -156,7 +156,10 @@ def test_a_code_object_named_after_a_library_file_is_seen(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_candidate_code_run_outside_its_calls_is_seen(tmp_path: Path, hook: str) -> None:
-    job, root = scale_job(tmp_path, RIGHT + HOOKS[hook])
+    # one that runs only in a draw is judged with the draws in the candidate's process, as
+    # on a GPU (on the CPU the input drawer draws elsewhere: aka.eval._drawer)
+    in_draw = hook == "stand_in_for_one_draw"
+    job, root = scale_job(tmp_path, RIGHT + HOOKS[hook], drawer=not in_draw)
     v = run_job(job, root)
     assert not v.correct and "outside_call" in v.flags, (v.flags, v.error)
     seen = [e for e in v.evidence if e.startswith("outside_call")]
@@ -276,7 +279,8 @@ def scale(x):
 
 
 def test_a_handler_of_c_callables_never_runs_while_inputs_are_drawn(tmp_path: Path) -> None:
-    job, root = scale_job(tmp_path, SEEN_IN_DRAW)
+    # with the draws in the candidate's process, as on a GPU: the quiet draw is what holds
+    job, root = scale_job(tmp_path, SEEN_IN_DRAW, drawer=False)
     v = run_job(job, root)
     assert v.correct and not v.flags, (v.flags, v.error)
 
@@ -304,7 +308,7 @@ def scale(x):
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is Python 3.12's")
 def test_a_monitoring_callback_never_runs_while_inputs_are_drawn(tmp_path: Path) -> None:
-    job, root = scale_job(tmp_path, MONITOR_IN_DRAW)
+    job, root = scale_job(tmp_path, MONITOR_IN_DRAW, drawer=False)  # as on a GPU
     v = run_job(job, root)
     assert v.correct and not v.flags, (v.flags, v.error)
 

@@ -1519,6 +1519,8 @@ std::set<std::string> exec_files() {
 
 namespace drawer {
 
+constexpr uint32_t kStop = 0xFFFFFFFFu;  // a request's length that asks the drawer to leave
+
 bool read_all(int fd, void* p, size_t n) {
   char* c = static_cast<char*>(p);
   while (n) {
@@ -1584,7 +1586,7 @@ void serve(py::object make_inputs, int rfd, int wfd) {
     if (!read_all(rfd, &nonce, sizeof nonce)) return;  // the core is done
     int64_t seed = get<int64_t>(rfd);
     uint32_t len = get<uint32_t>(rfd);
-    if (len > (1u << 20)) return;
+    if (len > (1u << 20)) return;  // the core's stop request (kStop), or no request of its
     std::string text(len, '\0');
     if (!read_all(rfd, text.data(), len)) return;
     std::string out;
@@ -1688,14 +1690,25 @@ class Client {
     }
   }
 
-  // Closing the request pipe ends the drawer's loop; it is reaped here (signals to it are
-  // refused once ``confine_others`` holds, so it is never killed from here).
+  // A stop request ends the drawer's loop (closing the pipe would not, where a process
+  // the candidate forked holds a copy of it), and it is reaped here, waiting two seconds
+  // at most: signals to it are refused once ``confine_others`` holds, so it is never
+  // killed from here, and one that does not leave dies with this process (its parent-death
+  // signal).
   void stop() {
     if (!on()) return;
+    std::string req;
+    put<uint64_t>(req, 0);
+    put<int64_t>(req, 0);
+    put<uint32_t>(req, kStop);
+    write_all(req_, req.data(), req.size());
     ::close(req_);
     ::close(ans_);
-    int status;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    for (int i = 0; i < 2000; i++) {
+      int status;
+      pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_ || (r < 0 && errno != EINTR)) break;
+      ::usleep(1000);
     }
     pid_ = -1;
   }

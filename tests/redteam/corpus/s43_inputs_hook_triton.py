@@ -2,8 +2,10 @@
 # mypy: ignore-errors
 """The answer computed while the evaluator draws the inputs, with Triton kernels only.
 
-Task: triton2triton/llm/softmax (bundled). Expected: ``inputs_hook`` (a Triton kernel not
-of the task launched while inputs were drawn).
+Task: triton2triton/llm/softmax (bundled). Expected: ``library_patched`` (``torch.where``
+rebound); where the inputs are drawn in the candidate's process (a GPU), also
+``inputs_hook`` (a Triton kernel not of the task launched while inputs were drawn). On
+the CPU the input drawer draws them elsewhere, and the hook never sees a draw.
 
 The reference's ``make_inputs`` looks ``torch.where`` up in torch's module at every call;
 a hook put there does the select itself in Triton (no ATen operator runs in a candidate
