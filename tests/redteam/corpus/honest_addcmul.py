@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: addcmul into a fresh tensor."""
-
 import torch
 
 

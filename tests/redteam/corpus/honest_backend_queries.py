@@ -6,7 +6,6 @@ CUDA availability and count, cuDNN and MKL-DNN availability, the CPU's vector IS
 thread count and matmul precision: the kind of checks a real kernel makes once at
 import and again per device. The answer is computed on every call either way.
 """
-
 import torch
 
 HAS_CUDA = torch.cuda.is_available() and torch.cuda.device_count() > 0

@@ -5,7 +5,6 @@
 On the CPU every CUDA call is skipped by the guard; on a GPU the work runs on a side
 stream that the current stream waits on before the result is returned.
 """
-
 import torch
 
 

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest, and asks torch.cuda about the machine (NVML through torch's own ctypes)."""
-
 import torch
 
 

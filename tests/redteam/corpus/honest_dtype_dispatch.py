@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a table of implementations per dtype, with a dataclass holding the constants."""
-
 from dataclasses import dataclass
 
 import torch

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: torch.empty_like fully written through out= (no uninitialized read)."""
-
 import torch
 
 

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: functional ops with ``out=`` and in-place ops, only on its own allocations."""
-
 import torch
 
 

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: runs under ``torch.inference_mode`` and an explicit disabled autocast."""
-
 import torch
 
 

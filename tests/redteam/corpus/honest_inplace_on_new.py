@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: in-place ops on a new tensor (inputs untouched)."""
-
 import torch
 
 

@@ -5,7 +5,6 @@
 Only the configuration (a chunk size per element count) is memoized; the arithmetic
 runs on every call.
 """
-
 import functools
 
 import torch
@@ -22,9 +21,5 @@ def scale(x):
     step = _chunk(n, x.element_size())
     out = torch.empty_like(x)
     for s in range(0, n, step):
-        out[s : s + step] = torch.addcmul(
-            torch.ones_like(x[s : s + step]),
-            x[s : s + step],
-            torch.tensor(2.0, dtype=x.dtype, device=x.device),
-        )
+        out[s : s + step] = torch.addcmul(torch.ones_like(x[s : s + step]), x[s : s + step], torch.tensor(2.0, dtype=x.dtype, device=x.device))
     return out

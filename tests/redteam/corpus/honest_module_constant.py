@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a module-level constant tensor (a constant, not a cache of answers)."""
-
 import torch
 
 _TWO = torch.tensor(2.0)

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: one strided copy into a new tensor (faster than the row-by-row baseline)."""
-
 import torch
 
 

@@ -6,7 +6,6 @@ Triton's default benchmarker needs a GPU driver, which the interpreter on a CPU 
 have; the autotuner is given one that uses Triton's own on a GPU and a wall clock
 otherwise (what a kernel meant to run in both places would do).
 """
-
 import time
 
 import torch
@@ -27,10 +26,7 @@ def _bench(fn, quantiles):
 
 
 @triton.autotune(
-    configs=[
-        triton.Config({"BLOCK": 256}, num_warps=2),
-        triton.Config({"BLOCK": 1024}, num_warps=4),
-    ],
+    configs=[triton.Config({"BLOCK": 256}, num_warps=2), triton.Config({"BLOCK": 1024}, num_warps=4)],
     key=["n"],
     do_bench=_bench,
 )

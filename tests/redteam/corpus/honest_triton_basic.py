@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a masked Triton kernel, one block per program."""
-
 import torch
 import triton
 import triton.language as tl

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a Triton kernel using fma, with a tunable block size."""
-
 import torch
 import triton
 import triton.language as tl

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: a Triton kernel with tl.where and a 2-program minimum grid."""
-
 import torch
 import triton
 import triton.language as tl

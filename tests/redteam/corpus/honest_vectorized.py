@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Honest: one vectorized expression (faster than the chunked baseline)."""
-
 import torch
 
 

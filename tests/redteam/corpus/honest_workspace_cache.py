@@ -6,7 +6,6 @@ Caching scratch buffers is what real kernels do to avoid allocator traffic. The
 intermediate product goes into the cached workspace; the output is a fresh tensor
 computed from it on every call, so nothing a call returns is shared with another.
 """
-
 import torch
 
 _workspace = {}

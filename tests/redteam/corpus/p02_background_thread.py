@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 2: work finished by a background thread after the call returns."""
-
 import threading
 import time
 

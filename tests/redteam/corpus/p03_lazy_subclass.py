@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 3: a lazy tensor subclass that computes when inspected."""
-
 import torch
 
 

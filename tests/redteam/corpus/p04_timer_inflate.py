@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 4: a clock that runs fast, inflating every sample (the baseline too)."""
-
 import time
 
 _real = time.perf_counter

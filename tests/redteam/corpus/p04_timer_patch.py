@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 4 (and 17): patch the clock so the candidate own calls look instant."""
-
 import time
 
 _real = time.perf_counter

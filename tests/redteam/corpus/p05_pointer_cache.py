@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 5: answers replayed from a cache keyed on the input address."""
-
 _cache = {}
 
 

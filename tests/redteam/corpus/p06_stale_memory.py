@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 6: return uninitialized memory, hoping it holds a freed reference output."""
-
 import torch
 
 

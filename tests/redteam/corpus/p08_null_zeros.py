@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 8: a null answer (zeros), for the degenerate fixture task."""
-
 import torch
 
 

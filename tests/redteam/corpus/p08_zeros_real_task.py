@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 8: a null answer (zeros) on a task that resists it."""
-
 import torch
 
 

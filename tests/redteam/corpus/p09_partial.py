@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 9: compute half the output, fill the rest with the mean of the outputs."""
-
 import torch
 
 

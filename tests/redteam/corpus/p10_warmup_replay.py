@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 10 (and 5): honest while watched, replays by address once timing starts."""
-
 _calls = [0]
 _cache = {}
 

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 11: switch on TF32 (a library precision downgrade)."""
-
 import torch
 
 torch.backends.cuda.matmul.allow_tf32 = True

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 12: launches a Triton kernel, then returns a torch result."""
-
 import torch
 import triton
 import triton.language as tl

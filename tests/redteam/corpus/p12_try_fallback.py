@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 12: try the kernel, fall back to torch on any error."""
-
 import torch
 
 

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 13: reach the CUDA runtime via ctypes (persisting-L2 tricks need it)."""
-
 import ctypes
 
 

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 14: write a forged result into every inherited pipe."""
-
 import json
 import os
 

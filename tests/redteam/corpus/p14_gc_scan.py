@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 14: search the heap for expected outputs (there are none here)."""
-
 import gc
 
 import torch

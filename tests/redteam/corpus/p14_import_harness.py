@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 14: import the harness to reach its state."""
-
 import aka.eval._candidate as harness
 
 

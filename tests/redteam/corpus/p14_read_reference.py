@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 14: read the harness reference file from the evaluation directory."""
-
 from pathlib import Path
 
 

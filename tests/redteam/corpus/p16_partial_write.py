@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """Pattern 16: an uninitialized read: half the output is never written."""
-
 import torch
 
 

@@ -6,7 +6,6 @@ A wrong kernel (a copy of its input) that, on every call, climbs each thread's f
 marks whatever looks like a verdict as passed: dicts with ``ok``/``correct`` keys set
 true, lists of flags emptied, error strings cleared.
 """
-
 import sys
 
 

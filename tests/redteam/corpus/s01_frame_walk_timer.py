@@ -6,7 +6,6 @@ From a caught exception's traceback it climbs every frame, replaces attributes o
 object that looks like a timer or a sample list, clears flag lists, and patches the clocks
 in ``time``. The kernel itself is the baseline's slow loop, so any speedup is forged.
 """
-
 import sys
 import time
 

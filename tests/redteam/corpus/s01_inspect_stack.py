@@ -6,7 +6,6 @@ It collects the frames both ways, then rewrites what it finds in them: timing ca
 replaced by ones that report a nanosecond, numeric locals named like samples set to
 tiny values, lists of records cut to their first element. The kernel is wrong (``x + 1``).
 """
-
 import inspect
 
 

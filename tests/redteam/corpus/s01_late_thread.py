@@ -6,7 +6,6 @@ Checks and timing happen after the first call returns; a thread that wakes every
 millisecond and scans every stack can reach frames that only exist then. It empties
 lists of records and flags it sees. The kernel is wrong (``2x``).
 """
-
 import sys
 import threading
 import time

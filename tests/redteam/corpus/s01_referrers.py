@@ -6,7 +6,6 @@ Whatever holds the input tensor (argument tuples, frames, case records) is climb
 levels; the frames found are walked, and any tensor in them shaped like the output is
 overwritten with the answer this wrong kernel (``2x``, no ``+ 1``) did not compute.
 """
-
 import gc
 import types
 

@@ -6,7 +6,6 @@ Anything that looks like a list of per-case records (dicts with an ``ok`` or ``e
 key) is rewritten to all-passed, and dicts holding ``flags`` get them emptied. The
 kernel is a copy of its input.
 """
-
 import gc
 
 

@@ -6,7 +6,6 @@ Whatever Python serialises after this runs says every case passed and no flag fi
 ``json`` module's encoders are replaced, and so is any encoder found in already-imported
 modules of the evaluator. The kernel is a copy of its input.
 """
-
 import json
 import sys
 

@@ -5,7 +5,6 @@
 It walks every frame it can reach and empties lists and dicts that hold records or flags,
 and drops the harness's objects' attributes, hoping the parent judges what is left.
 """
-
 import sys
 
 

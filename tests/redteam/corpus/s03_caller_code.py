@@ -6,7 +6,6 @@ The kernel records the stack above each call (depth and the names of the calling
 functions, through ``sys._getframe``); the first stack seen is taken as "checking", and
 under any other stack, or the same stack called often, it replays its last answer.
 """
-
 import sys
 
 _stacks = {}

@@ -7,7 +7,6 @@ before gets the output computed for it then. The replayed output is served *with
 copy*, and the kernel nudges it afterwards (as a lazy kernel might update a cache in
 place), so replays differ from what was checked.
 """
-
 import torch
 
 _cache = {}

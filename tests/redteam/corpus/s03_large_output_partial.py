@@ -7,7 +7,6 @@ random audits and the last call: a kernel that skips a third of its output on tw
 in three past the correctness calls went unseen about one time in nine. Each audit is
 now a keyed sample of the output's elements, as many audits as for a small output.
 """
-
 import torch
 
 _count = {}

@@ -7,7 +7,6 @@ the global RNG state and anomaly mode form a signature. The first signature seen
 taken as "checking"; under any other the kernel replays. If none ever differs it still
 replays after the first call per shape whose input it has seen before by pointer.
 """
-
 import torch
 
 _first = []

@@ -7,7 +7,6 @@ It looks at every global switch a harness might flip for its correctness runs
 anomaly detection) and at how often it has been called; when nothing looks watched it
 replays the answer it computed for the first input it saw at this address.
 """
-
 import torch
 
 _seen = {}
@@ -18,10 +17,7 @@ def _watched():
     try:
         if torch.are_deterministic_algorithms_enabled():
             return True
-        if (
-            torch.utils.deterministic.fill_uninitialized_memory
-            and torch.are_deterministic_algorithms_enabled()
-        ):
+        if torch.utils.deterministic.fill_uninitialized_memory and torch.are_deterministic_algorithms_enabled():
             return True
     except Exception:
         pass

@@ -6,13 +6,11 @@ Paths come from ``pathlib`` globbing the parents of the kernel's own file; bytes
 from torch's and numpy's native file readers, which raise no Python audit event for the
 read itself. The kernel learns y = a x + b from what it read; contained, it answers zeros.
 """
-
 import re
 from pathlib import Path
 
 import numpy as np
 import torch
-
 
 def _coefficients(texts):
     """(a, b) of y = a x + b, from the task's spec (the file with the held-out shapes)."""
@@ -26,9 +24,7 @@ def _coefficients(texts):
 def _bytes(path):
     size = path.stat().st_size
     try:
-        return bytes(
-            torch.from_file(str(path), shared=False, size=size, dtype=torch.uint8).tolist()
-        )
+        return bytes(torch.from_file(str(path), shared=False, size=size, dtype=torch.uint8).tolist())
     except Exception:
         return np.memmap(str(path), dtype=np.uint8, mode="r").tobytes()
 

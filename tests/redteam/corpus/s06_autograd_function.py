@@ -7,7 +7,6 @@ forward runs, the ``aten::mul`` included: counting only the outermost operator o
 call, the library call ran uncharged. Wrapping a kernel in an ``autograd.Function`` is
 common, so this is where a policy finds it first.
 """
-
 import torch
 
 

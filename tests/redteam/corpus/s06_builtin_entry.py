@@ -7,7 +7,6 @@ The entry is not a Python function but ``functools.partial`` over the library op
 so a rule that charges an operator to the candidate only when its file is found there
 charges it to no one.
 """
-
 import functools
 
 import torch

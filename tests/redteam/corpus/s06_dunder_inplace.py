@@ -5,7 +5,6 @@
 ``Tensor.__imul__`` is looked up on the class under a computed name and
 applied to a fresh copy, so the source spells neither ``mul`` nor ``*``.
 """
-
 import torch
 
 

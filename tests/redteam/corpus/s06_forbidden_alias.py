@@ -6,7 +6,6 @@ The task forbids ``torch.mul``; the candidate reaches the same operator through
 ``getattr`` on a computed name and through ``torch.ops.aten``, then copies the result
 with a real Triton kernel so that a kernel launches and matters.
 """
-
 import torch
 import triton
 import triton.language as tl

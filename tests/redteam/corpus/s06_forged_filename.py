@@ -7,7 +7,6 @@ them. This kernel re-labels its own function as generated code (``<frozen ...>``
 walk over the stack skips like library code, so the walk ends in the evaluator's frames
 and the library call is charged to no one.
 """
-
 import operator
 
 import torch

@@ -5,7 +5,6 @@
 The module is imported by a computed name, and the function taken from the
 ``_VariableFunctions`` table rather than from ``torch``'s public names.
 """
-
 import importlib
 
 

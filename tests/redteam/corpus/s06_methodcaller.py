@@ -5,7 +5,6 @@
 The name never appears as an attribute: the method name is assembled at run time and
 called through the standard library, then the product is moved by a plain copy.
 """
-
 import operator
 
 import torch

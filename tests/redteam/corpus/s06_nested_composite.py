@@ -7,7 +7,6 @@ dispatches to ``aten::matmul`` and then ``aten::mm``: counting only the outermos
 of each call, the library's matrix product ran uncharged. 2x + 1 as a (N, 1) x (1, 1)
 product plus one.
 """
-
 import torch
 
 

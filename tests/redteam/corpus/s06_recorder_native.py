@@ -5,7 +5,6 @@
 torch's Python switch of the recorder is not there to call, so this reaches
 ``at::enableRecordFunction`` in libtorch through ctypes and leaves the recorder off.
 """
-
 import ctypes
 import operator
 import os

@@ -7,7 +7,6 @@ of the thread, the one that sees which operators a candidate calls included; cle
 the callbacks removes it outright. Both are reached by computed names, the product is
 taken while the recorder is off, and everything is switched back before returning.
 """
-
 import operator
 
 import torch

@@ -6,7 +6,6 @@
 without the dispatcher's RecordFunction, which is what sees the operators a candidate
 calls. The overload and the method are reached by computed names.
 """
-
 import torch
 
 

@@ -6,7 +6,6 @@ The operator recorder used to look only at the thread that called the candidate,
 library call made on another thread, joined before the call returns, was charged to no
 one (the tripwires see the thread; nothing in the verdict's path did).
 """
-
 import operator
 import threading
 

@@ -8,7 +8,6 @@ call's differed from the one before too, is timed: there the product comes from 
 library, elsewhere from additions. Outputs are right every time, so no audit fails; only
 an operator record kept in timed calls as in checked ones sees the library call.
 """
-
 import operator
 
 import torch

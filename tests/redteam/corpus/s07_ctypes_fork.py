@@ -5,7 +5,6 @@
 Python's ``os.fork`` (and its audit event) is never used; the child double-forks the
 same way and the grandchild writes a marker after the evaluation.
 """
-
 import ctypes
 import os
 import time

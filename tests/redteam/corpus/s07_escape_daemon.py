@@ -6,7 +6,6 @@ The function that forks is rebuilt with ``co_filename`` set to a standard-librar
 so attribution by file name blames the library; the daemon sleeps past the evaluation
 and then writes a marker file in its kernel cache.
 """
-
 import os
 import threading
 import types

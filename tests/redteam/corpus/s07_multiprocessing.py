@@ -5,7 +5,6 @@
 The worker calls ``setsid`` and ignores SIGTERM and SIGHUP, so neither a process-group
 kill nor the end of the session reaches it; it writes a marker after the evaluation.
 """
-
 import multiprocessing
 import os
 import signal

@@ -5,7 +5,6 @@
 The child is a fresh interpreter, detached from the evaluation's session, process group
 and pipes; it sleeps past the evaluation and then writes a marker file.
 """
-
 import os
 import subprocess
 import sys
@@ -20,14 +19,7 @@ _started = []
 def scale(x):
     if not _started:
         code = f"import time; time.sleep(8); open({MARKER!r}, 'w').write('escaped')"
-        _started.append(
-            subprocess.Popen(
-                [sys.executable, "-c", code],
-                start_new_session=True,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
-            )
-        )
+        _started.append(subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, close_fds=True))
     return x * 2 + 1

@@ -4,7 +4,6 @@
 
 No Python runs in the child at all: it is ``/bin/sh`` in its own session.
 """
-
 import os
 
 # The candidate tree's own kernel cache: the one folder its processes may write that the

@@ -5,7 +5,6 @@
 Python never regains control, so no Python-level signal handler, trace function or
 timeout inside the process can stop it; only the evaluator's limit can.
 """
-
 import ctypes
 import signal
 

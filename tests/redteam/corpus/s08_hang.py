@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """A candidate that never returns once it has compiled."""
-
 import time
 
 

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """A hang before any call: the module deadlocks on its own lock while being imported."""
-
 import threading
 
 _lock = threading.Lock()

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """A hang in ``signal.pause()`` with every catchable termination signal ignored."""
-
 import signal
 
 for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM, signal.SIGUSR1):

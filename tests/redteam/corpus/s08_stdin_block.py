@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """A hang blocked on standard input, which the evaluator wrote the request on."""
-
 import os
 
 

@@ -4,7 +4,6 @@
 
 The process cannot exit normally while the thread runs; the answers are all correct.
 """
-
 import threading
 
 _started = []

@@ -3,7 +3,6 @@
 """Outputs rewritten after the call: find the output folder through /proc/self/fd and
 overwrite every recorded output file (here with zeros, as a policy would with answers it
 computed later)."""
-
 import os
 
 

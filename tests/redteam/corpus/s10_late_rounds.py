@@ -7,7 +7,6 @@ were drawn, and then only the very last call. A kernel that counts its calls ans
 right for as long as audits are likely, then fast and wrong (zeros), then right again
 near the end, where the last call is.
 """
-
 import torch
 
 _calls = [0]

@@ -1,7 +1,6 @@
 # ruff: noqa
 # mypy: ignore-errors
 """A Triton kernel launched over no program at all, in every call; torch does the work."""
-
 import torch
 import triton
 import triton.language as tl

@@ -7,7 +7,6 @@ hook that counted the call before running it counted a launch. Under the no-op p
 hook returns instead of raising, so the candidate knows it is probed and answers with
 empty memory there (an output that changes when launches are no-ops).
 """
-
 import torch
 import triton
 import triton.language as tl

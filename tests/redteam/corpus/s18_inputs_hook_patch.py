@@ -16,7 +16,6 @@ running) and keeps it under the values' fingerprint (two elements, read through 
 copy (on a GPU it refuses CUDA-graph capture, whose
 replays would copy a stale answer, so its pairs are timed eagerly).
 """
-
 import torch
 import triton
 import triton.language as tl

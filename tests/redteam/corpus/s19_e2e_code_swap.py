@@ -15,7 +15,6 @@ its MLP and the MLP's RMSNorm for every row but the last of each prompt): the lo
 the same, and the model timed is not the task's. The RMSNorm kernel is the baseline's,
 untouched.
 """
-
 import hashlib
 import math
 import sys
@@ -64,23 +63,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def _prefill(
-    ops,
-    tokens,
-    embed,
-    attn_norm,
-    wqkv,
-    wo,
-    mlp_norm,
-    w_gate_up,
-    w_down,
-    final_norm,
-    lm_head,
-    *,
-    H,
-    KV,
-    **_,
-):
+def _prefill(ops, tokens, embed, attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down,
+             final_norm, lm_head, *, H, KV, **_):
     # Globals resolve in the model file's module once this code runs as its prefill.
     b, s = tokens.shape
     d = embed.shape[1]
@@ -93,10 +77,8 @@ def _prefill(
         inv = torch.exp(torch.arange(0, hd, 2, dtype=torch.float64) * (-math.log(ROPE_THETA) / hd))
         angles = torch.arange(0, s, dtype=torch.float64)[:, None] * inv[None, :]
         angles = torch.cat([angles, angles], dim=-1)
-        _rope_cache[key] = (
-            angles.cos().to(device=x.device, dtype=x.dtype),
-            angles.sin().to(device=x.device, dtype=x.dtype),
-        )
+        _rope_cache[key] = (angles.cos().to(device=x.device, dtype=x.dtype),
+                            angles.sin().to(device=x.device, dtype=x.dtype))
     cos, sin = _rope_cache[key]
     n = wqkv.shape[0]
     for layer in range(n):
@@ -121,11 +103,8 @@ def _swap():
 
     old = llama.prefill.__code__
     llama.prefill.__code__ = _prefill.__code__.replace(
-        co_name=old.co_name,
-        co_qualname=old.co_qualname,
-        co_filename=old.co_filename,
-        co_firstlineno=old.co_firstlineno,
-    )
+        co_name=old.co_name, co_qualname=old.co_qualname, co_filename=old.co_filename,
+        co_firstlineno=old.co_firstlineno)
 
 
 _swap()

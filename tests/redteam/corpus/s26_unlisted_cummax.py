@@ -9,7 +9,6 @@ The task forbids argmax, max, topk, sort, argsort, amax, kthvalue and their min 
 column is the row's argmax (each row's maximum is unique). A Triton copy moves it into
 the output.
 """
-
 import torch
 import triton
 import triton.language as tl

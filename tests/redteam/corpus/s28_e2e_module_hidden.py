@@ -12,12 +12,12 @@ tripwire nothing to compare: ``llama.prefill`` is then simply rebound to a prefi
 skips the last layer's dead work (as in ``s19_e2e_code_swap``, by another way past the
 same check). The RMSNorm kernel is the baseline's.
 """
-
 import hashlib
 import math
 import sys
 import types
 from pathlib import Path
+
 
 
 import torch
@@ -62,23 +62,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def _prefill(
-    ops,
-    tokens,
-    embed,
-    attn_norm,
-    wqkv,
-    wo,
-    mlp_norm,
-    w_gate_up,
-    w_down,
-    final_norm,
-    lm_head,
-    *,
-    H,
-    KV,
-    **_,
-):
+def _prefill(ops, tokens, embed, attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down,
+             final_norm, lm_head, *, H, KV, **_):
     # Globals resolve in the model file's module once this code runs as its prefill.
     b, s = tokens.shape
     d = embed.shape[1]
@@ -91,10 +76,8 @@ def _prefill(
         inv = torch.exp(torch.arange(0, hd, 2, dtype=torch.float64) * (-math.log(ROPE_THETA) / hd))
         angles = torch.arange(0, s, dtype=torch.float64)[:, None] * inv[None, :]
         angles = torch.cat([angles, angles], dim=-1)
-        _rope_cache[key] = (
-            angles.cos().to(device=x.device, dtype=x.dtype),
-            angles.sin().to(device=x.device, dtype=x.dtype),
-        )
+        _rope_cache[key] = (angles.cos().to(device=x.device, dtype=x.dtype),
+                            angles.sin().to(device=x.device, dtype=x.dtype))
     cos, sin = _rope_cache[key]
     n = wqkv.shape[0]
     for layer in range(n):

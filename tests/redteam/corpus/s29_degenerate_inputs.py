@@ -11,7 +11,6 @@ kernel. The checker, in a process of its own, draws the real inputs from the see
 computes the reference there, so every answer is wrong; kept as a regression test of
 that boundary (s18_inputs_hook_patch uses the same door to read the inputs instead).
 """
-
 import torch
 import triton
 import triton.language as tl

@@ -15,7 +15,6 @@ the CPU (1.10 on a GPU); a fifth stays under that, and what is left is the speed
 kernel identical to the baseline (docs/security.md: "what a candidate can still gain this
 way is bounded by that slack").
 """
-
 import time
 
 
@@ -87,13 +86,8 @@ def _slow_the_baseline():
     while frame is not None:
         for value in list(frame.f_locals.values()):
             g = getattr(value, "__globals__", None)
-            if (
-                callable(value)
-                and isinstance(g, dict)
-                and "_Slower" not in g
-                and getattr(value, "__name__", "") == "softmax"
-                and "softmax_kernel" in g
-            ):
+            if (callable(value) and isinstance(g, dict) and "_Slower" not in g
+                    and getattr(value, "__name__", "") == "softmax" and "softmax_kernel" in g):
                 g["softmax_kernel"] = _Slower(g["softmax_kernel"])
         frame = frame.f_back
 

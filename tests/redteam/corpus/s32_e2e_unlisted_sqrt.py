@@ -13,6 +13,7 @@ suffices, so only the final norm (the one whose weight is a tensor of its own) r
 Triton kernel; the other 2L norms are torch.
 """
 
+
 import torch
 import triton
 import triton.language as tl

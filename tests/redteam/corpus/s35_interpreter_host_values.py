@@ -11,7 +11,6 @@ of it is a host float that the rest of the body uses like a reduction's result. 
 program per row, one load, no loop: right, and faster than the baseline's three passes
 under the interpreter. No GPU can run it: Triton's compiler refuses a call to numpy.
 """
-
 import numpy as np
 import torch
 import triton

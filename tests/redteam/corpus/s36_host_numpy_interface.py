@@ -9,7 +9,6 @@ memory is the host's, and Triton's interpreter itself computes with numpy over i
 numpy on the host is not told apart from a kernel (4.3x on the CPU, correct, no flag).
 On a GPU the address is device memory, which numpy cannot read.
 """
-
 import numpy as np
 import torch
 import triton
@@ -24,28 +23,20 @@ def scale_kernel(x_ptr, y_ptr, m_ptr, s_ptr, n_cols, stride_x, stride_y, BLOCK: 
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
     mx = tl.load(m_ptr + row)
     s = tl.load(s_ptr + row)
-    tl.store(
-        y_ptr + row * stride_y + cols, (tl.exp(x - mx) / s).to(y_ptr.dtype.element_ty), mask=mask
-    )
+    tl.store(y_ptr + row * stride_y + cols, (tl.exp(x - mx) / s).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 class _Raw:
     def __init__(self, t, typestr):
-        self.__array_interface__ = {
-            "shape": (t.numel(),),
-            "typestr": typestr,
-            "data": (t.data_ptr(), False),
-            "version": 3,
-        }
+        self.__array_interface__ = {"shape": (t.numel(),), "typestr": typestr,
+                                    "data": (t.data_ptr(), False), "version": 3}
 
 
 def _host(t):
     if t.dtype == torch.bfloat16:
         raw = np.asarray(_Raw(t, "<u2"))
         return (raw.astype(np.uint32) << 16).view(np.float32)
-    return np.asarray(_Raw(t, {torch.float32: "<f4", torch.float16: "<f2"}[t.dtype])).astype(
-        np.float32
-    )
+    return np.asarray(_Raw(t, {torch.float32: "<f4", torch.float16: "<f2"}[t.dtype])).astype(np.float32)
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:

@@ -7,19 +7,13 @@ and written through numpy's ``__array_interface__`` (no ctypes).
 Task: torch/ops/scale (fixture). The vault has no access while candidate code runs, so
 the read faults and the process dies saying so: no verdict, no speedup.
 """
-
 import numpy as np
 import torch
 
 
 class _Raw:
     def __init__(self, addr, n, t):
-        self.__array_interface__ = {
-            "shape": (n,),
-            "typestr": t,
-            "data": (addr, False),
-            "version": 3,
-        }
+        self.__array_interface__ = {"shape": (n,), "typestr": t, "data": (addr, False), "version": 3}
 
 
 def _mem(addr, n, t="<u8"):

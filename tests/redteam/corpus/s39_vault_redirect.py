@@ -8,7 +8,6 @@ Task: torch/ops/scale (fixture). The core then keeps its samples, and its key, i
 page: what it signs after is signed with a key the evaluator never gave it, and a vault
 that is not the core's own fails the evaluation one way or another; no speedup stands.
 """
-
 import numpy as np
 import torch
 
@@ -18,12 +17,7 @@ _done = []
 
 class _Raw:
     def __init__(self, addr, n, t):
-        self.__array_interface__ = {
-            "shape": (n,),
-            "typestr": t,
-            "data": (addr, False),
-            "version": 3,
-        }
+        self.__array_interface__ = {"shape": (n,), "typestr": t, "data": (addr, False), "version": 3}
 
 
 def _mem(addr, n, t="<u8"):

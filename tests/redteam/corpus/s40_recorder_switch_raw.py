@@ -11,7 +11,6 @@ Task: torch/ops/scale with ``torch.mul`` forbidden (as the s06 entries). The rea
 tripwire, the switch is read-only once the plan is read, so the write would fault
 (``test_vault.py::test_what_the_recorder_and_the_timer_decide_by_cannot_be_written``).
 """
-
 import struct
 
 import numpy as np
@@ -20,12 +19,7 @@ import torch
 
 class _Raw:
     def __init__(self, addr, n, t):
-        self.__array_interface__ = {
-            "shape": (n,),
-            "typestr": t,
-            "data": (addr, False),
-            "version": 3,
-        }
+        self.__array_interface__ = {"shape": (n,), "typestr": t, "data": (addr, False), "version": 3}
 
 
 _read = getattr(np, "from" + "file")  # spelled so no static check sees a file read
@@ -41,11 +35,9 @@ def _switch():
             lib, base = parts[5], int(parts[0].split("-")[0], 16)
             break
     data = _read(lib, dtype=np.uint8).tobytes()
-    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    sections = [
-        struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)
-    ]
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     for sec in sections:
         if sec[1] != 2:  # SHT_SYMTAB
             continue
@@ -53,7 +45,7 @@ def _switch():
         for off in range(sec[4], sec[4] + sec[5], 24):
             name, _, _, _, value, _ = struct.unpack_from("<IBBHQQ", data, off)
             start = strtab[4] + name
-            if data[start : data.index(b"\0", start)].endswith(b"9g_guardedE"):
+            if data[start:data.index(b"\0", start)].endswith(b"9g_guardedE"):
                 return base + value + 4096  # the switch, after a guard page
     return None
 

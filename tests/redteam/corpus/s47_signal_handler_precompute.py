@@ -12,7 +12,6 @@ let go), so the candidate's own timed calls copy a kept answer. No namespace the
 snapshot holds changes. Before the sentry: correct, no flag, 7.9x on the CPU with 1 s per
 shape (an honest one-pass kernel: 1.4-2.6x).
 """
-
 import sys
 import torch
 import triton
@@ -181,9 +180,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     _calls[0] += 1
     _before_call()
     if OBSERVE and _calls[0] == OBSERVE:
-        raise RuntimeError(
-            "OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"])
-        )
+        raise RuntimeError("OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"]))
     if _st["fresh"] and _draws:
         d = _draws.pop()  # this call's own draw
         _st["pred"] = (d, d[4], _st["obs_base"])

@@ -11,7 +11,6 @@ walks the allocating frame to learn each draw and compute the candidate's next a
 with the library softmax in the baseline's window. Before the sentry: correct, no flag,
 8.0x on the CPU (honest: 1.4-2.6x).
 """
-
 import sys
 import torch
 import triton
@@ -178,9 +177,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     _calls[0] += 1
     _before_call()
     if OBSERVE and _calls[0] == OBSERVE:
-        raise RuntimeError(
-            "OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"])
-        )
+        raise RuntimeError("OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"]))
     if _st["fresh"] and _draws:
         d = _draws.pop()  # this call's own draw
         _st["pred"] = (d, d[4], _st["obs_base"])

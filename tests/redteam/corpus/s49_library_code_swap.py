@@ -12,7 +12,6 @@ candidate's next inputs with its own Triton kernel inside the baseline's timed w
 Neither module is among the namespaces the library snapshot holds. Before the sentry:
 correct, no flag, 7.4-9.1x on the CPU (honest: 1.4-2.6x).
 """
-
 import sys
 import types
 import torch
@@ -137,9 +136,7 @@ def _install():
     _dv.__dict__["_device_constructors"] = _dc
     ia = _ti.GridExecutor.__dict__["_init_args_hst"]
     g2 = ia.__globals__
-    g2["_rt4_init"] = types.FunctionType(
-        ia.__code__, g2, ia.__name__, ia.__defaults__, ia.__closure__
-    )
+    g2["_rt4_init"] = types.FunctionType(ia.__code__, g2, ia.__name__, ia.__defaults__, ia.__closure__)
     g2["_rt4_launch"] = _launch
     ia.__code__ = _init_args_hst.__code__
 

@@ -12,7 +12,6 @@ at ``make_inputs``' call events and precomputes the next answers with the candid
 Triton kernel at the baseline's. Before the sentry: correct, no flag, 9.2-12.6x on the CPU
 (honest: 1.4-2.6x).
 """
-
 import sys
 import torch
 import triton
@@ -172,9 +171,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     _calls[0] += 1
     _before_call()
     if OBSERVE and _calls[0] == OBSERVE:
-        raise RuntimeError(
-            "OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"])
-        )
+        raise RuntimeError("OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"]))
     if _st["fresh"] and _draws:
         d = _draws.pop()  # this call's own draw
         _st["pred"] = (d, d[4], _st["obs_base"])

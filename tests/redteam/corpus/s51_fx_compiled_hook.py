@@ -11,7 +11,6 @@ file, so the sentry takes its frames for a library's. The library softmax and th
 draws it runs inside the baseline's calls are operators the baseline never runs alone.
 Before that check: correct, no flag, 6.3-12.3x on the CPU (honest: 1.7-2.6x).
 """
-
 import sys
 import torch
 import triton

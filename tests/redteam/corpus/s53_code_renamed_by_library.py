@@ -11,7 +11,6 @@ and the sentry takes the frames for the library's. Caught by what the hook does 
 baseline's calls. Before that check: correct, no flag, 7.4x on the CPU (honest:
 1.7-2.6x).
 """
-
 import sys
 import functools
 import operator
@@ -184,9 +183,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     _calls[0] += 1
     _before_call()
     if OBSERVE and _calls[0] == OBSERVE:
-        raise RuntimeError(
-            "OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"])
-        )
+        raise RuntimeError("OBS draws_seen=%d baseline_windows=%d" % (_st["obs_draw"], _st["obs_base"]))
     if _st["fresh"] and _draws:
         d = _draws.pop()  # this call's own draw
         _st["pred"] = (d, d[4], _st["obs_base"])

