@@ -4,16 +4,23 @@ The sealed core draws each call's inputs with the task's ``make_inputs``, which 
 In the candidate's process everything it reaches (library functions, the objects and
 data they consult, the interpreter's hooks) is the candidate's to rebind, and red-team
 rounds computed the answer there, outside every timed window, by ways no tripwire named
-(docs/security.md, "What is not a boundary"). So on the CPU the evaluation process forks
+(docs/security.md, "What is not a boundary"). So, switched on, a CPU evaluation process forks
 a drawer right after loading the reference, before the baseline and the candidate exist in
 it: the core sends it a request per draw over one pipe and reads the tensors from its
 answer on another, in C++ (``drawer::Client`` in ``_seal/seal.cpp``), and nothing of the
 drawer is reachable from the candidate's process (see that comment for how).
 
-On a GPU the draws stay in the candidate's process for now: a drawer there needs a CUDA
-context of its own and the inputs moved between two (CUDA IPC), whose cost per timed call
-``tools/bench_drawer.py`` measures; the tripwires of the draw (quiet draws, the recorder,
-the library snapshot) keep watching there.
+Off by default (``AKA_EVAL_DRAWER=1`` turns it on, :mod:`aka.eval._switches`): timing
+is not yet indifferent to it. Only the candidate's calls get freshly drawn inputs (the
+baseline keeps its first set), so only they follow a round trip to the drawer, and on the
+2-core CPU an A/A of the fixture ``torch/ops/affine`` (4 µs calls) came out at 0.46-0.59
+with it against 0.97-0.98 without. Waiting for the answer busily and a round trip with
+nothing drawn before every other timed call (the baseline's, a pooled set's) narrowed it,
+not into the noise band (``tools/drawer_aa.py``). Until then the draws stay in the candidate's
+process, watched by the tripwires of the draw (quiet draws, the recorder, the library
+snapshot), as they are on a GPU, where a drawer would also need a CUDA context of its own
+and the inputs moved between two (CUDA IPC), whose cost per timed call
+``tools/bench_drawer.py`` measures.
 """
 
 from __future__ import annotations
@@ -29,9 +36,9 @@ Spec = tuple[int, int, int]
 
 
 def wanted(device: str, on: bool) -> bool:
-    """Whether an evaluation on ``device`` draws its inputs in a drawer: on the CPU, unless
-    the evaluator's switch (``AKA_EVAL_DRAWER=0``, :mod:`aka.eval._switches`) is off, to
-    compare; the evaluator tells the candidate process in its request."""
+    """Whether an evaluation on ``device`` draws its inputs in a drawer: on the CPU, where
+    the evaluator's switch is on (``AKA_EVAL_DRAWER=1``, :mod:`aka.eval._switches`); the
+    evaluator tells the candidate process in its request."""
     return on and device == "cpu"
 
 
