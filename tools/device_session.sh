@@ -83,6 +83,10 @@
 #   bash tools/device_session.sh sa [N]
 #                                    part st in one ten-minute call, honest controls first,
 #                                    then the drawer's costs (part dr) with what time is left
+#   bash tools/device_session.sh tc [N]
+#                                    the core's build, then N (default 40) distinct new
+#                                    candidates at 8 in flight after a warm-up, twice (how often
+#                                    an honest one's channel reads as tampered, and its bytes)
 #   bash tools/device_session.sh g   the engine's GPU tests, eval throughput (3 tasks x 6),
 #                                    warm evaluations without the timing gate, the
 #                                    red-team corpus through warm workers, profiles
@@ -274,6 +278,14 @@ vz)
   [ "$LEFT" -gt 90 ] && step noise "$LEFT" python3 tools/command_noise.py "$@" --settings plain,layout \
     --seconds $((LEFT - 50)) --out $R/noise.json
   python3 tools/command_noise.py --summary $R/noise.json > $R/noise_summary.txt 2>&1
+  ;;
+tc)
+  sealbuild
+  for k in 1 2; do
+    step "distinct_$k" 150 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-40}" \
+      --in-flight 8 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+      --output $R/distinct_$k.json
+  done
   ;;
 sa)
   sealbuild

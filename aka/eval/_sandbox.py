@@ -89,7 +89,11 @@ def read_frames(data: bytes, key: bytes) -> tuple[list[tuple[int, Any]], str | N
         if len(payload) != n or not hmac.compare_digest(
             mac, hmac.new(key, payload, hashlib.sha256).digest()
         ):
-            return frames, f"unsigned or corrupt frame at offset {pos}"
+            # what the bytes were, for telling a forgery from the harness's own mix-up
+            return frames, (
+                f"unsigned or corrupt frame at offset {pos} (declares {n} bytes, "
+                f"{len(data) - start} follow; begins {bytes(data[pos : pos + 16]).hex()})"
+            )
         pos = start + n
         frames.append((pos, json.loads(payload)))
     return frames, None
