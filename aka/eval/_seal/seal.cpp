@@ -1558,6 +1558,15 @@ T get(int fd) {
   return v;
 }
 
+// A request's fixed part: nonce, seed, and the length of the text after it (or kStop, kPing).
+std::string request(uint64_t nonce, int64_t seed, uint32_t len) {
+  std::string req;
+  put<uint64_t>(req, nonce);
+  put<int64_t>(req, seed);
+  put<uint32_t>(req, len);
+  return req;
+}
+
 // A tensor as the wire carries it: dense tensors keep their strides (a transposed input
 // stays transposed), others arrive contiguous, as a clone would make them.
 void put_tensor(std::string& s, at::Tensor t) {
@@ -1692,10 +1701,7 @@ class Client {
   // the drawer, so none is timed from a colder start than another.
   void ping(uint64_t nonce) {
     if (!on()) return;
-    std::string req;
-    put<uint64_t>(req, nonce);
-    put<int64_t>(req, 0);
-    put<uint32_t>(req, kPing);
+    std::string req = request(nonce, 0, kPing);
     if (!same(req_, req_id_) || !same(ans_, ans_id_) || !write_all(req_, req.data(), req.size()))
       return;  // the next draw says what went wrong
     spin_until_readable();
@@ -1722,10 +1728,7 @@ class Client {
   // signal).
   void stop() {
     if (!on()) return;
-    std::string req;
-    put<uint64_t>(req, 0);
-    put<int64_t>(req, 0);
-    put<uint32_t>(req, kStop);
+    std::string req = request(0, 0, kStop);
     write_all(req_, req.data(), req.size());
     ::close(req_);
     ::close(ans_);
@@ -1752,11 +1755,7 @@ class Client {
     std::string text = dtype + "\n" + device;
     for (auto item : shape)
       text += "\n" + std::string(py::str(item.first)) + "=" + std::string(py::str(item.second));
-    std::string req;
-    put<uint64_t>(req, nonce);
-    put<int64_t>(req, seed);
-    put<uint32_t>(req, uint32_t(text.size()));
-    req += text;
+    std::string req = request(nonce, seed, uint32_t(text.size())) + text;
     if (!write_all(req_, req.data(), req.size()))
       throw std::runtime_error("the input drawer stopped answering");
     spin_until_readable();
