@@ -48,7 +48,7 @@ def start(core: ModuleType, make_inputs: Callable[..., Any]) -> Spec:
     req_r, req_w = os.pipe()
     ans_r, ans_w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the drawer: serve until the core closes its end, then go
+    if pid == 0:  # the drawer: serve until the core's stop request (or its end), then go
         code = 0
         try:
             os.close(req_w)

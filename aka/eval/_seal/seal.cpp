@@ -2265,14 +2265,16 @@ class Seal {
   //
   // With a drawer, none of that runs here: the drawer draws, and the tensors are read from
   // its answer (``drawer::Client``), the nonce a keyed draw of this core's own.
+  // Each request's nonce: a keyed draw of this core's own, never repeated.
+  uint64_t drawer_nonce() { return prf("drawer:" + std::to_string(draws_++)); }
+
   void ping_drawer() {
-    if (drawer_.on()) drawer_.ping(prf("drawer:" + std::to_string(draws_++)));
+    if (drawer_.on()) drawer_.ping(drawer_nonce());
   }
 
   py::tuple generate(int shape, int dtype, int64_t seed) {
     if (drawer_.on())
-      return drawer_.draw(prf("drawer:" + std::to_string(draws_++)), shapes_[shape],
-                          dtype_names_[dtype], device_, seed);
+      return drawer_.draw(drawer_nonce(), shapes_[shape], dtype_names_[dtype], device_, seed);
     NoUserModes clean;
     QuietDraw quiet(signals_);
     Recording on(1, kWatchInputs);
