@@ -3,8 +3,10 @@
 Each setting evaluates a task's own starting source against itself ``--runs`` times
 through :class:`aka.api.Evaluator`, in a process of its own (the switch is read once, from
 ``AKA_EVAL_DRAWER``, when the evaluator starts), at the fast timing the arena's tests use.
-An A/A should come out at 1; what the drawer's round trip does to the candidate's timed
-calls shows as the distance from it. Usage::
+An A/A should come out at 1; what the drawer's round trip does to the timed calls shows
+as the distance from it. The evaluator reports a speedup inside its noise band as 1, so
+each run's per-shape ratios (baseline median / candidate median, from its feedback) are
+kept too. Usage::
 
     python tools/drawer_aa.py --tasks-root tests/fixtures/tasks --task torch/ops/affine --runs 4
 """
@@ -20,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 ONE = """
-import json, sys, yaml
+import json, re, sys, yaml
 from pathlib import Path
 from aka.api import Evaluator
 from aka.config import TimingSettings
@@ -32,7 +34,9 @@ timing = TimingSettings(max_time_s=0.2, min_samples=5)
 ev = Evaluator(ledger, tasks_root=root, device="cpu", timing=timing)
 for _ in range(runs):
     r = ev.evaluate(task, files)
-    print(json.dumps({"speedup": r.speedup, "flags": r.hack_flags, "error": r.error}))
+    shapes = [float(x) for x in re.findall(r": ([0-9.]+)x \\(baseline", r.feedback or "")]
+    print(json.dumps({"speedup": r.speedup, "shapes": shapes, "flags": r.hack_flags,
+                      "error": r.error}))
 ev.close()
 """
 
@@ -55,7 +59,11 @@ def main() -> None:
             )  # fmt: skip
             rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
             results["drawer on" if setting == "1" else "drawer off"] = rows
-            speedups = ", ".join(f"{r['speedup']:.3f}" for r in rows if r["speedup"] is not None)
+            speedups = ", ".join(
+                f"{r['speedup']:.3f} ({'/'.join(f'{x:.3f}' for x in r['shapes'])})"
+                for r in rows
+                if r["speedup"] is not None
+            )
             print(f"{'on ' if setting == '1' else 'off'}: {speedups}")
     if args.out:
         args.out.write_text(json.dumps({"task": args.task, "results": results}, indent=2))

@@ -14,8 +14,8 @@ them).
 ``AKA_EVAL_ISOLATE_NETWORK`` ``0``: candidates keep the network
 ``AKA_EVAL_CONTAIN``       ``0``: no private mount namespace for the candidate
 ``AKA_EVAL_PIDNS``         ``0``: no PID namespace for CPU evaluations (the reaper stays)
-``AKA_EVAL_DRAWER``        ``1``: CPU evaluations draw inputs in a process apart
-                           (:mod:`aka.eval._drawer`); off by default, see there
+``AKA_EVAL_DRAWER``        ``0``: CPU evaluations draw inputs in their own process, not
+                           in a process apart (:mod:`aka.eval._drawer`)
 ``AKA_EVAL_PROFILE``       a folder: every evaluation process is profiled into it
 ``AKA_EVAL_HOST_GATE``     a folder: evaluators in other processes that are given the
                            same folder time one at a time (:mod:`aka.eval._hostgate`)
@@ -39,7 +39,6 @@ ENV = {
     "pid_namespace": "AKA_EVAL_PIDNS",
     "drawer": "AKA_EVAL_DRAWER",
 }
-OFF_BY_DEFAULT = frozenset({"drawer"})
 PROFILE_ENV = "AKA_EVAL_PROFILE"
 HOST_GATE_ENV = "AKA_EVAL_HOST_GATE"
 
@@ -53,7 +52,7 @@ class Switches:
     isolate_network: bool = True
     contain: bool = True
     pid_namespace: bool = True
-    drawer: bool = False
+    drawer: bool = True
     profile_dir: Path | None = None
     host_gate: Path | None = None
 
@@ -61,7 +60,7 @@ class Switches:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Switches:
         """The defaults, with each switch the environment sets to ``0``/``1`` applied.
 
-        Anything but ``0``, ``1`` (or unset: on, but for :data:`OFF_BY_DEFAULT`) is an
+        Anything but ``0``, ``1`` (or unset: on) is an
         error naming the variable, rather than a silent default: a typo must not turn an
         isolation off or on unnoticed.
         """
@@ -69,7 +68,7 @@ class Switches:
 
         def on(name: str) -> bool:
             var = ENV[name]
-            raw = env.get(var) or ("0" if name in OFF_BY_DEFAULT else "1")
+            raw = env.get(var) or "1"
             if raw not in ("0", "1"):
                 raise ValueError(f"{var}={raw!r}: use 0 or 1 (unset means on)")
             return raw == "1"

@@ -2627,11 +2627,16 @@ class Seal {
     // task's own code, nothing to catch) keeps its first set, generated once per pair but
     // written into its buffers before every call like the candidate's, with the same
     // poisoning and sync: both arms enter each window from the same device activity.
+    // With a drawer, a call's inputs come from another process, and the time since that
+    // answer (the processor handed over and back, its caches refilled) reaches into the
+    // window: so the baseline draws whenever the candidate does, from the drawer too, and
+    // both arms enter each window from the same round trip.
     Arm& arm = arms[a];
     if (pattern_at_ != std::make_pair(k, r))  // one keyed draw a round: both arms alike
       pattern_at_ = {k, r}, pattern_ = int(prf("poison:" + std::to_string(k) + ":" + std::to_string(r)) & 0xff);
     int pattern = pattern_;
-    if (a == 0 && !arm.fresh_keep.empty()) {
+    bool draws_too = drawer_.on() && (pool_.empty() || fresh_round_);
+    if (a == 0 && !arm.fresh_keep.empty() && !draws_too) {
       ping_drawer();
       py::tuple args = write(a, p.shape, p.dtype, arm.fresh_keep.front());
       poison(a, pattern);
@@ -2649,7 +2654,7 @@ class Seal {
     } else {
       std::tie(args, fresh) = inputs(a, p.shape, p.dtype, seed);
     }
-    if (a == 0) arm.fresh_keep.push_back(fresh);
+    if (a == 0 && arm.fresh_keep.empty()) arm.fresh_keep.push_back(fresh);
     poison(a, pattern);
     sync();
     std::pair<double, double> w = timed(a, arm, args, p.shape, watched);
