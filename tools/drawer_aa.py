@@ -66,7 +66,9 @@ def main() -> None:
             )
             print(f"{'on ' if setting == '1' else 'off'}: {speedups}")
     if args.out:
-        args.out.write_text(json.dumps({"task": args.task, "results": results}, indent=2))
+        command = " ".join(["python", "tools/drawer_aa.py", *sys.argv[1:]])
+        record = {"command": command, "task": args.task, "results": results}
+        args.out.write_text(json.dumps(record, indent=2))
 
 
 if __name__ == "__main__":

@@ -10,17 +10,19 @@ it: the core sends it a request per draw over one pipe and reads the tensors fro
 answer on another, in C++ (``drawer::Client`` in ``_seal/seal.cpp``), and nothing of the
 drawer is reachable from the candidate's process (see that comment for how).
 
-Off by default (``AKA_EVAL_DRAWER=1`` turns it on, :mod:`aka.eval._switches`): timing
-is not yet indifferent to it. Only the candidate's calls get freshly drawn inputs (the
-baseline keeps its first set), so only they follow a round trip to the drawer, and on the
-2-core CPU an A/A of the fixture ``torch/ops/affine`` (4 µs calls) came out at 0.46-0.59
-with it against 0.97-0.98 without. Waiting for the answer busily and a round trip with
-nothing drawn before every other timed call (the baseline's, a pooled set's) narrowed it,
-not into the noise band (``tools/drawer_aa.py``). Until then the draws stay in the candidate's
-process, watched by the tripwires of the draw (quiet draws, the recorder, the library
-snapshot), as they are on a GPU, where a drawer would also need a CUDA context of its own
-and the inputs moved between two (CUDA IPC), whose cost per timed call
-``tools/bench_drawer.py`` measures.
+On by default on the CPU (``AKA_EVAL_DRAWER=0`` turns it off, :mod:`aka.eval._switches`).
+A call's inputs then arrive after a round trip to another process, and what that leaves
+behind (the processor handed over and back, caches refilled) reaches into the window
+that follows; so the baseline draws from the drawer whenever the candidate does, and
+both arms enter every window from the same round trip. When only the candidate's calls
+drew (the baseline kept its first set), an A/A of the fixture ``torch/ops/affine`` (4 µs
+calls) on the 2-core CPU came out at 0.46-0.59; drawn alike, ten runs of
+``tools/drawer_aa.py --runs 10`` gave per-shape ratios of 0.994-1.000 with it against
+0.970-0.990 without (``docs/results/cpu_drawer_aa_3.json``). On a GPU the draws stay in
+the candidate's process, watched by the tripwires of the draw (quiet draws, the recorder,
+the library snapshot): a drawer there needs a CUDA context of its own and the inputs
+moved between two (CUDA IPC), whose cost per timed call ``tools/bench_drawer.py``
+measures.
 """
 
 from __future__ import annotations
