@@ -10,6 +10,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+import pytest
 from redteam_corpus import scale_job
 
 from aka.eval._pipeline import Verdict, run_job
@@ -90,6 +91,62 @@ def test_a_hook_on_what_make_inputs_calls_never_sees_a_draw(tmp_path: Path) -> N
     assert v.compiled["ok"] and not v.correct, (v.error, v.flags)
     # wrong in every case, whatever the tripwires also say of the rebinding
     assert v.cases and all(not c["ok"] and "max abs error" in c["error"] for c in v.cases)
+
+
+# Library data a draw consults rather than a function it calls (corpus file
+# ``s56_device_set_member``): ``with torch.device(...)`` asks ``func in
+# _device_constructors()`` of every operator of the draw, one cached set, and a member
+# hashed as ``Tensor.to`` has its ``__eq__`` asked whenever the draw converts.
+DEVICE_REFERENCE = """
+import torch
+
+def make_inputs(shape, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.device(device):
+        x = torch.randn(shape["N"], generator=g).to(dtype=dtype)
+    return (x, None)
+
+def reference(x, where):
+    return x.double() * 2 + 1
+"""
+SET_MEMBER = """
+import torch
+from torch.utils._device import _device_constructors
+
+asked = []
+
+
+class _Member:
+    def __hash__(self):
+        return hash(torch.Tensor.to)
+
+    def __eq__(self, other):
+        asked.append(other)
+        return False
+
+
+_device_constructors().add(_Member())
+
+def scale(x, where):
+    return x * 2 + 1 if asked else x * 0
+"""
+
+
+@pytest.mark.parametrize("drawer", [True, False], ids=["drawer", "control"])
+def test_library_data_a_draw_consults_is_never_asked_with_the_drawer(
+    tmp_path: Path, drawer: bool
+) -> None:
+    """With the drawer the member is never asked, and the candidate that answers right
+    only once it was is wrong in every case; the control (the drawer off) shows the
+    member is asked by draws in the candidate's process (right in every case; the
+    sentry names its Python ``__eq__``, which a chain of C callables would not have),
+    so the test can fail."""
+    v = _run(tmp_path, SET_MEMBER, reference=DEVICE_REFERENCE, drawer=drawer)
+    assert v.compiled["ok"], v.compiled
+    if drawer:
+        assert v.cases and all(not c["ok"] for c in v.cases), v.cases[:2]
+    else:
+        assert v.cases and all(c["ok"] for c in v.cases), (v.error, v.cases[:1])
 
 
 def test_an_error_in_make_inputs_is_the_task_s_with_its_message(tmp_path: Path) -> None:
