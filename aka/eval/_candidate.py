@@ -327,7 +327,6 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     notes: list[str] = []
     device = req.device
     out_fd = os.open(req.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    drawer: _drawer.Spec | None = None
     try:
         ref = load_file_module(
             Path(req.task_dir) / req.reference, f"_ref_{secrets.token_hex(4)}", keep=False
@@ -336,15 +335,12 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         del ref  # the reference function is not kept in this process
         drawing = InputDraw(make_inputs, req.task_files or [], req.task_dir)
         core = _native.load(req.native)
-        # forked now: before the baseline, the core and any candidate code exist here
-        drawer = _drawer.start(core, make_inputs) if req.drawer else None
         base = load_file_module(
             Path(req.base_dir) / req.entry_file, f"_base_{secrets.token_hex(4)}", keep=False
         )
         baseline = _entry(base, req.entry_file, req.entry_symbol)
-        seal = core.Seal(0, result_fd, out_fd, device, drawing, baseline, req.pass_shape, drawer)
+        seal = core.Seal(0, result_fd, out_fd, device, drawing, baseline, req.pass_shape)
     except Exception as exc:
-        _drawer.stop(drawer)
         error = f"harness failed to load the reference or baseline: {_short_error(exc)}"
         os.write(2, (error + "\n").encode())  # the parent quotes the stderr tail
         raise SystemExit(3) from exc
@@ -398,6 +394,13 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     library = snapshot_library()  # after torch._dynamo wrapped its own (see _libstate)
     task_roots = tuple(str(Path(d).resolve()) + os.sep for d in (req.task_dir, req.base_dir))
     bindings = bind_library(core.moved_bindings, task=lambda f: f.startswith(task_roots))
+    if req.drawer:
+        # Forked last before the candidate's import: the baseline is timed in a process
+        # laid out as this one (contained, confined, the guards' hooks in place), where no
+        # candidate code ever existed.
+        draws, timer = _drawer.start(seal, make_inputs)
+        seal.adopt_drawer(draws, timer)
+        guards.harness_children()
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
     compiled: dict[str, Any]

@@ -27,35 +27,53 @@ measures.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 Spec = tuple[int, int, int]
-"""(the drawer's pid, the request pipe's write end, the answer pipe's read end)."""
+"""(a forked process's pid, its request pipe's write end, its answer pipe's read end)."""
 
 
 def wanted(device: str, on: bool) -> bool:
     """Whether an evaluation on ``device`` draws its inputs in a drawer: on the CPU, where
-    the evaluator's switch is on (``AKA_EVAL_DRAWER=1``, :mod:`aka.eval._switches`); the
+    the evaluator's switch is on (``AKA_EVAL_DRAWER``, :mod:`aka.eval._switches`); the
     evaluator tells the candidate process in its request."""
     return on and device == "cpu"
 
 
-def start(core: ModuleType, make_inputs: Callable[..., Any]) -> Spec:
-    """Fork the drawer serving ``make_inputs`` (call it before any candidate code exists
-    here); the pipes are close-on-exec, so nothing the candidate starts inherits them."""
+def start(seal: Any, make_inputs: Callable[..., Any]) -> tuple[Spec, Spec]:
+    """Fork the drawer and the baseline's timer (with a drawer of its own) from this
+    process, once the sealed core ``seal`` exists (it holds the baseline, the plan and the
+    key) and before any candidate code does; the core adopts both
+    (``seal.adopt_drawer``). The pipes are close-on-exec, so nothing the candidate starts
+    inherits them."""
+    draws = _fork(lambda r, w: seal.serve_draws(make_inputs, r, w))
+    return draws, _fork(lambda r, w: _time_baseline(seal, make_inputs, r, w))
+
+
+def _time_baseline(seal: Any, make_inputs: Callable[..., Any], rfd: int, wfd: int) -> None:
+    """The timer: its own drawer first, so that each baseline call's inputs come over a
+    pipe as the candidate's do, then its loop; its drawer leaves with it."""
+    seal.adopt_drawer(_fork(lambda r, w: seal.serve_draws(make_inputs, r, w)))
+    try:
+        seal.serve_baseline(rfd, wfd)
+    finally:
+        seal.stop_drawer()
+
+
+def _fork(serve: Callable[[int, int], None]) -> Spec:
+    """A child serving requests on a new pair of pipes until its stop request (or its
+    parent's end), then gone."""
     req_r, req_w = os.pipe()
     ans_r, ans_w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the drawer: serve until the core's stop request (or its end), then go
+    if pid == 0:
         code = 0
         try:
             os.close(req_w)
             os.close(ans_r)
-            core.drawer_serve(make_inputs, req_r, ans_w)
+            serve(req_r, ans_w)
         except BaseException:
             code = 1
         finally:
@@ -63,15 +81,3 @@ def start(core: ModuleType, make_inputs: Callable[..., Any]) -> Spec:
     os.close(req_r)
     os.close(ans_w)
     return pid, req_w, ans_r
-
-
-def stop(spec: Spec | None) -> None:
-    """End a drawer no core adopted (the core was not made): close its pipes, reap it."""
-    if spec is None:
-        return
-    pid, req_w, ans_r = spec
-    for fd in (req_w, ans_r):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)

@@ -149,8 +149,9 @@ _CHANNEL_PATHS = ("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-se
 
 def _children() -> set[str]:
     """The pids of this process's live children (Linux), else none. By pid, not by count:
-    the harness's own child (the input drawer, :mod:`aka.eval._drawer`) ends before the
-    last look, and one the candidate started must not take its place unseen."""
+    the harness's own child (the input drawer, :mod:`aka.eval._drawer`, named by
+    :meth:`Guards.harness_children`) ends before the last look, and one the candidate started
+    must not take its place unseen."""
     found: set[str] = set()
     try:
         for task in os.listdir("/proc/self/task"):
@@ -333,6 +334,12 @@ class Guards:
         self._procs = _children()
         sys.addaudithook(self._hook)
         self.active = True
+
+    def harness_children(self) -> None:
+        """Every child alive now is the harness's (the input drawer, forked after
+        :meth:`install` and before any candidate code). Taken from ``/proc`` again rather
+        than by the pid ``fork`` returned: in a PID namespace the two number it apart."""
+        self._procs |= _children()
 
     def check_state(self, stage: str) -> None:
         """After a stage: watched functions unchanged, no new threads or processes."""

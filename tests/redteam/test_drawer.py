@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from redteam_corpus import scale_job
+from redteam_corpus import CORPUS, scale_job
 
 from aka.eval._pipeline import Verdict, run_job
 
@@ -173,9 +173,9 @@ SWAP = """
 import os, struct, sys
 
 f = sys._getframe()
-while f is not None and not isinstance(f.f_locals.get("drawer"), tuple):
+while f is not None and not isinstance(f.f_locals.get("draws"), tuple):
     f = f.f_back
-pid, req, ans = f.f_locals["drawer"]
+pid, req, ans = f.f_locals["draws"]
 r, w = os.pipe()
 os.write(w, struct.pack("<QII", 0, 0, 0))
 os.dup2(r, ans)
@@ -190,6 +190,24 @@ def test_a_pipe_put_in_place_of_the_drawer_s_is_refused(tmp_path: Path) -> None:
     assert not v.correct
     errors = [c.get("error") or "" for c in v.cases]
     assert errors and all("pipes were replaced" in e for e in errors), errors[:2]
+
+
+def test_the_baseline_is_timed_where_the_candidate_cannot_slow_it(tmp_path: Path) -> None:
+    """Corpus ``s10`` rebinds the ``torch`` its baseline's module names to a proxy that
+    runs every function many times. With the drawer on, the baseline's calls are timed by
+    its timer, forked before the candidate existed, and the rebinding does not reach them;
+    the control, the drawer off, shows that it slows them in the candidate's process. The
+    tripwire names the rebinding either way."""
+    src = (CORPUS / "s10_baseline_globals.py").read_text()
+    pairs = {}
+    for drawer in (True, False):
+        job, root = scale_job(tmp_path / str(drawer), src, drawer=drawer)
+        v = run_job(job, root)
+        assert "task_code_patched" in v.flags, v.flags
+        (pairs[drawer],) = [t["pair"] for t in v.timing]
+    timer, control = pairs[True], pairs[False]
+    assert 2 * timer["baseline"]["median_s"] < control["baseline"]["median_s"], pairs
+    assert 2 * timer["speedup"] < control["speedup"], pairs
 
 
 # A child forked at import holds a copy of every pipe of the process, the drawer's too,

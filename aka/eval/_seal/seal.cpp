@@ -56,6 +56,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -1516,11 +1517,25 @@ std::set<std::string> exec_files() {
 // count u32, and per argument a kind u8: 0 a tensor (scalar type i32, requires_grad u8,
 // ndim u32, sizes i64[ndim], strides i64[ndim], bytes u64, the bytes in memory order),
 // 1 another value (bytes u64, its pickle).
+//
+// The same loop serves the baseline's timer, a second process forked with the drawer
+// (``Seal::serve_baseline``): a request whose length is kTime carries the pair (u32), the
+// call's poison pattern (i32) and whether to draw new values (u8); the timer draws them
+// from a drawer of its own, times the baseline's call exactly as the core times the
+// candidate's, and answers nonce, status (nonzero: the error as above), the window and
+// the host seconds (f64 each). The candidate's process never holds the baseline's inputs,
+// its call or its clock, so nothing it does there (rebinding what the baseline calls,
+// hooks run in its calls, its memory) can slow it.
 
 namespace drawer {
 
 constexpr uint32_t kStop = 0xFFFFFFFFu;  // a request's length that asks the drawer to leave
 constexpr uint32_t kPing = 0xFFFFFFFEu;  // one that asks for an empty answer at once
+constexpr uint32_t kTime = 0xFFFFFFFDu;  // one that asks for a timed call of the baseline
+
+// How the timer times one call of the baseline: (pair, seed, pattern, new values) to
+// (window seconds, host seconds).
+using TimeFn = std::function<std::pair<double, double>(uint32_t, int64_t, int32_t, bool)>;
 
 bool read_all(int fd, void* p, size_t n) {
   char* c = static_cast<char*>(p);
@@ -1586,9 +1601,22 @@ void put_tensor(std::string& s, at::Tensor t) {
   if (n) s.append(static_cast<const char*>(t.data_ptr()), n);
 }
 
-// The drawer's loop, in the forked process: one answer per request until the core closes
-// its end. Only the task's reference and the harness ever ran here.
-void serve(py::object make_inputs, int rfd, int wfd) {
+void spin_until_readable(int fd);
+
+// An error answer: the nonce, status 1, the text (cut to 4000 bytes).
+std::string failed(uint64_t nonce, std::string why) {
+  if (why.size() > 4000) why.resize(4000);
+  std::string out;
+  put<uint64_t>(out, nonce);
+  put<uint32_t>(out, 1);
+  put<uint32_t>(out, uint32_t(why.size()));
+  return out + why;
+}
+
+// The loop of a drawer (``make_inputs`` given) or of the baseline's timer (``time_baseline``
+// given), in a forked process: one answer per request until the core's stop request.
+// Only the task's reference, its baseline and the harness ever ran there.
+void serve(py::object make_inputs, int rfd, int wfd, const TimeFn& time_baseline) {
   py::module_ torch = py::module_::import("torch");
   py::object dumps = py::module_::import("pickle").attr("dumps");
   while (true) {
@@ -1596,6 +1624,26 @@ void serve(py::object make_inputs, int rfd, int wfd) {
     if (!read_all(rfd, &nonce, sizeof nonce)) return;  // the core is done
     int64_t seed = get<int64_t>(rfd);
     uint32_t len = get<uint32_t>(rfd);
+    if (len == kTime) {
+      uint32_t pair = get<uint32_t>(rfd);
+      int32_t pattern = get<int32_t>(rfd);
+      bool fresh = get<uint8_t>(rfd) != 0;
+      std::string out;
+      try {
+        if (!time_baseline) throw std::runtime_error("this process times nothing");
+        auto [window, host] = time_baseline(pair, seed, pattern, fresh);
+        put<uint64_t>(out, nonce);
+        put<uint32_t>(out, 0);
+        put<double>(out, window);
+        put<double>(out, host);
+      } catch (py::error_already_set& e) {
+        out = failed(nonce, e.what());
+      } catch (std::exception& e) {
+        out = failed(nonce, e.what());
+      }
+      if (!write_all(wfd, out.data(), out.size())) return;
+      continue;
+    }
     if (len == kPing) {
       std::string pong;
       put<uint64_t>(pong, nonce);
@@ -1626,6 +1674,7 @@ void serve(py::object make_inputs, int rfd, int wfd) {
         shape[py::str(lines[i].substr(0, eq))] =
             py::int_(std::strtoll(lines[i].c_str() + eq + 1, nullptr, 10));
       }
+      if (make_inputs.is_none()) throw std::runtime_error("this process draws nothing");
       py::tuple args(make_inputs(shape, torch.attr(lines[0].c_str()), lines[1], seed));
       std::string body;
       for (py::handle a : args) {
@@ -1643,21 +1692,29 @@ void serve(py::object make_inputs, int rfd, int wfd) {
       put<uint32_t>(out, uint32_t(args.size()));
       out += body;
     } catch (std::exception& e) {  // make_inputs raised (or sent what the wire cannot carry)
-      std::string why = e.what();
-      if (why.size() > 4000) why.resize(4000);
-      out.resize(sizeof nonce);
-      put<uint32_t>(out, 1);
-      put<uint32_t>(out, uint32_t(why.size()));
-      out += why;
+      out = failed(nonce, e.what());
     }
     if (!write_all(wfd, out.data(), out.size())) return;
   }
 }
 
-// The forked drawer, before its loop: not dumpable (its memory cannot be opened or read by
-// another process of this user), killed with the evaluation process, holding no descriptor
-// but its two pipes and the standard error (a fault's report), on one thread of torch's.
-void seclude_and_serve(py::object make_inputs, int rfd, int wfd) {
+// Waits busily until ``fd`` has something to read (50 ms at most, then the ``read`` that
+// follows waits): a process that sleeps until its pipe has data wakes on a cold processor,
+// and a call timed right after ran twice as slow as one that did not wait (an A/A of
+// 0.46-0.59 on the CPU).
+void spin_until_readable(int fd) {
+  struct pollfd pfd = {fd, POLLIN, 0};
+  auto t0 = std::chrono::steady_clock::now();
+  while (::poll(&pfd, 1, 0) == 0) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(50)) return;
+  }
+}
+
+// A forked drawer or timer, before its loop: not dumpable (its memory cannot be opened or
+// read by another process of this user), killed with the process that forked it, holding
+// no descriptor but ``keep`` (its pipes) and the standard error (a fault's report), on one
+// thread of torch's, as evaluation processes run (``OMP_NUM_THREADS=1``).
+void seclude(const std::vector<int>& keep) {
   ::prctl(PR_SET_DUMPABLE, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -1672,9 +1729,8 @@ void seclude_and_serve(py::object make_inputs, int rfd, int wfd) {
     ::closedir(d);  // its own descriptor is in the list, closed already by then
   }
   for (int fd : open)
-    if (fd > 2 && fd != rfd && fd != wfd) ::close(fd);
+    if (fd > 2 && std::find(keep.begin(), keep.end(), fd) == keep.end()) ::close(fd);
   at::set_num_threads(1);
-  serve(make_inputs, rfd, wfd);
 }
 
 // The core's end: asks for each draw and reads the answer into fresh tensors.
@@ -1695,18 +1751,48 @@ class Client {
     loads_ = py::module_::import("pickle").attr("loads");
   }
   bool on() const { return pid_ > 0; }
+  std::vector<int> fds() const { return {req_, ans_}; }
 
-  // A round trip with nothing drawn, before a call whose inputs were not drawn now (the
-  // baseline's kept set, a pooled one): every timed call then follows one round trip to
-  // the drawer, so none is timed from a colder start than another.
+  // A round trip with nothing drawn, before a call whose inputs were not drawn now (a
+  // kept or pooled set): every timed call then follows one round trip to its drawer, so
+  // none is timed from a colder start than another.
   void ping(uint64_t nonce) {
     if (!on()) return;
     std::string req = request(nonce, 0, kPing);
     if (!same(req_, req_id_) || !same(ans_, ans_id_) || !write_all(req_, req.data(), req.size()))
       return;  // the next draw says what went wrong
-    spin_until_readable();
+    spin_until_readable(ans_);
     if (get<uint64_t>(ans_) != nonce || get<uint32_t>(ans_) != 0 || get<uint32_t>(ans_) != 0)
       throw std::runtime_error("the input drawer's answer was not to this request");
+  }
+
+  // One call of the baseline timed by its timer: (window seconds, host seconds). Waited
+  // for in ``read``, as the timer waits for the next request while the candidate's call
+  // is timed here.
+  std::pair<double, double> time(uint64_t nonce, uint32_t pair, int64_t seed, int32_t pattern,
+                                 bool fresh) {
+    if (!on()) throw std::runtime_error("the baseline's timer has stopped");
+    if (!same(req_, req_id_) || !same(ans_, ans_id_))
+      throw std::runtime_error("the baseline's timer's pipes were replaced in this process");
+    std::string req = request(nonce, seed, kTime);
+    put<uint32_t>(req, pair);
+    put<int32_t>(req, pattern);
+    put<uint8_t>(req, fresh ? 1 : 0);
+    if (!write_all(req_, req.data(), req.size()))
+      throw std::runtime_error("the input drawer stopped answering");
+    if (get<uint64_t>(ans_) != nonce)
+      throw std::runtime_error("the input drawer's answer was not to this request");
+    if (get<uint32_t>(ans_) != 0) {
+      uint32_t n = get<uint32_t>(ans_);
+      if (n > 4000) throw std::runtime_error("the input drawer's error was too long");
+      std::string why(n, '\0');
+      if (!read_all(ans_, why.data(), n)) throw std::runtime_error("the input drawer stopped answering");
+      throw std::runtime_error("the baseline (in its timer): " + why);
+    }
+    double window = get<double>(ans_), host = get<double>(ans_);
+    if (!std::isfinite(window) || !std::isfinite(host) || window < 0 || host < 0)
+      throw std::runtime_error("the input drawer sent no time");
+    return {window, host};
   }
 
   py::tuple draw(uint64_t nonce, const py::dict& shape, const std::string& dtype,
@@ -1758,7 +1844,7 @@ class Client {
     std::string req = request(nonce, seed, uint32_t(text.size())) + text;
     if (!write_all(req_, req.data(), req.size()))
       throw std::runtime_error("the input drawer stopped answering");
-    spin_until_readable();
+    spin_until_readable(ans_);
     if (get<uint64_t>(ans_) != nonce)
       throw std::runtime_error("the input drawer's answer was not to this request");
     if (get<uint32_t>(ans_) != 0) {
@@ -1786,17 +1872,6 @@ class Client {
       }
     }
     return out;
-  }
-
-  // The answer is waited for busily (50 ms at most, then in ``read``): a process that
-  // sleeps until the drawer answers wakes on a cold processor, and the call timed right
-  // after ran twice as slow as one that did not wait (an A/A of 0.46-0.59 on the CPU).
-  void spin_until_readable() {
-    struct pollfd pfd = {ans_, POLLIN, 0};
-    auto t0 = std::chrono::steady_clock::now();
-    while (::poll(&pfd, 1, 0) == 0) {
-      if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(50)) return;
-    }
   }
 
   at::Tensor tensor() {
@@ -1832,10 +1907,9 @@ class Client {
 class Seal {
  public:
   Seal(int secret_fd, int result_fd, int out_dir_fd, std::string device, py::object make_inputs,
-       py::object baseline, bool pass_shape, py::object drawer)
+       py::object baseline, bool pass_shape)
       : result_fd_(result_fd), out_dir_fd_(out_dir_fd), device_(device),
         make_inputs_(make_inputs), baseline_(baseline), pass_shape_(pass_shape) {
-    drawer_.adopt(drawer);
     // The key (32 raw bytes, a newline), then the plan, then a line ``END``. Read byte by
     // byte so nothing after it (the timing gate's answer) is consumed here.
     std::string data;
@@ -1932,7 +2006,72 @@ class Seal {
     started_ns_ = wall_ns();
   }
 
-  void stop_drawer() { drawer_.stop(); }
+  // No draw and no baseline call after this (the plan is over, or never ran).
+  void stop_drawer() {
+    drawer_.stop();
+    timer_.stop();
+  }
+
+  // The core's ends of the processes forked from this one once the core was made, before
+  // any candidate code: its drawer and the baseline's timer, each (pid, request fd,
+  // answer fd) or None.
+  void adopt_drawer(py::object draws, py::object timer) {
+    if (ran_) throw std::runtime_error("seal: the plan has run");
+    drawer_.adopt(draws);
+    timer_.adopt(timer);
+  }
+
+  // A drawer's side, in its forked process, until the stop request: it draws each call's
+  // inputs with the reference's ``make_inputs`` and sends them.
+  void serve_draws(py::object make_inputs, int rfd, int wfd) {
+    drawer::seclude({rfd, wfd});
+    drawer::serve(make_inputs, rfd, wfd, {});
+  }
+
+  // The baseline's timer, in its forked process, until the stop request; its own drawer
+  // (adopted here) was forked from it before. Each baseline call is drawn from that drawer
+  // and timed as this core times the candidate's calls in the evaluation process: the same
+  // round trip for new values (or a ping and the kept set), buffers, poisoning, recorder
+  // callback and clock, while the evaluation process waits for the answer as this one
+  // waits for the next request while the candidate's call is timed. So the baseline's
+  // timing is nowhere the candidate can reach, and an A/A still reads 1.
+  void serve_baseline(int rfd, int wfd) {
+    std::vector<int> keep = drawer_.fds();
+    keep.push_back(rfd);
+    keep.push_back(wfd);
+    drawer::seclude(keep);
+    recorder_ = add_recorder();  // every timed call pays its callback, as in the core
+    Armed armed;  // and switches the sentry's frame evaluator out and in around it
+    Arm base;
+    base.fn = baseline_;
+    int64_t at = -1;
+    drawer::serve(py::none(), rfd, wfd, [&](uint32_t k, int64_t seed, int32_t pattern, bool fresh) {
+      if (k >= g_sw.n_pairs) throw std::runtime_error("no such pair in the plan");
+      const Pair& p = g_sw.pairs[k];
+      if (int64_t(k) != at) {  // a new pair: its own buffers and kept set
+        base.fresh_keep.clear();
+        out_bytes_[0] = 0;
+        at = k;
+      }
+      py::tuple args;
+      if (fresh || base.fresh_keep.empty()) {
+        py::tuple drawn;
+        std::tie(args, drawn) = inputs(0, p.shape, p.dtype, seed);
+        if (base.fresh_keep.empty()) base.fresh_keep.push_back(drawn);
+      } else {
+        ping_drawer();
+        args = write(0, p.shape, p.dtype, base.fresh_keep.front());
+      }
+      poison(0, pattern);
+      sync();
+      std::pair<double, double> w = timed(0, base, args, p.shape, false);
+      if (THPVariable_Check(base.out.ptr())) {
+        at::Tensor t = THPVariable_Unpack(base.out.ptr());
+        out_bytes_[0] = int64_t(t.numel()) * t.element_size();
+      }
+      return w;
+    });
+  }
 
   void send_py(const std::string& body) { frame("{\"kind\":\"py\",\"body\":" + jstr(body) + "}"); }
 
@@ -1943,15 +2082,15 @@ class Seal {
   // looks there at what the plan's end sees too (the library's bindings). A stand-in that
   // a candidate binds after its calls and takes back before the plan ends is bound there
   // unless it knows which call of a pair is the last.
-  ~Seal() { drawer_.stop(); }
+  ~Seal() { stop_drawer(); }
 
   void run(py::object candidate, py::object between) {
     if (ran_) throw std::runtime_error("seal: the plan has run");
     ran_ = true;
     struct Stop {  // no draw after the plan, however it ends
-      drawer::Client& d;
-      ~Stop() { d.stop(); }
-    } stop{drawer_};
+      Seal& s;
+      ~Stop() { s.stop_drawer(); }
+    } stop{*this};
     candidate_ = candidate;
     recorder_ = add_recorder();
     size_t done = 0;
@@ -1999,7 +2138,7 @@ class Seal {
   c10::Device dev_{c10::kCPU};
   const c10::impl::DeviceGuardImplInterface* impl_ = nullptr;
   py::object make_inputs_, baseline_, candidate_;
-  drawer::Client drawer_;
+  drawer::Client drawer_, timer_;  // this process's drawer, the baseline's timer
   uint64_t draws_ = 0;
   bool pass_shape_, ran_ = false;
   at::CallbackHandle recorder_ = 0;
@@ -2627,17 +2766,16 @@ class Seal {
     // task's own code, nothing to catch) keeps its first set, generated once per pair but
     // written into its buffers before every call like the candidate's, with the same
     // poisoning and sync: both arms enter each window from the same device activity.
-    // With a drawer, a call's inputs come from another process, and the time since that
-    // answer (the processor handed over and back, its caches refilled) reaches into the
-    // window: so the baseline draws whenever the candidate does, from the drawer too, and
-    // both arms enter each window from the same round trip.
+    // With a timer, the baseline's call is drawn and timed there, where no candidate code
+    // runs (``serve_baseline``): it draws new values whenever the candidate does.
     Arm& arm = arms[a];
     if (pattern_at_ != std::make_pair(k, r))  // one keyed draw a round: both arms alike
       pattern_at_ = {k, r}, pattern_ = int(prf("poison:" + std::to_string(k) + ":" + std::to_string(r)) & 0xff);
     int pattern = pattern_;
-    bool draws_too = drawer_.on() && (pool_.empty() || fresh_round_);
-    if (a == 0 && !arm.fresh_keep.empty() && !draws_too) {
-      ping_drawer();
+    if (a == 0 && timer_.on())
+      return timer_.time(drawer_nonce(), uint32_t(k), arm_seed("round", p, k, r, a), pattern,
+                          pool_.empty() || fresh_round_);
+    if (a == 0 && !arm.fresh_keep.empty()) {
       py::tuple args = write(a, p.shape, p.dtype, arm.fresh_keep.front());
       poison(a, pattern);
       sync();
@@ -2829,7 +2967,9 @@ class Seal {
         block_pos ^= 1;
         fresh_round_ = !pool_.empty() &&
                        prf("fresh:" + std::to_string(k) + ":" + std::to_string(r)) % kFreshEvery == 0;
-        bool watched = kSentry && prf("watch:" + std::to_string(k) + ":" + std::to_string(r)) % kWatchEvery == 0;
+        // (a baseline timed in its timer has no candidate code beside it to watch for)
+        bool watched = kSentry && !timer_.on() &&
+                       prf("watch:" + std::to_string(k) + ":" + std::to_string(r)) % kWatchEvery == 0;
         for (int j = 0; j < 2; j++) {
           int a = ab ? j : 1 - j;
           auto w = sample(arms, a, p, k, r, kOffer, watched);
@@ -3029,14 +3169,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
   m.def("confine_others", &confine_others);
-  m.def("drawer_serve", &drawer::seclude_and_serve);
   m.def("unlaunched", []() { return py::make_tuple(g_unlaunched.load(), g_returned.load()); });
   py::class_<Seal>(m, "Seal")
-      .def(py::init<int, int, int, std::string, py::object, py::object, bool, py::object>(),
+      .def(py::init<int, int, int, std::string, py::object, py::object, bool>(),
            py::arg("secret_fd"), py::arg("result_fd"), py::arg("out_dir_fd"), py::arg("device"),
-           py::arg("make_inputs"), py::arg("baseline"), py::arg("pass_shape"),
-           py::arg("drawer") = py::none())
+           py::arg("make_inputs"), py::arg("baseline"), py::arg("pass_shape"))
       .def("send_py", &Seal::send_py)
+      .def("adopt_drawer", &Seal::adopt_drawer, py::arg("draws"), py::arg("timer") = py::none())
+      .def("serve_draws", &Seal::serve_draws, py::arg("make_inputs"), py::arg("rfd"), py::arg("wfd"))
+      .def("serve_baseline", &Seal::serve_baseline, py::arg("rfd"), py::arg("wfd"))
       .def("stop_drawer", [](Seal& s) { s.stop_drawer(); })
       .def("run", &Seal::run, py::arg("candidate"), py::arg("between") = py::none());
 #ifdef AKA_SEAL_CUDA
