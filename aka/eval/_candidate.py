@@ -398,7 +398,7 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         # Forked last before the candidate's import: the baseline is timed in a process
         # laid out as this one (contained, confined, the guards' hooks in place), where no
         # candidate code ever existed.
-        draws, timer = _drawer.start(seal, make_inputs)
+        draws, timer = _drawer.start(seal, make_inputs, timer=req.timer)
         seal.adopt_drawer(draws, timer)
         guards.harness_children()
     t0 = time.perf_counter()

@@ -10,6 +10,14 @@ it: the core sends it a request per draw over one pipe and reads the tensors fro
 answer on another, in C++ (``drawer::Client`` in ``_seal/seal.cpp``), and nothing of the
 drawer is reachable from the candidate's process (see that comment for how).
 
+Every message on the pipes is sealed (``drawer::Sealing``: ChaCha20 and a one-time MAC,
+keyed from the core's key, which the forked processes hold and the candidate's code never
+reads): a red-team round had a helper process of the candidate's open the pipes again
+through ``/proc``, read each answer before the core, compute the output outside every
+window and put the bytes back (9.6-11.7x on ``softmax``, unflagged). Sealed, a tap reads
+ciphertext and a forged or altered message ends the evaluation as an error. So the drawer
+is forked last before the candidate's import, after the core read its key.
+
 On by default on the CPU (``AKA_EVAL_DRAWER=0`` turns it off, :mod:`aka.eval._switches`).
 A call's inputs then arrive after a round trip to another process, and what that leaves
 behind (the processor handed over and back, caches refilled) reaches into the window
@@ -18,11 +26,16 @@ both arms enter every window from the same round trip. When only the candidate's
 drew (the baseline kept its first set), an A/A of the fixture ``torch/ops/affine`` (4 µs
 calls) on the 2-core CPU came out at 0.46-0.59; drawn alike, ten runs of
 ``tools/drawer_aa.py --runs 10`` gave per-shape ratios of 0.994-1.000 with it against
-0.970-0.990 without (``docs/results/cpu_drawer_aa_3.json``). On a GPU the draws stay in
-the candidate's process, watched by the tripwires of the draw (quiet draws, the recorder,
-the library snapshot): a drawer there needs a CUDA context of its own and the inputs
-moved between two (CUDA IPC), whose cost per timed call ``tools/bench_drawer.py``
-measures.
+0.970-0.990 without (``docs/results/cpu_drawer_aa_3.json``).
+
+``AKA_EVAL_TIMER=1`` also times the baseline in a process of its own (the timer, with a
+drawer of its own), so that nothing the candidate does in its process can slow it. Off by
+default: the same ten runs gave 0.92-1.22 with it (``docs/results/cpu_drawer_aa_4.json``),
+calls of two processes differing by a few hundred nanoseconds on a 4 µs call where one
+process's calls interleave closely. On a GPU the draws stay in the candidate's process,
+watched by the tripwires of the draw (quiet draws, the recorder, the library snapshot): a
+drawer there needs a CUDA context of its own and the inputs moved between two (CUDA IPC),
+whose cost per timed call ``tools/bench_drawer.py`` measures.
 """
 
 from __future__ import annotations
@@ -42,20 +55,22 @@ def wanted(device: str, on: bool) -> bool:
     return on and device == "cpu"
 
 
-def start(seal: Any, make_inputs: Callable[..., Any]) -> tuple[Spec, Spec]:
-    """Fork the drawer and the baseline's timer (with a drawer of its own) from this
-    process, once the sealed core ``seal`` exists (it holds the baseline, the plan and the
-    key) and before any candidate code does; the core adopts both
-    (``seal.adopt_drawer``). The pipes are close-on-exec, so nothing the candidate starts
-    inherits them."""
-    draws = _fork(lambda r, w: seal.serve_draws(make_inputs, r, w))
+def start(seal: Any, make_inputs: Callable[..., Any], *, timer: bool) -> tuple[Spec, Spec | None]:
+    """Fork the drawer (and, with ``timer``, the baseline's timer with a drawer of its own)
+    from this process, once the sealed core ``seal`` exists (it holds the baseline, the
+    plan and the key their pipes are sealed with) and before any candidate code does; the
+    core adopts them (``seal.adopt_drawer``). The pipes are close-on-exec, so nothing the
+    candidate starts by ``exec`` inherits them."""
+    draws = _fork(lambda r, w: seal.serve_draws(make_inputs, r, w, "d"))
+    if not timer:
+        return draws, None
     return draws, _fork(lambda r, w: _time_baseline(seal, make_inputs, r, w))
 
 
 def _time_baseline(seal: Any, make_inputs: Callable[..., Any], rfd: int, wfd: int) -> None:
     """The timer: its own drawer first, so that each baseline call's inputs come over a
     pipe as the candidate's do, then its loop; its drawer leaves with it."""
-    seal.adopt_drawer(_fork(lambda r, w: seal.serve_draws(make_inputs, r, w)))
+    seal.adopt_drawer(_fork(lambda r, w: seal.serve_draws(make_inputs, r, w, "b")), None, "b")
     try:
         seal.serve_baseline(rfd, wfd)
     finally:

@@ -72,6 +72,7 @@ def candidate_request(
         profile=request_field(profile),
         task_files=_own_task_files(job, root),
         drawer=_drawer.wanted(job.device, job.drawer),
+        timer=_drawer.wanted(job.device, job.drawer) and job.timer,
     )
 
 

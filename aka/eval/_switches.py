@@ -16,6 +16,8 @@ them).
 ``AKA_EVAL_PIDNS``         ``0``: no PID namespace for CPU evaluations (the reaper stays)
 ``AKA_EVAL_DRAWER``        ``0``: CPU evaluations draw inputs in their own process, not
                            in a process apart (:mod:`aka.eval._drawer`)
+``AKA_EVAL_TIMER``         ``1``: with the drawer, the baseline is timed in a process
+                           apart too; off by default (:mod:`aka.eval._drawer` says why)
 ``AKA_EVAL_PROFILE``       a folder: every evaluation process is profiled into it
 ``AKA_EVAL_HOST_GATE``     a folder: evaluators in other processes that are given the
                            same folder time one at a time (:mod:`aka.eval._hostgate`)
@@ -38,7 +40,9 @@ ENV = {
     "contain": "AKA_EVAL_CONTAIN",
     "pid_namespace": "AKA_EVAL_PIDNS",
     "drawer": "AKA_EVAL_DRAWER",
+    "timer": "AKA_EVAL_TIMER",
 }
+OFF_BY_DEFAULT = frozenset({"timer"})
 PROFILE_ENV = "AKA_EVAL_PROFILE"
 HOST_GATE_ENV = "AKA_EVAL_HOST_GATE"
 
@@ -53,6 +57,7 @@ class Switches:
     contain: bool = True
     pid_namespace: bool = True
     drawer: bool = True
+    timer: bool = False
     profile_dir: Path | None = None
     host_gate: Path | None = None
 
@@ -60,7 +65,7 @@ class Switches:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Switches:
         """The defaults, with each switch the environment sets to ``0``/``1`` applied.
 
-        Anything but ``0``, ``1`` (or unset: on) is an
+        Anything but ``0``, ``1`` (or unset: on, but for :data:`OFF_BY_DEFAULT`) is an
         error naming the variable, rather than a silent default: a typo must not turn an
         isolation off or on unnoticed.
         """
@@ -68,9 +73,10 @@ class Switches:
 
         def on(name: str) -> bool:
             var = ENV[name]
-            raw = env.get(var) or "1"
+            raw = env.get(var) or ("0" if name in OFF_BY_DEFAULT else "1")
             if raw not in ("0", "1"):
-                raise ValueError(f"{var}={raw!r}: use 0 or 1 (unset means on)")
+                default = "off" if name in OFF_BY_DEFAULT else "on"
+                raise ValueError(f"{var}={raw!r}: use 0 or 1 (unset means {default})")
             return raw == "1"
 
         profile, host = env.get(PROFILE_ENV), env.get(HOST_GATE_ENV)
@@ -81,6 +87,7 @@ class Switches:
             contain=on("contain"),
             pid_namespace=on("pid_namespace"),
             drawer=on("drawer"),
+            timer=on("timer"),
             profile_dir=Path(profile).resolve() if profile else None,
             host_gate=Path(host).resolve() if host else None,
         )

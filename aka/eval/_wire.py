@@ -77,6 +77,8 @@ class CandidateRequest:
     task_files: list[str] | None = None
     # Draw every call's inputs in a drawer process (aka.eval._drawer), not in this one.
     drawer: bool = False
+    # With a drawer, time the baseline in a process of its own too (aka.eval._drawer).
+    timer: bool = False
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,7 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
         isolate_network=switches.isolate_network,
         contain=switches.contain,
         drawer=switches.drawer,
+        timer=switches.timer,
     )
 
 

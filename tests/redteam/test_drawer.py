@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from redteam_corpus import CORPUS, scale_job
+from redteam_corpus import scale_job
 
 from aka.eval._pipeline import Verdict, run_job
 
@@ -31,6 +31,7 @@ def reference(x, where):
     return x.double() * 2 + 1
 """
 BASE = "def scale(x, where):\n    return x * 2 + 1\n"
+SLOW_BASE = "import torch\n\n\ndef scale(x):\n    return torch.cat([x * 2 + 1])\n"
 
 
 def _run(
@@ -192,22 +193,58 @@ def test_a_pipe_put_in_place_of_the_drawer_s_is_refused(tmp_path: Path) -> None:
     assert errors and all("pipes were replaced" in e for e in errors), errors[:2]
 
 
+# The ``torch`` the baseline's module names, swapped for a proxy whose every function runs
+# four hundred times (corpus ``s10``, heavier): right answers, a baseline many times slower
+# wherever it runs in this process.
+SLOWS_BASELINE = """
+import torch
+
+
+class _Slow:
+    def __getattr__(self, name):
+        real = getattr(torch, name)
+        if not callable(real):
+            return real
+
+        def slow(*a, **k):
+            for _ in range(399):
+                real(*a, **k)
+            return real(*a, **k)
+
+        return slow
+
+
+try:
+    raise RuntimeError
+except RuntimeError as exc:
+    frame = exc.__traceback__.tb_frame
+while frame is not None:
+    found = frame.f_locals.get("baseline")
+    if callable(found) and found.__globals__.get("torch") is torch:
+        found.__globals__["torch"] = _Slow()
+    frame = frame.f_back
+
+
+def scale(x):
+    return x * 2 + 1
+"""
+
+
 def test_the_baseline_is_timed_where_the_candidate_cannot_slow_it(tmp_path: Path) -> None:
-    """Corpus ``s10`` rebinds the ``torch`` its baseline's module names to a proxy that
-    runs every function many times. With the drawer on, the baseline's calls are timed by
-    its timer, forked before the candidate existed, and the rebinding does not reach them;
-    the control, the drawer off, shows that it slows them in the candidate's process. The
-    tripwire names the rebinding either way."""
-    src = (CORPUS / "s10_baseline_globals.py").read_text()
+    """With the drawer and its timer on (``AKA_EVAL_TIMER=1``), the baseline's calls are
+    timed by the timer, forked before the candidate existed, and a rebinding in the
+    candidate's process does not reach them; the control, the drawer off, shows that it
+    slows them there. The tripwire names the rebinding either way."""
     pairs = {}
     for drawer in (True, False):
-        job, root = scale_job(tmp_path / str(drawer), src, drawer=drawer)
+        job, root = scale_job(tmp_path / str(drawer), SLOWS_BASELINE, drawer=drawer, timer=True)
+        (root / "base" / "kernel.py").write_text(SLOW_BASE)
         v = run_job(job, root)
         assert "task_code_patched" in v.flags, v.flags
         (pairs[drawer],) = [t["pair"] for t in v.timing]
     timer, control = pairs[True], pairs[False]
-    assert 2 * timer["baseline"]["median_s"] < control["baseline"]["median_s"], pairs
-    assert 2 * timer["speedup"] < control["speedup"], pairs
+    assert 4 * timer["baseline"]["median_s"] < control["baseline"]["median_s"], pairs
+    assert 4 * timer["speedup"] < control["speedup"], pairs
 
 
 # A child forked at import holds a copy of every pipe of the process, the drawer's too,
@@ -234,3 +271,21 @@ def test_a_process_holding_the_drawer_s_pipes_does_not_hold_the_evaluation(
     v = _run(tmp_path, HOLDER)
     assert time.monotonic() - t0 < 45.0
     assert not v.correct and "background_process" in v.flags, (v.flags, v.error)
+
+
+def test_the_pipes_cipher_is_rfc_8439_chacha20() -> None:
+    """Every message on the drawer's and the timer's pipes is enciphered with ChaCha20 (a
+    tap of a pipe reads ciphertext): the core's cipher gives RFC 8439's test vector
+    (section 2.4.2) and the same bytes back when applied twice."""
+    from aka.eval import _native
+
+    core = _native.load(str(_native.ensure_built("cpu")))
+    key, nonce = bytes(range(32)), bytes.fromhex("000000000000004a00000000")
+    text = (
+        b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip "
+        b"for the future, sunscreen would be it."
+    )
+    sealed = core.chacha20(key, 1, nonce, text)
+    assert sealed.hex().startswith("6e2e359a2568f98041ba0728dd0d6981e97e7aec1d4360c20a27afcc")
+    assert sealed.hex().endswith("5af90bbf74a35be6b40b8eedf2785e42874d")
+    assert core.chacha20(key, 1, nonce, sealed) == text

@@ -1498,44 +1498,57 @@ std::set<std::string> exec_files() {
   return out;
 }
 
-// ---- the drawer: inputs drawn where no candidate code runs ------------------------------
+// ---- the drawer and the baseline's timer: where no candidate code runs -----------------
 //
 // A call's inputs come from the task's ``make_inputs``, which is Python: run in this process,
 // every library function, object and piece of data it reaches is the candidate's to rebind,
 // and round after round of the red team computed the answer there, outside every timed window
 // (docs/security.md). Where a drawer runs (CPU evaluations), the draws happen in a process
-// forked before the candidate's code existed: no candidate code ever runs there, its memory
-// is out of this process's reach (not dumpable: no ``/proc/PID/mem``; no ``ptrace``, no
-// signals to it once ``confine_others`` holds), and what it sends back is bytes the core reads
-// straight into tensors, holding the interpreter's lock from request to tensors, so no Python
-// runs here in between. Each request carries a nonce from the core's keyed stream that the
-// answer must echo, and the two pipes must still be the ones the core was handed (a pipe put
-// in their place under the same numbers is told by its inode).
+// forked from this one once the core was made and before the candidate's code existed: no
+// candidate code ever runs there, its memory is out of this process's reach (not dumpable:
+// no ``/proc/PID/mem``; no ``ptrace``, no signals to it once ``confine_others`` holds), and
+// what it sends back is bytes the core reads straight into tensors, holding the
+// interpreter's lock from request to tensors, so no Python runs here in between.
 //
-// Wire: request = nonce u64, seed i64, length u32, text ("dtype\ndevice\nname=value\n...");
-// answer = nonce u64, status u32 (nonzero: a u32 length and the error's text follow),
-// count u32, and per argument a kind u8: 0 a tensor (scalar type i32, requires_grad u8,
-// ndim u32, sizes i64[ndim], strides i64[ndim], bytes u64, the bytes in memory order),
-// 1 another value (bytes u64, its pickle).
+// The baseline's timer is a second such process (``Seal::serve_baseline``), with a drawer of
+// its own: it times each baseline call exactly as the core times the candidate's, so the
+// candidate's process never holds the baseline's inputs, its call or its clock, and nothing
+// done there (rebinding what the baseline calls, hooks run in its calls, its memory) can
+// slow it.
 //
-// The same loop serves the baseline's timer, a second process forked with the drawer
-// (``Seal::serve_baseline``): a request whose length is kTime carries the pair (u32), the
-// call's poison pattern (i32) and whether to draw new values (u8); the timer draws them
-// from a drawer of its own, times the baseline's call exactly as the core times the
-// candidate's, and answers nonce, status (nonzero: the error as above), the window and
-// the host seconds (f64 each). The candidate's process never holds the baseline's inputs,
-// its call or its clock, so nothing it does there (rebinding what the baseline calls,
-// hooks run in its calls, its memory) can slow it.
+// The pipes themselves are the candidate's to reach: its process holds their ends, and a
+// process it starts can open them again through ``/proc`` and read what passes, or write.
+// A red-team round did so: a helper read each answer before the core, computed the output
+// from the inputs in it outside every window, and put the bytes back. So every message is
+// sealed with keys only these processes hold (each was forked from the core after it read
+// its key, and derives them in its vault): per message and direction, a ChaCha20 key
+// (RFC 8439's block function) for its body and a one-time polynomial MAC over the body's
+// ciphertext (mod 2^61-1, as the output digests; a forgery passes with probability about
+// words / 2^61). A tap reads ciphertext; a forged, altered, replayed or misdirected message
+// fails its MAC, which ends the evaluation as an error; holding one back only delays what
+// happens outside the windows.
+//
+// Wire: a message = nonce u64, body length u64, ciphertext, tag u64. A request's body =
+// kind u32 (kDraw, kPing, kTime, kStop), seed i64, then for kDraw a text ("dtype\ndevice\n
+// name=value\n..."), for kTime the pair u32, the round i64, the poison pattern i32, new
+// values u8. An answer echoes the request's nonce; its body = status u32 (nonzero: a u32
+// length and the error's text follow), then for a draw a count u32 and per argument a kind
+// u8: 0 a tensor (scalar type i32, requires_grad u8, ndim u32, sizes i64[ndim], strides
+// i64[ndim], bytes u64, the bytes in memory order), 1 another value (bytes u64, its
+// pickle); for a ping a count of 0; for kTime the window and host seconds (f64 each).
 
 namespace drawer {
 
-constexpr uint32_t kStop = 0xFFFFFFFFu;  // a request's length that asks the drawer to leave
-constexpr uint32_t kPing = 0xFFFFFFFEu;  // one that asks for an empty answer at once
-constexpr uint32_t kTime = 0xFFFFFFFDu;  // one that asks for a timed call of the baseline
+constexpr uint32_t kDraw = 0, kPing = 1, kTime = 2, kStop = 3;
+constexpr uint64_t kMaxBody = uint64_t(1) << 32;
 
-// How the timer times one call of the baseline: (pair, seed, pattern, new values) to
-// (window seconds, host seconds).
-using TimeFn = std::function<std::pair<double, double>(uint32_t, int64_t, int32_t, bool)>;
+// The key of one message: 32 bytes for (channel, direction, nonce, use), derived from the
+// core's key in the vault of whichever process holds it.
+using KeyFn = std::function<void(const std::string& label, uint8_t out[32])>;
+
+// How the timer times one call of the baseline: (pair, round, seed, pattern, new values)
+// to (window seconds, host seconds).
+using TimeFn = std::function<std::pair<double, double>(uint32_t, int64_t, int64_t, int32_t, bool)>;
 
 bool read_all(int fd, void* p, size_t n) {
   char* c = static_cast<char*>(p);
@@ -1566,21 +1579,125 @@ void put(std::string& s, T v) {
   s.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-template <typename T>
-T get(int fd) {
-  T v{};
-  if (!read_all(fd, &v, sizeof v)) throw std::runtime_error("the input drawer stopped answering");
-  return v;
+// A message body read back: each ``get`` past its end is an error, not a read of memory.
+struct Reader {
+  const std::string& s;
+  size_t at = 0;
+  template <typename T>
+  T get() {
+    T v{};
+    take(&v, sizeof v);
+    return v;
+  }
+  void take(void* p, size_t n) {
+    if (n > s.size() - at) throw std::runtime_error("the input drawer's answer ended early");
+    std::memcpy(p, s.data() + at, n);
+    at += n;
+  }
+};
+
+uint32_t rotl(uint32_t v, int n) { return (v << n) | (v >> (32 - n)); }
+
+// RFC 8439's ChaCha20 block function, 20 rounds, over ``in`` into ``out``.
+void chacha_block(const uint32_t in[16], uint32_t out[16]) {
+  uint32_t x[16];
+  std::memcpy(x, in, sizeof x);
+  auto qr = [&x](int a, int b, int c, int d) {
+    x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 16);
+    x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 12);
+    x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 8);
+    x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 7);
+  };
+  for (int i = 0; i < 10; i++) {
+    qr(0, 4, 8, 12); qr(1, 5, 9, 13); qr(2, 6, 10, 14); qr(3, 7, 11, 15);
+    qr(0, 5, 10, 15); qr(1, 6, 11, 12); qr(2, 7, 8, 13); qr(3, 4, 9, 14);
+  }
+  for (int i = 0; i < 16; i++) out[i] = x[i] + in[i];
 }
 
-// A request's fixed part: nonce, seed, and the length of the text after it (or kStop, kPing).
-std::string request(uint64_t nonce, int64_t seed, uint32_t len) {
-  std::string req;
-  put<uint64_t>(req, nonce);
-  put<int64_t>(req, seed);
-  put<uint32_t>(req, len);
-  return req;
+// ``data`` XORed with ChaCha20's key stream for ``key`` (a key of this message alone, so
+// the counter starts at 0 and the nonce is zero). Little-endian hosts (x86-64, arm64).
+void chacha20_xor(const uint8_t key[32], uint32_t counter, const uint8_t nonce[12], char* data,
+                  size_t n) {
+  uint32_t st[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
+  std::memcpy(st + 4, key, 32);
+  st[12] = counter;
+  std::memcpy(st + 13, nonce, 12);
+  uint32_t ks[16];
+  for (size_t off = 0; off < n; off += 64) {
+    chacha_block(st, ks);
+    const uint8_t* k = reinterpret_cast<const uint8_t*>(ks);
+    size_t m = std::min<size_t>(64, n - off);
+    for (size_t i = 0; i < m; i++) data[off + i] = char(uint8_t(data[off + i]) ^ k[i]);
+    st[12]++;
+  }
+  wipe(st, sizeof st);
+  wipe(ks, sizeof ks);
 }
+
+// The sealing of one direction of one channel: ``channel`` names it ("d": the core's
+// drawer, "t": the baseline's timer, "b": the timer's drawer), ``dir`` the direction ('q'
+// requests, 'a' answers).
+struct Sealing {
+  KeyFn keys;
+  std::string channel;
+
+  void derive(char dir, uint64_t nonce, uint8_t stream[32], uint64_t& r, uint64_t& s) const {
+    std::string base = "pipe:" + channel + ":" + dir + ":" + std::to_string(nonce);
+    keys(base + ":stream", stream);
+    uint8_t m[32];
+    keys(base + ":mac", m);
+    std::memcpy(&r, m, 8);
+    std::memcpy(&s, m + 8, 8);
+    r = r % (kP - 3) + 2;
+    s = s % kP;
+    wipe(m, sizeof m);
+  }
+
+  uint64_t tag(uint64_t r, uint64_t s, uint64_t nonce, const std::string& ct) const {
+    uint64_t h = poly_hash(reinterpret_cast<const uint8_t*>(ct.data()), ct.size(), r);
+    h = addmod(mulmod(h, r), nonce % kP);  // the header too: a body moved to another nonce fails
+    return addmod(mulmod(h, r), s);
+  }
+
+  std::string seal(char dir, uint64_t nonce, std::string body) const {
+    uint8_t stream[32];
+    uint64_t r, s;
+    derive(dir, nonce, stream, r, s);
+    static const uint8_t zero[12] = {0};
+    chacha20_xor(stream, 0, zero, body.data(), body.size());
+    wipe(stream, sizeof stream);
+    std::string msg;
+    put<uint64_t>(msg, nonce);
+    put<uint64_t>(msg, body.size());
+    msg += body;
+    put<uint64_t>(msg, tag(r, s, nonce, body));
+    return msg;
+  }
+
+  // The next message on ``fd``, opened: (nonce, body). Throws if the pipe ends or the
+  // message fails its MAC.
+  std::pair<uint64_t, std::string> open(char dir, int fd) const {
+    uint64_t nonce = 0, n = 0, got = 0;
+    if (!read_all(fd, &nonce, sizeof nonce) || !read_all(fd, &n, sizeof n))
+      throw std::runtime_error("the input drawer stopped answering");
+    if (n > kMaxBody) throw std::runtime_error("a message on the input drawer's pipe was not sealed by it");
+    std::string body(n, '\0');
+    if ((n && !read_all(fd, body.data(), n)) || !read_all(fd, &got, sizeof got))
+      throw std::runtime_error("the input drawer stopped answering");
+    uint8_t stream[32];
+    uint64_t r, s;
+    derive(dir, nonce, stream, r, s);
+    if (tag(r, s, nonce, body) != got) {
+      wipe(stream, sizeof stream);
+      throw std::runtime_error("a message on the input drawer's pipe was not sealed by it");
+    }
+    static const uint8_t zero[12] = {0};
+    chacha20_xor(stream, 0, zero, body.data(), body.size());
+    wipe(stream, sizeof stream);
+    return {nonce, std::move(body)};
+  }
+};
 
 // A tensor as the wire carries it: dense tensors keep their strides (a transposed input
 // stays transposed), others arrive contiguous, as a clone would make them.
@@ -1601,100 +1718,98 @@ void put_tensor(std::string& s, at::Tensor t) {
   if (n) s.append(static_cast<const char*>(t.data_ptr()), n);
 }
 
-void spin_until_readable(int fd);
-
-// An error answer: the nonce, status 1, the text (cut to 4000 bytes).
-std::string failed(uint64_t nonce, std::string why) {
+// An error answer's body: status 1, the text (cut to 4000 bytes).
+std::string failed(std::string why) {
   if (why.size() > 4000) why.resize(4000);
   std::string out;
-  put<uint64_t>(out, nonce);
   put<uint32_t>(out, 1);
   put<uint32_t>(out, uint32_t(why.size()));
   return out + why;
 }
 
-// The loop of a drawer (``make_inputs`` given) or of the baseline's timer (``time_baseline``
-// given), in a forked process: one answer per request until the core's stop request.
-// Only the task's reference, its baseline and the harness ever ran there.
-void serve(py::object make_inputs, int rfd, int wfd, const TimeFn& time_baseline) {
+// A draw's answer body: ``make_inputs``'s arguments for the request's text and seed.
+std::string draw(py::object make_inputs, const std::string& text, int64_t seed) {
   py::module_ torch = py::module_::import("torch");
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  if (lines.size() < 2) throw std::runtime_error("a request without dtype and device");
+  py::dict shape;
+  for (size_t i = 2; i < lines.size(); i++) {
+    size_t eq = lines[i].find('=');
+    if (eq == std::string::npos) throw std::runtime_error("a bad shape field");
+    shape[py::str(lines[i].substr(0, eq))] =
+        py::int_(std::strtoll(lines[i].c_str() + eq + 1, nullptr, 10));
+  }
+  if (make_inputs.is_none()) throw std::runtime_error("this process draws nothing");
+  py::tuple args(make_inputs(shape, torch.attr(lines[0].c_str()), lines[1], seed));
   py::object dumps = py::module_::import("pickle").attr("dumps");
+  std::string body;
+  put<uint32_t>(body, 0);
+  put<uint32_t>(body, uint32_t(args.size()));
+  for (py::handle a : args) {
+    if (THPVariable_Check(a.ptr())) {
+      put<uint8_t>(body, 0);
+      put_tensor(body, THPVariable_Unpack(a.ptr()));
+    } else {
+      std::string p = py::bytes(dumps(a));
+      put<uint8_t>(body, 1);
+      put<uint64_t>(body, p.size());
+      body += p;
+    }
+  }
+  return body;
+}
+
+// The loop of a drawer (``make_inputs`` given) or of the baseline's timer (``time_baseline``
+// given), in a forked process: one sealed answer per sealed request until the stop request.
+// A request that fails its MAC ends the loop: whoever wrote it is not the core, and the
+// core, waiting for an answer that never comes, fails the evaluation.
+void serve(py::object make_inputs, int rfd, int wfd, const Sealing& seal, const TimeFn& time_baseline) {
   while (true) {
     uint64_t nonce;
-    if (!read_all(rfd, &nonce, sizeof nonce)) return;  // the core is done
-    int64_t seed = get<int64_t>(rfd);
-    uint32_t len = get<uint32_t>(rfd);
-    if (len == kTime) {
-      uint32_t pair = get<uint32_t>(rfd);
-      int32_t pattern = get<int32_t>(rfd);
-      bool fresh = get<uint8_t>(rfd) != 0;
-      std::string out;
-      try {
+    std::string req;
+    try {
+      std::tie(nonce, req) = seal.open('q', rfd);
+    } catch (std::exception&) {
+      return;
+    }
+    Reader in{req};
+    std::string out;
+    try {
+      uint32_t kind = in.get<uint32_t>();
+      int64_t seed = in.get<int64_t>();
+      if (kind == kStop) return;
+      if (kind == kPing) {
+        put<uint32_t>(out, 0);
+        put<uint32_t>(out, 0);
+      } else if (kind == kTime) {
+        uint32_t pair = in.get<uint32_t>();
+        int64_t round = in.get<int64_t>();
+        int32_t pattern = in.get<int32_t>();
+        bool fresh = in.get<uint8_t>() != 0;
         if (!time_baseline) throw std::runtime_error("this process times nothing");
-        auto [window, host] = time_baseline(pair, seed, pattern, fresh);
-        put<uint64_t>(out, nonce);
+        auto [window, host] = time_baseline(pair, round, seed, pattern, fresh);
         put<uint32_t>(out, 0);
         put<double>(out, window);
         put<double>(out, host);
-      } catch (py::error_already_set& e) {
-        out = failed(nonce, e.what());
-      } catch (std::exception& e) {
-        out = failed(nonce, e.what());
+      } else if (kind == kDraw) {
+        out = draw(make_inputs, req.substr(in.at), seed);
+      } else {
+        throw std::runtime_error("an unknown request");
       }
-      if (!write_all(wfd, out.data(), out.size())) return;
-      continue;
-    }
-    if (len == kPing) {
-      std::string pong;
-      put<uint64_t>(pong, nonce);
-      put<uint32_t>(pong, 0);
-      put<uint32_t>(pong, 0);
-      if (!write_all(wfd, pong.data(), pong.size())) return;
-      continue;
-    }
-    if (len > (1u << 20)) return;  // the core's stop request (kStop), or no request of its
-    std::string text(len, '\0');
-    if (!read_all(rfd, text.data(), len)) return;
-    std::string out;
-    put<uint64_t>(out, nonce);
-    try {
-      std::vector<std::string> lines;
-      size_t at = 0;
-      while (at < text.size()) {
-        size_t end = text.find('\n', at);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(at, end - at));
-        at = end + 1;
-      }
-      if (lines.size() < 2) throw std::runtime_error("a request without dtype and device");
-      py::dict shape;
-      for (size_t i = 2; i < lines.size(); i++) {
-        size_t eq = lines[i].find('=');
-        if (eq == std::string::npos) throw std::runtime_error("a bad shape field");
-        shape[py::str(lines[i].substr(0, eq))] =
-            py::int_(std::strtoll(lines[i].c_str() + eq + 1, nullptr, 10));
-      }
-      if (make_inputs.is_none()) throw std::runtime_error("this process draws nothing");
-      py::tuple args(make_inputs(shape, torch.attr(lines[0].c_str()), lines[1], seed));
-      std::string body;
-      for (py::handle a : args) {
-        if (THPVariable_Check(a.ptr())) {
-          put<uint8_t>(body, 0);
-          put_tensor(body, THPVariable_Unpack(a.ptr()));
-        } else {
-          std::string p = py::bytes(dumps(a));
-          put<uint8_t>(body, 1);
-          put<uint64_t>(body, p.size());
-          body += p;
-        }
-      }
-      put<uint32_t>(out, 0);
-      put<uint32_t>(out, uint32_t(args.size()));
-      out += body;
+    } catch (py::error_already_set& e) {
+      out = failed(e.what());
     } catch (std::exception& e) {  // make_inputs raised (or sent what the wire cannot carry)
-      out = failed(nonce, e.what());
+      out = failed(e.what());
     }
-    if (!write_all(wfd, out.data(), out.size())) return;
+    std::string msg = seal.seal('a', nonce, std::move(out));
+    if (!write_all(wfd, msg.data(), msg.size())) return;
   }
 }
 
@@ -1733,11 +1848,12 @@ void seclude(const std::vector<int>& keep) {
   at::set_num_threads(1);
 }
 
-// The core's end: asks for each draw and reads the answer into fresh tensors.
+// The core's end of one channel: sealed requests out, sealed answers in.
 class Client {
  public:
-  // ``spec``: None (draws stay in this process) or (pid, request fd, answer fd).
-  void adopt(py::object spec) {
+  // ``spec``: None (nothing served) or (pid, request fd, answer fd); ``seal``: the
+  // channel's sealing.
+  void adopt(py::object spec, Sealing seal) {
     if (spec.is_none()) return;
     py::tuple t(spec);
     pid_ = t[0].cast<int>();
@@ -1748,6 +1864,7 @@ class Client {
       throw std::runtime_error("seal: the input drawer's pipes are not open");
     req_id_ = {a.st_dev, a.st_ino};
     ans_id_ = {b.st_dev, b.st_ino};
+    seal_ = std::move(seal);
     loads_ = py::module_::import("pickle").attr("loads");
   }
   bool on() const { return pid_ > 0; }
@@ -1758,47 +1875,33 @@ class Client {
   // none is timed from a colder start than another.
   void ping(uint64_t nonce) {
     if (!on()) return;
-    std::string req = request(nonce, 0, kPing);
-    if (!same(req_, req_id_) || !same(ans_, ans_id_) || !write_all(req_, req.data(), req.size()))
-      return;  // the next draw says what went wrong
-    spin_until_readable(ans_);
-    if (get<uint64_t>(ans_) != nonce || get<uint32_t>(ans_) != 0 || get<uint32_t>(ans_) != 0)
-      throw std::runtime_error("the input drawer's answer was not to this request");
+    std::string body = head(kPing, 0);
+    check(ask(nonce, body, true), nonce);
   }
 
   // One call of the baseline timed by its timer: (window seconds, host seconds). Waited
   // for in ``read``, as the timer waits for the next request while the candidate's call
   // is timed here.
-  std::pair<double, double> time(uint64_t nonce, uint32_t pair, int64_t seed, int32_t pattern,
-                                 bool fresh) {
-    if (!on()) throw std::runtime_error("the baseline's timer has stopped");
-    if (!same(req_, req_id_) || !same(ans_, ans_id_))
-      throw std::runtime_error("the baseline's timer's pipes were replaced in this process");
-    std::string req = request(nonce, seed, kTime);
-    put<uint32_t>(req, pair);
-    put<int32_t>(req, pattern);
-    put<uint8_t>(req, fresh ? 1 : 0);
-    if (!write_all(req_, req.data(), req.size()))
-      throw std::runtime_error("the input drawer stopped answering");
-    if (get<uint64_t>(ans_) != nonce)
-      throw std::runtime_error("the input drawer's answer was not to this request");
-    if (get<uint32_t>(ans_) != 0) {
-      uint32_t n = get<uint32_t>(ans_);
-      if (n > 4000) throw std::runtime_error("the input drawer's error was too long");
-      std::string why(n, '\0');
-      if (!read_all(ans_, why.data(), n)) throw std::runtime_error("the input drawer stopped answering");
-      throw std::runtime_error("the baseline (in its timer): " + why);
-    }
-    double window = get<double>(ans_), host = get<double>(ans_);
+  std::pair<double, double> time(uint64_t nonce, uint32_t pair, int64_t round, int64_t seed,
+                                 int32_t pattern, bool fresh) {
+    std::string body = head(kTime, seed);
+    put<uint32_t>(body, pair);
+    put<int64_t>(body, round);
+    put<int32_t>(body, pattern);
+    put<uint8_t>(body, fresh ? 1 : 0);
+    std::string ans = ask(nonce, body, false);
+    Reader in{ans};
+    status(in, "the baseline (in its timer): ");
+    double window = in.get<double>(), host = in.get<double>();
     if (!std::isfinite(window) || !std::isfinite(host) || window < 0 || host < 0)
-      throw std::runtime_error("the input drawer sent no time");
+      throw std::runtime_error("the baseline's timer sent no time");
     return {window, host};
   }
 
   py::tuple draw(uint64_t nonce, const py::dict& shape, const std::string& dtype,
                  const std::string& device, int64_t seed) {
     try {
-      return ask(nonce, shape, dtype, device, seed);
+      return fetch(nonce, shape, dtype, device, seed);
     } catch (py::error_already_set&) {
       throw;
     } catch (std::exception& e) {  // the same way a draw that raised in this process goes
@@ -1807,15 +1910,15 @@ class Client {
     }
   }
 
-  // A stop request ends the drawer's loop (closing the pipe would not, where a process
-  // the candidate forked holds a copy of it), and it is reaped here, waiting two seconds
-  // at most: signals to it are refused once ``confine_others`` holds, so it is never
-  // killed from here, and one that does not leave dies with this process (its parent-death
-  // signal).
+  // A stop request ends the loop (closing the pipe would not, where a process the
+  // candidate forked holds a copy of it), and the process is reaped here, waiting two
+  // seconds at most: signals to it are refused once ``confine_others`` holds, so it is
+  // never killed from here, and one that does not leave dies with this process (its
+  // parent-death signal).
   void stop() {
     if (!on()) return;
-    std::string req = request(0, 0, kStop);
-    write_all(req_, req.data(), req.size());
+    std::string msg = seal_.seal('q', 0, head(kStop, 0));
+    write_all(req_, msg.data(), msg.size());
     ::close(req_);
     ::close(ans_);
     for (int i = 0; i < 2000; i++) {
@@ -1828,44 +1931,67 @@ class Client {
   }
 
  private:
+  static std::string head(uint32_t kind, int64_t seed) {
+    std::string body;
+    put<uint32_t>(body, kind);
+    put<int64_t>(body, seed);
+    return body;
+  }
+
   bool same(int fd, const std::pair<dev_t, ino_t>& id) const {
     struct stat s{};
     return ::fstat(fd, &s) == 0 && s.st_dev == id.first && s.st_ino == id.second;
   }
 
-  py::tuple ask(uint64_t nonce, const py::dict& shape, const std::string& dtype,
-                const std::string& device, int64_t seed) {
+  // Sends one sealed request and returns the answer's opened body. ``spin``: wait busily
+  // first (a draw or ping before one of this process's timed calls).
+  std::string ask(uint64_t nonce, const std::string& body, bool spin) {
     if (!on()) throw std::runtime_error("the input drawer has stopped");
     if (!same(req_, req_id_) || !same(ans_, ans_id_))
       throw std::runtime_error("the input drawer's pipes were replaced in this process");
+    std::string msg = seal_.seal('q', nonce, body);
+    if (!write_all(req_, msg.data(), msg.size()))
+      throw std::runtime_error("the input drawer stopped answering");
+    if (spin) spin_until_readable(ans_);
+    auto [got, ans] = seal_.open('a', ans_);
+    if (got != nonce) throw std::runtime_error("the input drawer's answer was not to this request");
+    return std::move(ans);
+  }
+
+  static void status(Reader& in, const char* what) {
+    if (in.get<uint32_t>() == 0) return;
+    uint32_t n = in.get<uint32_t>();
+    if (n > 4000) throw std::runtime_error("the input drawer's error was too long");
+    std::string why(n, '\0');
+    in.take(why.data(), n);
+    throw std::runtime_error(what + why);
+  }
+
+  void check(const std::string& ans, uint64_t) {
+    Reader in{ans};
+    status(in, "the input drawer: ");
+  }
+
+  py::tuple fetch(uint64_t nonce, const py::dict& shape, const std::string& dtype,
+                  const std::string& device, int64_t seed) {
     std::string text = dtype + "\n" + device;
     for (auto item : shape)
       text += "\n" + std::string(py::str(item.first)) + "=" + std::string(py::str(item.second));
-    std::string req = request(nonce, seed, uint32_t(text.size())) + text;
-    if (!write_all(req_, req.data(), req.size()))
-      throw std::runtime_error("the input drawer stopped answering");
-    spin_until_readable(ans_);
-    if (get<uint64_t>(ans_) != nonce)
-      throw std::runtime_error("the input drawer's answer was not to this request");
-    if (get<uint32_t>(ans_) != 0) {
-      uint32_t n = get<uint32_t>(ans_);
-      if (n > 4000) throw std::runtime_error("the input drawer's error was too long");
-      std::string why(n, '\0');
-      if (!read_all(ans_, why.data(), n)) throw std::runtime_error("the input drawer stopped answering");
-      throw std::runtime_error("make_inputs (in the input drawer): " + why);
-    }
-    uint32_t count = get<uint32_t>(ans_);
+    std::string ans = ask(nonce, head(kDraw, seed) + text, true);
+    Reader in{ans};
+    status(in, "make_inputs (in the input drawer): ");
+    uint32_t count = in.get<uint32_t>();
     if (count > 4096) throw std::runtime_error("the input drawer sent too many arguments");
     py::tuple out(count);
     for (uint32_t i = 0; i < count; i++) {
-      uint8_t kind = get<uint8_t>(ans_);
+      uint8_t kind = in.get<uint8_t>();
       if (kind == 0) {
-        out[i] = py::reinterpret_steal<py::object>(THPVariable_Wrap(tensor()));
+        out[i] = py::reinterpret_steal<py::object>(THPVariable_Wrap(tensor(in)));
       } else if (kind == 1) {
-        uint64_t n = get<uint64_t>(ans_);
+        uint64_t n = in.get<uint64_t>();
         if (n > (64ull << 20)) throw std::runtime_error("the input drawer sent too large a value");
         std::string p(n, '\0');
-        if (!read_all(ans_, p.data(), n)) throw std::runtime_error("the input drawer stopped answering");
+        in.take(p.data(), n);
         out[i] = loads_(py::bytes(p));
       } else {
         throw std::runtime_error("the input drawer sent an argument of no known kind");
@@ -1874,24 +2000,23 @@ class Client {
     return out;
   }
 
-  at::Tensor tensor() {
-    auto type = c10::ScalarType(get<int32_t>(ans_));
+  static at::Tensor tensor(Reader& in) {
+    auto type = c10::ScalarType(in.get<int32_t>());
     if (int(type) < 0 || int(type) >= int(c10::ScalarType::NumOptions))
       throw std::runtime_error("the input drawer sent an unknown dtype");
-    bool grad = get<uint8_t>(ans_) != 0;
-    uint32_t dim = get<uint32_t>(ans_);
+    bool grad = in.get<uint8_t>() != 0;
+    uint32_t dim = in.get<uint32_t>();
     if (dim > 64) throw std::runtime_error("the input drawer sent too many dimensions");
     std::vector<int64_t> sizes(dim), strides(dim);
-    for (auto& v : sizes) v = get<int64_t>(ans_);
-    for (auto& v : strides) v = get<int64_t>(ans_);
-    uint64_t n = get<uint64_t>(ans_);
+    for (auto& v : sizes) v = in.get<int64_t>();
+    for (auto& v : strides) v = in.get<int64_t>();
+    uint64_t n = in.get<uint64_t>();
     NoPython np;
     at::Tensor t = at::empty_strided(sizes, strides, at::TensorOptions().dtype(type));
     if (n != uint64_t(t.numel()) * uint64_t(t.element_size()) ||
         (n && !t.is_non_overlapping_and_dense()))
       throw std::runtime_error("the input drawer sent a tensor whose bytes do not fit it");
-    if (n && !read_all(ans_, t.data_ptr(), n))
-      throw std::runtime_error("the input drawer stopped answering");
+    if (n) in.take(t.data_ptr(), n);
     if (grad) t.requires_grad_(true);
     return t;
   }
@@ -1899,8 +2024,18 @@ class Client {
   pid_t pid_ = -1;
   int req_ = -1, ans_ = -1;
   std::pair<dev_t, ino_t> req_id_{}, ans_id_{};
+  Sealing seal_;
   py::object loads_;
 };
+
+// A self-check of the cipher against RFC 8439's test vector (section 2.4.2), for the tests.
+py::bytes chacha20_test(const std::string& key, uint32_t counter, const std::string& nonce,
+                        std::string data) {
+  if (key.size() != 32 || nonce.size() != 12) throw std::invalid_argument("key 32, nonce 12 bytes");
+  chacha20_xor(reinterpret_cast<const uint8_t*>(key.data()), counter,
+               reinterpret_cast<const uint8_t*>(nonce.data()), data.data(), data.size());
+  return py::bytes(data);
+}
 
 }  // namespace drawer
 
@@ -2014,18 +2149,18 @@ class Seal {
 
   // The core's ends of the processes forked from this one once the core was made, before
   // any candidate code: its drawer and the baseline's timer, each (pid, request fd,
-  // answer fd) or None.
-  void adopt_drawer(py::object draws, py::object timer) {
+  // answer fd) or None. ``channel``: the drawer's ("d"; "b" for the timer's own).
+  void adopt_drawer(py::object draws, py::object timer, const std::string& channel) {
     if (ran_) throw std::runtime_error("seal: the plan has run");
-    drawer_.adopt(draws);
-    timer_.adopt(timer);
+    drawer_.adopt(draws, sealing(channel));
+    timer_.adopt(timer, sealing("t"));
   }
 
   // A drawer's side, in its forked process, until the stop request: it draws each call's
-  // inputs with the reference's ``make_inputs`` and sends them.
-  void serve_draws(py::object make_inputs, int rfd, int wfd) {
+  // inputs with the reference's ``make_inputs`` and sends them on ``channel``.
+  void serve_draws(py::object make_inputs, int rfd, int wfd, const std::string& channel) {
     drawer::seclude({rfd, wfd});
-    drawer::serve(make_inputs, rfd, wfd, {});
+    drawer::serve(make_inputs, rfd, wfd, sealing(channel), {});
   }
 
   // The baseline's timer, in its forked process, until the stop request; its own drawer
@@ -2045,32 +2180,39 @@ class Seal {
     Arm base;
     base.fn = baseline_;
     int64_t at = -1;
-    drawer::serve(py::none(), rfd, wfd, [&](uint32_t k, int64_t seed, int32_t pattern, bool fresh) {
+    auto one = [&](uint32_t k, int64_t r, int64_t seed, int32_t pattern, bool fresh) {
       if (k >= g_sw.n_pairs) throw std::runtime_error("no such pair in the plan");
       const Pair& p = g_sw.pairs[k];
-      if (int64_t(k) != at) {  // a new pair: its own buffers and kept set
+      if (int64_t(k) != at) {  // a new pair: its own buffers, kept set and audits
         base.fresh_keep.clear();
         out_bytes_[0] = 0;
+        kept_.clear();
+        offered_ = 0;
         at = k;
       }
-      py::tuple args;
+      py::tuple args, drawn;
       if (fresh || base.fresh_keep.empty()) {
-        py::tuple drawn;
         std::tie(args, drawn) = inputs(0, p.shape, p.dtype, seed);
         if (base.fresh_keep.empty()) base.fresh_keep.push_back(drawn);
       } else {
         ping_drawer();
-        args = write(0, p.shape, p.dtype, base.fresh_keep.front());
+        drawn = base.fresh_keep.front();
+        args = write(0, p.shape, p.dtype, drawn);
       }
       poison(0, pattern);
       sync();
       std::pair<double, double> w = timed(0, base, args, p.shape, false);
+      // What the core does after each candidate call, done here after each baseline call
+      // and thrown away, so that each process enters its next window from the same work.
+      check_recorder();
+      offer(p, int(k), long(r), seed, base.out, args, drawn);
       if (THPVariable_Check(base.out.ptr())) {
         at::Tensor t = THPVariable_Unpack(base.out.ptr());
         out_bytes_[0] = int64_t(t.numel()) * t.element_size();
       }
       return w;
-    });
+    };
+    drawer::serve(py::none(), rfd, wfd, sealing("t"), one);
   }
 
   void send_py(const std::string& body) { frame("{\"kind\":\"py\",\"body\":" + jstr(body) + "}"); }
@@ -2406,6 +2548,16 @@ class Seal {
   // its answer (``drawer::Client``), the nonce a keyed draw of this core's own.
   // Each request's nonce: a keyed draw of this core's own, never repeated.
   uint64_t drawer_nonce() { return prf("drawer:" + std::to_string(draws_++)); }
+
+  // The sealing of one of this process's channels, keyed from the vault (every process
+  // that speaks on them was forked from this core after it read its key).
+  drawer::Sealing sealing(const std::string& channel) {
+    return {[this](const std::string& label, uint8_t out[32]) {
+              Vault::Open o(vault_);
+              hmac_sha256(vault_.head().key, 32, label, out);
+            },
+            channel};
+  }
 
   void ping_drawer() {
     if (drawer_.on()) drawer_.ping(drawer_nonce());
@@ -2772,10 +2924,14 @@ class Seal {
     if (pattern_at_ != std::make_pair(k, r))  // one keyed draw a round: both arms alike
       pattern_at_ = {k, r}, pattern_ = int(prf("poison:" + std::to_string(k) + ":" + std::to_string(r)) & 0xff);
     int pattern = pattern_;
+    bool draws_too = pool_.empty() || fresh_round_;
     if (a == 0 && timer_.on())
-      return timer_.time(drawer_nonce(), uint32_t(k), arm_seed("round", p, k, r, a), pattern,
-                          pool_.empty() || fresh_round_);
-    if (a == 0 && !arm.fresh_keep.empty()) {
+      return timer_.time(drawer_nonce(), uint32_t(k), r, arm_seed("round", p, k, r, a), pattern,
+                         draws_too);
+    // Without a timer but with a drawer, the baseline draws from it whenever the candidate
+    // does, so that both arms enter each window from the same round trip.
+    if (a == 0 && !arm.fresh_keep.empty() && !(drawer_.on() && draws_too)) {
+      ping_drawer();
       py::tuple args = write(a, p.shape, p.dtype, arm.fresh_keep.front());
       poison(a, pattern);
       sync();
@@ -3169,14 +3325,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
   m.def("confine_others", &confine_others);
+  m.def("chacha20", &drawer::chacha20_test);
   m.def("unlaunched", []() { return py::make_tuple(g_unlaunched.load(), g_returned.load()); });
   py::class_<Seal>(m, "Seal")
       .def(py::init<int, int, int, std::string, py::object, py::object, bool>(),
            py::arg("secret_fd"), py::arg("result_fd"), py::arg("out_dir_fd"), py::arg("device"),
            py::arg("make_inputs"), py::arg("baseline"), py::arg("pass_shape"))
       .def("send_py", &Seal::send_py)
-      .def("adopt_drawer", &Seal::adopt_drawer, py::arg("draws"), py::arg("timer") = py::none())
-      .def("serve_draws", &Seal::serve_draws, py::arg("make_inputs"), py::arg("rfd"), py::arg("wfd"))
+      .def("adopt_drawer", &Seal::adopt_drawer, py::arg("draws"), py::arg("timer") = py::none(),
+           py::arg("channel") = "d")
+      .def("serve_draws", &Seal::serve_draws, py::arg("make_inputs"), py::arg("rfd"), py::arg("wfd"),
+           py::arg("channel") = "d")
       .def("serve_baseline", &Seal::serve_baseline, py::arg("rfd"), py::arg("wfd"))
       .def("stop_drawer", [](Seal& s) { s.stop_drawer(); })
       .def("run", &Seal::run, py::arg("candidate"), py::arg("between") = py::none());
