@@ -150,6 +150,18 @@ struct Sha256 {
 // hash states after them are as good as the key for signing, so they are wiped.
 void wipe(void* p, size_t n) { explicit_bzero(p, n); }
 
+// A shape's ``name=value`` fields (``fields[from:]``) as the dict ``make_inputs`` is given.
+py::dict shape_fields(const std::vector<std::string>& fields, size_t from) {
+  py::dict shape;
+  for (size_t i = from; i < fields.size(); i++) {
+    size_t eq = fields[i].find('=');
+    if (eq == std::string::npos) throw std::runtime_error("seal: bad shape field " + fields[i]);
+    shape[py::str(fields[i].substr(0, eq))] =
+        py::int_(std::strtoll(fields[i].c_str() + eq + 1, nullptr, 10));
+  }
+  return shape;
+}
+
 void hmac_sha256(const uint8_t* key, size_t key_n, const std::string& msg, uint8_t out[32]) {
   uint8_t k[64] = {0};
   std::memcpy(k, key, std::min<size_t>(key_n, 64));
@@ -1739,13 +1751,7 @@ std::string draw(py::object make_inputs, const std::string& text, int64_t seed) 
     at = end + 1;
   }
   if (lines.size() < 2) throw std::runtime_error("a request without dtype and device");
-  py::dict shape;
-  for (size_t i = 2; i < lines.size(); i++) {
-    size_t eq = lines[i].find('=');
-    if (eq == std::string::npos) throw std::runtime_error("a bad shape field");
-    shape[py::str(lines[i].substr(0, eq))] =
-        py::int_(std::strtoll(lines[i].c_str() + eq + 1, nullptr, 10));
-  }
+  py::dict shape = shape_fields(lines, 2);
   if (make_inputs.is_none()) throw std::runtime_error("this process draws nothing");
   py::tuple args(make_inputs(shape, torch.attr(lines[0].c_str()), lines[1], seed));
   py::object dumps = py::module_::import("pickle").attr("dumps");
@@ -2416,13 +2422,7 @@ class Seal {
       if (f.empty()) continue;
       const std::string& tag = f[0];
       if (tag == "S") {
-        py::dict d;
-        for (size_t i = 2; i < f.size(); i++) {
-          auto eq = f[i].find('=');
-          if (eq == std::string::npos) throw std::runtime_error("seal: bad shape field");
-          d[py::str(f[i].substr(0, eq))] =
-              py::int_(std::strtoll(f[i].c_str() + eq + 1, nullptr, 10));
-        }
+        py::dict d = shape_fields(f, 2);
         shapes_.push_back(d);
       } else if (tag == "T") {  // a path: the rest of the line, spaces included
         lists_[2].push_back(line.substr(2));
