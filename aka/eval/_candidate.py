@@ -395,9 +395,9 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     task_roots = tuple(str(Path(d).resolve()) + os.sep for d in (req.task_dir, req.base_dir))
     bindings = bind_library(core.moved_bindings, task=lambda f: f.startswith(task_roots))
     if req.drawer:
-        # Forked last before the candidate's import: the baseline is timed in a process
-        # laid out as this one (contained, confined, the guards' hooks in place), where no
-        # candidate code ever existed.
+        # Forked last before the candidate's import, once the core holds the key their
+        # pipes are sealed with: processes laid out as this one (contained, confined, the
+        # guards' hooks in place) where no candidate code ever existed.
         draws, timer = _drawer.start(seal, make_inputs, timer=req.timer)
         seal.adopt_drawer(draws, timer)
         guards.harness_children()

@@ -4,11 +4,11 @@ The sealed core draws each call's inputs with the task's ``make_inputs``, which 
 In the candidate's process everything it reaches (library functions, the objects and
 data they consult, the interpreter's hooks) is the candidate's to rebind, and red-team
 rounds computed the answer there, outside every timed window, by ways no tripwire named
-(docs/security.md, "What is not a boundary"). So, switched on, a CPU evaluation process forks
-a drawer right after loading the reference, before the baseline and the candidate exist in
-it: the core sends it a request per draw over one pipe and reads the tensors from its
-answer on another, in C++ (``drawer::Client`` in ``_seal/seal.cpp``), and nothing of the
-drawer is reachable from the candidate's process (see that comment for how).
+(docs/security.md, "What is not a boundary"). So a CPU evaluation process forks a drawer
+once its core exists and last before the candidate's import: the core sends it a request
+per draw over one pipe and reads the tensors from its answer on another, in C++
+(``drawer::Client`` in ``_seal/seal.cpp``), and nothing of the drawer is reachable from the
+candidate's process (see that comment for how).
 
 Every message on the pipes is sealed (``drawer::Sealing``: ChaCha20 and a one-time MAC,
 keyed from the core's key, which the forked processes hold and the candidate's code never

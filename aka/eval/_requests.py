@@ -43,6 +43,7 @@ def candidate_request(
     out of timing until its own evaluation is killed) and, for the same reason, the lock
     that builds of the evaluation core take (:func:`aka.eval._native.build_lock`).
     """
+    drawer = _drawer.wanted(job.device, job.drawer)
     return CandidateRequest(
         eval_root=str(root),
         task_dir=str(root / "task"),
@@ -71,8 +72,8 @@ def candidate_request(
         contain=job.contain,
         profile=request_field(profile),
         task_files=_own_task_files(job, root),
-        drawer=_drawer.wanted(job.device, job.drawer),
-        timer=_drawer.wanted(job.device, job.drawer) and job.timer,
+        drawer=drawer,
+        timer=drawer and job.timer,
     )
 
 

@@ -1739,9 +1739,10 @@ std::string failed(std::string why) {
   return out + why;
 }
 
-// A draw's answer body: ``make_inputs``'s arguments for the request's text and seed.
-std::string draw(py::object make_inputs, const std::string& text, int64_t seed) {
-  py::module_ torch = py::module_::import("torch");
+// A draw's answer body: ``make_inputs``'s arguments for the request's text and seed
+// (``torch`` and ``dumps``: the module and ``pickle.dumps``, looked up once per loop).
+std::string draw(py::object make_inputs, const std::string& text, int64_t seed,
+                 const py::module_& torch, const py::object& dumps) {
   std::vector<std::string> lines;
   size_t at = 0;
   while (at < text.size()) {
@@ -1754,7 +1755,6 @@ std::string draw(py::object make_inputs, const std::string& text, int64_t seed) 
   py::dict shape = shape_fields(lines, 2);
   if (make_inputs.is_none()) throw std::runtime_error("this process draws nothing");
   py::tuple args(make_inputs(shape, torch.attr(lines[0].c_str()), lines[1], seed));
-  py::object dumps = py::module_::import("pickle").attr("dumps");
   std::string body;
   put<uint32_t>(body, 0);
   put<uint32_t>(body, uint32_t(args.size()));
@@ -1777,6 +1777,8 @@ std::string draw(py::object make_inputs, const std::string& text, int64_t seed) 
 // A request that fails its MAC ends the loop: whoever wrote it is not the core, and the
 // core, waiting for an answer that never comes, fails the evaluation.
 void serve(py::object make_inputs, int rfd, int wfd, const Sealing& seal, const TimeFn& time_baseline) {
+  py::module_ torch = py::module_::import("torch");
+  py::object dumps = py::module_::import("pickle").attr("dumps");
   while (true) {
     uint64_t nonce;
     std::string req;
@@ -1805,7 +1807,7 @@ void serve(py::object make_inputs, int rfd, int wfd, const Sealing& seal, const 
         put<double>(out, window);
         put<double>(out, host);
       } else if (kind == kDraw) {
-        out = draw(make_inputs, req.substr(in.at), seed);
+        out = draw(make_inputs, req.substr(in.at), seed, torch, dumps);
       } else {
         throw std::runtime_error("an unknown request");
       }
@@ -1881,8 +1883,9 @@ class Client {
   // none is timed from a colder start than another.
   void ping(uint64_t nonce) {
     if (!on()) return;
-    std::string body = head(kPing, 0);
-    check(ask(nonce, body, true), nonce);
+    std::string ans = ask(nonce, head(kPing, 0), true);
+    Reader in{ans};
+    status(in, "the input drawer: ");
   }
 
   // One call of the baseline timed by its timer: (window seconds, host seconds). Waited
@@ -1971,11 +1974,6 @@ class Client {
     std::string why(n, '\0');
     in.take(why.data(), n);
     throw std::runtime_error(what + why);
-  }
-
-  void check(const std::string& ans, uint64_t) {
-    Reader in{ans};
-    status(in, "the input drawer: ");
   }
 
   py::tuple fetch(uint64_t nonce, const py::dict& shape, const std::string& dtype,
