@@ -6,9 +6,11 @@ through :class:`aka.api.Evaluator`, in a process of its own (the switch is read 
 An A/A should come out at 1; what the drawer's round trip does to the timed calls shows
 as the distance from it. The evaluator reports a speedup inside its noise band as 1, so
 each run's per-shape ratios (baseline median / candidate median, from its feedback) are
-kept too. Usage::
+kept too. ``--load N`` keeps N busy processes running meanwhile (as a full test run
+loads the 2-core CI machine). Usage::
 
     python tools/drawer_aa.py --tasks-root tests/fixtures/tasks --task torch/ops/affine --runs 4
+    python tools/drawer_aa.py --runs 10 --load 2
 """
 
 from __future__ import annotations
@@ -46,9 +48,25 @@ def main() -> None:
     ap.add_argument("--tasks-root", default="tests/fixtures/tasks")
     ap.add_argument("--task", default="torch/ops/affine")
     ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--load", type=int, default=0, help="busy processes kept running meanwhile")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     results: dict[str, list[dict[str, object]]] = {}
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+    try:
+        _measure(args, results)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+    if args.out:
+        command = " ".join(["python", "tools/drawer_aa.py", *sys.argv[1:]])
+        record = {"command": command, "task": args.task, "load": args.load, "results": results}
+        args.out.write_text(json.dumps(record, indent=2))
+
+
+def _measure(args: argparse.Namespace, results: dict[str, list[dict[str, object]]]) -> None:
+    """Each setting's runs, in a process of its own, into ``results``."""
     with tempfile.TemporaryDirectory() as tmp:
         for setting in ("1", "0"):
             env = {**os.environ, "AKA_EVAL_DRAWER": setting}
@@ -65,10 +83,6 @@ def main() -> None:
                 if r["speedup"] is not None
             )
             print(f"{'on ' if setting == '1' else 'off'}: {speedups}")
-    if args.out:
-        command = " ".join(["python", "tools/drawer_aa.py", *sys.argv[1:]])
-        record = {"command": command, "task": args.task, "results": results}
-        args.out.write_text(json.dumps(record, indent=2))
 
 
 if __name__ == "__main__":

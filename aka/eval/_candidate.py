@@ -375,6 +375,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
     launches = LaunchCounter()
     if backend(req.backend).counts_launches:
         launches.install()
+        if launches.hook_code is not None:
+            core.hook_launches(launches.hook_code)
         launches.drawing = drawing
         if device == "cpu":  # the interpreter's kernels, compiled for a GPU after the plan
             launches.kinds = Launches()

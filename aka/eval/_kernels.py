@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from aka.eval._gpu_compile import Launches, track_interpreter
@@ -114,6 +115,9 @@ class LaunchCounter:
         self.counting = False
         self.noop = False
         self.hooked: list[str] = []
+        # The wrapper's code object, the same for every class wrapped: the sealed core
+        # counts a ``ping`` only from a frame running it (``hook_launches``).
+        self.hook_code: CodeType | None = None
         # Called from inside every launch while the sealed plan runs: the core counts
         # the candidate calls that returned without one (its ``launched``).
         self.ping: Callable[[], None] | None = None
@@ -169,3 +173,4 @@ class LaunchCounter:
 
         cls.run = run  # type: ignore[attr-defined]
         self.hooked.append(f"{cls.__module__}.{cls.__qualname__}.run")
+        self.hook_code = run.__code__

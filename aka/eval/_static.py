@@ -42,6 +42,10 @@ BANNED_MODULES: dict[str, str] = {
     "subprocess": "subprocess",
     "multiprocessing": "subprocess",
     "pty": "subprocess",
+    # what ``subprocess`` and ``os`` call underneath: a process started through
+    # ``_posixsubprocess.fork_exec`` raises no audit event (a red-team tap did that)
+    "_posixsubprocess": "subprocess",
+    "posix": "subprocess",
     "threading": "threads",
     "_thread": "threads",
     "concurrent": "threads",
@@ -69,6 +73,12 @@ BANNED_MODULES: dict[str, str] = {
     "aka_candidate": "harness_access",  # the loaded entry module (an e2e task's model)
     "reference": "harness_access",
 }
+# ``os`` functions that read, write or make descriptors past ``open`` (a red-team tap read
+# the input drawer's pipes through descriptors it reopened).
+RAW_IO = (
+    "readv", "writev", "pread", "pwrite", "preadv", "pwritev", "splice", "sendfile",
+    "copy_file_range", "fdopen", "dup", "pipe", "pipe2", "mkfifo", "memfd_create", "openpty",
+)  # fmt: skip
 # Dotted names (after alias resolution) -> flag.
 BANNED_NAMES: dict[str, str] = {
     "os.system": "subprocess",
@@ -78,6 +88,12 @@ BANNED_NAMES: dict[str, str] = {
     "os.posix_spawn": "subprocess",
     "os.posix_spawnp": "subprocess",
     "os.kill": "subprocess",
+    "os.killpg": "subprocess",
+    "os.vfork": "subprocess",
+    "os.register_at_fork": "subprocess",
+    "os.pidfd_open": "subprocess",
+    **{f"os.exec{v}": "subprocess" for v in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")},
+    **{f"os.spawn{v}": "subprocess" for v in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")},
     "os.environ": "env_access",
     "os.environb": "env_access",
     "os.getenv": "env_access",
@@ -87,6 +103,7 @@ BANNED_NAMES: dict[str, str] = {
     "os.read": "file_access",
     "os.write": "file_access",
     "os.dup2": "file_access",
+    **{f"os.{name}": "file_access" for name in RAW_IO},
     "os.listdir": "file_access",
     "os.scandir": "file_access",
     "io.open": "file_access",
@@ -112,6 +129,17 @@ BANNED_BUILTINS = {
     "open": "file_access",
     "breakpoint": "introspection",
 }
+# Attributes that lead from a candidate's own objects into the harness's (a caught
+# exception's frame, then its caller's locals: red-team files reached the sealed core's
+# ``launched`` and the input drawer's pipes that way, past ``sys._getframe``) or rewrite
+# code in place (a function's closure cells, its code, its globals). Read, written, or
+# named to ``getattr`` and its kin.
+INTROSPECTION_ATTRS = frozenset({
+    "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "tb_frame", "tb_next",
+    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "__traceback__",
+    "__closure__", "cell_contents", "__globals__", "__code__", "__subclasses__",
+})  # fmt: skip
+ATTR_FUNCTIONS = {"getattr", "setattr", "hasattr", "delattr"}
 # Assigning to attributes under these modules is monkeypatching.
 PATCH_ROOTS = {
     "time", "torch", "triton", "aka", "statistics", "numpy", "builtins", "sys", "os",
@@ -212,6 +240,8 @@ class _Visitor(ast.NodeVisitor):
             self.add(flag, node, f"uses builtin {node.id}")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in INTROSPECTION_ATTRS:
+            self.add("introspection", node, f"uses .{node.attr}")
         dotted = dotted_name(node)
         if dotted is not None:
             full = resolve(dotted, self.aliases)
@@ -285,6 +315,10 @@ class _Visitor(ast.NodeVisitor):
         if self._allowed_env_read(node.func, node.args[0] if node.args else None):
             return
         func = node.func.id if isinstance(node.func, ast.Name) else ""
+        if func in ATTR_FUNCTIONS and len(node.args) > 1:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and name.value in INTROSPECTION_ATTRS:
+                self.add("introspection", node, f"{func}() of .{name.value}")
         if func in {"setattr", "delattr"} and node.args:
             dotted = dotted_name(node.args[0]) or ""
             root = resolve(dotted, self.aliases).split(".")[0] if dotted else ""

@@ -74,6 +74,34 @@ def test_modules_that_compile_source_for_their_caller_are_dynamic_code() -> None
     assert hack_findings("k.py", "import codecs\n", ["kernel.py"]) == []
 
 
+def test_frames_closures_and_raw_process_calls_are_findings() -> None:
+    # the ways red-team files reached the harness's objects (a caught exception's frame,
+    # then its caller's locals) and started a process no audit hook hears of
+    src = (
+        "import _posixsubprocess\n"
+        "import os as o\n"
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__\n"
+        "core = f.tb_frame.f_back.f_locals['core']\n"
+        "g = getattr(f, 'tb_frame')\n"
+        "run.__closure__[0].cell_contents = None\n"
+        "o.pread(3, 8, 0)\n"
+        "o.execv('/bin/sh', ['sh'])\n"
+    )
+    found = {(f.flag, f.line) for f in hack_findings("k.py", src, ["kernel.py"])}
+    assert found == {
+        ("subprocess", 1),
+        ("introspection", 6),
+        ("introspection", 7),
+        ("introspection", 8),
+        ("introspection", 9),
+        ("file_access", 10),
+        ("subprocess", 11),
+    }
+    # the same names as plain data, and attributes merely spelled alike, are not uses
+    honest = "x = {'f_back': 1}\ny = x['f_back']\nz = getattr(m, 'f_backward')\n"
+    assert hack_findings("k.py", honest, ["kernel.py"]) == []
+
+
 def test_static_findings_name_the_line_and_resolve_aliases() -> None:
     src = (
         "import time as t\nimport os\nfrom pathlib import Path\n"

@@ -72,6 +72,7 @@
 #include <tuple>
 #include <type_traits>
 #include <poll.h>
+#include <sched.h>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -928,6 +929,14 @@ thread_local int t_depth = 0;
 // that launches only when it is probed (fresh tensors after the plan) is seen skipping.
 std::atomic<bool> g_launched{false};
 std::atomic<long> g_returned{0}, g_unlaunched{0};
+// The launch hook's code object (``LaunchCounter``'s wrapper of Triton's ``run``), given
+// once before candidate code is imported: ``launched`` counts a call only from a frame of
+// that code. The candidate reaches ``launched`` itself (through the harness's frames; a
+// red-team file called it in every plan call and launched no kernel at all), so a call
+// from any other frame is not a launch but a forged one, noted (first only) for the
+// verdict (``no_kernel_launch``, from the core's last frame).
+PyObject* g_hook_code = nullptr;
+std::string g_forged_launch;
 void note_tamper(const std::string& what) {
   if (g_sw.vault) g_sw.vault->note_tamper(what);
 }
@@ -1821,15 +1830,20 @@ void serve(py::object make_inputs, int rfd, int wfd, const Sealing& seal, const 
   }
 }
 
-// Waits busily until ``fd`` has something to read (50 ms at most, then the ``read`` that
-// follows waits): a process that sleeps until its pipe has data wakes on a cold processor,
-// and a call timed right after ran twice as slow as one that did not wait (an A/A of
-// 0.46-0.59 on the CPU).
+// Waits busily until ``fd`` has something to read (two seconds at most, then the ``read``
+// that follows waits): a process that sleeps until its pipe has data wakes on a cold
+// processor, and a call timed right after ran twice as slow as one that did not wait (an
+// A/A of 0.46-0.59 on the CPU). Each empty poll yields the processor, so on a machine
+// with fewer free cores than busy processes the drawer (or another evaluation) runs in
+// this process's place rather than after its time slice, and the wait never turns into a
+// sleep: a draw slower than the old 50 ms bound (a loaded machine) was followed by a
+// call timed from a cold start.
 void spin_until_readable(int fd) {
   struct pollfd pfd = {fd, POLLIN, 0};
   auto t0 = std::chrono::steady_clock::now();
   while (::poll(&pfd, 1, 0) == 0) {
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(50)) return;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(2)) return;
+    ::sched_yield();
   }
 }
 
@@ -2275,6 +2289,7 @@ class Seal {
     std::string tamper = vault_.tamper();
     frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) + ",\"error\":null" +
           ",\"recorder\":" + (tamper.empty() ? std::string("null") : jstr(tamper)) +
+          ",\"forged_launch\":" + (g_forged_launch.empty() ? std::string("null") : jstr(g_forged_launch)) +
           ",\"code\":" + code_seen() + ",\"outside\":" + outside() + "}");
   }
 
@@ -3318,8 +3333,22 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     py::gil_scoped_release nogil;
     return digest_bytes(k, bytes);
   });
+  m.def("hook_launches", [](py::object code) {
+    if (!PyCode_Check(code.ptr())) throw std::runtime_error("seal: the launch hook is a code object");
+    if (g_hook_code == code.ptr()) return;
+    if (g_hook_code) throw std::runtime_error("seal: the launch hook is given once");
+    g_hook_code = code.release().ptr();  // held for the process's life
+  });
   m.def("launched", []() {
-    if (g_sw.mode.load(std::memory_order_relaxed) == 1) g_launched = true;
+    PyFrameObject* f = PyEval_GetFrame();  // borrowed: the frame that called this
+    PyCodeObject* code = f ? PyFrame_GetCode(f) : nullptr;
+    bool hook = code && reinterpret_cast<PyObject*>(code) == g_hook_code;
+    if (!hook && g_forged_launch.empty())
+      g_forged_launch = "the launch counter was called from " +
+                        (code ? code_where(code) : std::string("no Python frame")) +
+                        ", not from Triton's launch";
+    Py_XDECREF(code);
+    if (hook && g_sw.mode.load(std::memory_order_relaxed) == 1) g_launched = true;
   });
   m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
   m.def("confine_others", &confine_others);
