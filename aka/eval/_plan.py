@@ -225,6 +225,8 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
             flags.append({"flag": "op_record_tamper", "evidence": str(f["recorder"])})
         if f.get("forged_launch"):
             flags.append({"flag": "no_kernel_launch", "evidence": str(f["forged_launch"])})
+        if f.get("process"):
+            flags.append({"flag": "background_process", "evidence": f"{f['process']} (the core)"})
         code += [c for c in f.get("code") or [] if isinstance(c, dict)]
         outside = f.get("outside")
         if isinstance(outside, dict) and outside.get("seen"):

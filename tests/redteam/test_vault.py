@@ -29,7 +29,9 @@ def test_samples_rewritten_through_a_raw_address_are_out_of_reach(tmp_path: Path
     now, and its samples are its own. s38 reaches for the vault that holds them: it has no
     access while candidate code runs, so the process dies, flagged, with no speedup."""
     rewrite = _run(tmp_path / "rewrite", "s37_raw_sample_rewrite")
-    assert rewrite.correct and rewrite.timing, (rewrite.flags, rewrite.error)
+    # (its walk to the sealed object through frames is a static finding: what this asks
+    # is whether its rewrite reached the samples timed)
+    assert rewrite.flags == ["introspection"] and rewrite.timing, (rewrite.flags, rewrite.error)
     samples = rewrite.timing[0]["pair"]["candidate"]["samples_s"]
     assert samples and 4e-6 not in samples
     reach = _run(tmp_path / "reach", "s38_vault_reach")

@@ -937,6 +937,40 @@ std::atomic<long> g_returned{0}, g_unlaunched{0};
 // verdict (``no_kernel_launch``, from the core's last frame).
 PyObject* g_hook_code = nullptr;
 std::string g_forged_launch;
+
+// The first process in this evaluation's PID namespace that is neither this process nor
+// one of the harness's (``harness``: the input drawer and the baseline's timer): a process
+// the candidate started, looked for after every candidate call. A red-team helper started
+// with ``_posixsubprocess.fork_exec`` (no audit event) and ``SIGCHLD`` ignored (so no child
+// was left for the harness's Python to count at its stages) ran beside the whole plan.
+// Only as PID 1 of its own namespace with its own ``/proc`` (the CPU's default; a CUDA
+// evaluation has neither) does ``/proc`` list this evaluation's processes and no others;
+// ``readdir`` lists processes, not threads.
+std::string g_stray_process;
+void census(const std::vector<int>& harness) {
+  if (!g_stray_process.empty() || ::getpid() != 1) return;
+  char self[16] = {0};
+  if (::readlink("/proc/self", self, sizeof(self) - 1) != 1 || self[0] != '1') return;
+  DIR* d = ::opendir("/proc");
+  if (!d) return;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    int pid = std::atoi(e->d_name);
+    if (pid == 1 || std::find(harness.begin(), harness.end(), pid) != harness.end()) continue;
+    std::string comm = "?";
+    int fd = ::open(("/proc/" + std::to_string(pid) + "/comm").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      char buf[64];
+      ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+      ::close(fd);
+      if (n > 0) comm.assign(buf, size_t(buf[n - 1] == '\n' ? n - 1 : n));
+    }
+    g_stray_process = "process " + std::to_string(pid) + " (" + comm +
+                      ") beside the evaluation after a candidate call";
+    break;
+  }
+  ::closedir(d);
+}
 void note_tamper(const std::string& what) {
   if (g_sw.vault) g_sw.vault->note_tamper(what);
 }
@@ -1890,6 +1924,7 @@ class Client {
     loads_ = py::module_::import("pickle").attr("loads");
   }
   bool on() const { return pid_ > 0; }
+  int pid() const { return pid_; }
   std::vector<int> fds() const { return {req_, ans_}; }
 
   // A round trip with nothing drawn, before a call whose inputs were not drawn now (a
@@ -2290,6 +2325,7 @@ class Seal {
     frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) + ",\"error\":null" +
           ",\"recorder\":" + (tamper.empty() ? std::string("null") : jstr(tamper)) +
           ",\"forged_launch\":" + (g_forged_launch.empty() ? std::string("null") : jstr(g_forged_launch)) +
+          ",\"process\":" + (g_stray_process.empty() ? std::string("null") : jstr(g_stray_process)) +
           ",\"code\":" + code_seen() + ",\"outside\":" + outside() + "}");
   }
 
@@ -2373,6 +2409,7 @@ class Seal {
   // must still reach the recorder. One switched off and left off, or whose callback was
   // removed, is recorded and put back for the next call.
   void check_recorder() {
+    census({drawer_.pid(), timer_.pid()});
     if (!at::isRecordFunctionEnabled()) {
       note_tamper("the operator recorder was switched off in a candidate call");
       at::enableRecordFunction(true);
