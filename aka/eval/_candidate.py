@@ -255,24 +255,6 @@ def _gpu_compiled(kinds: Launches, guards: Guards, cand_dir: Path) -> list[str]:
     return notes
 
 
-def _unlaunched(core: Any, launches: LaunchCounter, guards: Guards) -> None:
-    """``no_kernel_launch`` when a call of the plan returned with no Triton kernel launched.
-
-    The probes after the plan use tensors of their own, which a kernel can tell from the
-    plan's (the same buffers every call): one that launched only for tensors it had not
-    seen passed them and answered every scored call from the library. So every call of
-    the plan counts, checked and timed alike.
-    """
-    if not launches.hooked:
-        return
-    skipped, returned = core.unlaunched()
-    if skipped:
-        guards.flag(
-            "no_kernel_launch",
-            f"{skipped} of {returned} calls of the plan launched no Triton kernel",
-        )
-
-
 def _kernel_caches(contained: bool) -> tuple[str, ...]:
     """The folders where this process may build kernels, created now.
 
@@ -428,7 +410,6 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
             launches.ping = None
     seal.stop_drawer()  # the plan is over (or never ran): nothing is drawn after it
     if candidate is not None:
-        _unlaunched(core, launches, guards)
         if drawing.found:
             guards.flag("inputs_hook", "Triton kernels not of the task ran while the "
                         f"evaluator drew inputs, outside every timed window: "

@@ -69,10 +69,15 @@ def _err(what: str) -> str:
 ESCAPED_EXIT = 86  # the reaper's exit status when it had to kill what the evaluation left
 
 
-def _orphans() -> list[int]:
-    """Live processes whose parent is this one (descendants reparented to us, and our child)."""
+def children() -> list[int]:
+    """Live processes whose parent is this one (descendants reparented to us, and our
+    children), from each process's ``stat``; none where ``/proc`` cannot be listed."""
     me, out = str(os.getpid()), []
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
         if not entry.isdigit():
             continue
         try:
@@ -90,7 +95,7 @@ def _reap(child: int) -> int:
     import signal
 
     def stop(signum: int, frame: object) -> None:  # the evaluator's timeout: take all down
-        for pid in [child, *_orphans()]:
+        for pid in [child, *children()]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         os._exit(128 + signum)
@@ -101,7 +106,7 @@ def _reap(child: int) -> int:
     code = code if code >= 0 else 128 - code
     escaped = False
     for _ in range(100):
-        left = _orphans()
+        left = children()
         if not left:
             break
         escaped = True
@@ -258,6 +263,7 @@ def hide(
             return "not contained: " + _err(f"hiding {path}")
         hidden += 1
     proc = _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+    mem = _cover_own_memory()
     # The working directory still points into the tree as it was before these mounts
     # (``..`` from it, or /proc/self/cwd, reaches every covered path): re-enter it by name.
     try:
@@ -267,8 +273,31 @@ def hide(
     _drop_capabilities()
     return (
         f"contained ({hidden} paths hidden, {len(private) + len(fresh)} private tmpfs{ro}, "
-        f"/proc {'private' if proc else 'shared'})"
+        f"/proc {'private' if proc else 'shared'}; {mem})"
     )
+
+
+def _cover_own_memory() -> str:
+    """``/proc/self/mem`` (and every thread's, through ``/proc/self/task``) covered in this
+    process's own ``/proc``, before its capabilities go: that file ignores page
+    protections, so the sealed core's vault (its samples, the operators it charged, its
+    keys; no access while candidate code runs) was read and rewritten through it, a timing
+    forged to any value from plain Python (a red-team round opened it through a library's
+    frame, past the audit hook). Covered, it is ``/dev/null``; the covers cannot be undone
+    without the capabilities dropped next. Private or not (a network-isolated process
+    is in a user namespace that cannot mount a ``/proc`` of its own), this ``/proc`` names
+    this process as ``/proc/self`` does. Returns what was done, for the containment
+    status."""
+    try:
+        me = os.readlink("/proc/self")  # this process's pid as this /proc numbers it
+    except OSError as exc:
+        return f"own memory open: {exc}"
+    if _mount("/dev/null", f"/proc/{me}/mem", None, MS_BIND, None) != 0:
+        return "own memory open: " + _err(f"covering /proc/{me}/mem")
+    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    if _mount("tmpfs", f"/proc/{me}/task", "tmpfs", flags, "size=4k,mode=0555") != 0:
+        return "threads' memory open: " + _err(f"covering /proc/{me}/task")
+    return "own memory covered"
 
 
 class _NoExec:

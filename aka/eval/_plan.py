@@ -223,6 +223,10 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
     for f in done:
         if f.get("recorder"):
             flags.append({"flag": "op_record_tamper", "evidence": str(f["recorder"])})
+        counted = f.get("unlaunched")
+        if isinstance(counted, list) and len(counted) == 2 and counted[0]:
+            flags.append({"flag": "no_kernel_launch", "evidence": f"{counted[0]} of {counted[1]} "
+                          "calls of the plan launched no Triton kernel (the core)"})  # fmt: skip
         if f.get("forged_launch"):
             flags.append({"flag": "no_kernel_launch", "evidence": str(f["forged_launch"])})
         if f.get("process"):

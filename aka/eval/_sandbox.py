@@ -151,15 +151,12 @@ def _children() -> set[str]:
     """The pids of this process's live children (Linux), else none. By pid, not by count:
     the harness's own child (the input drawer, :mod:`aka.eval._drawer`, named by
     :meth:`Guards.harness_children`) ends before the last look, and one the candidate started
-    must not take its place unseen."""
-    found: set[str] = set()
-    try:
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children") as f:
-                found.update(f.read().split())
-    except OSError:
-        return set()
-    return found
+    must not take its place unseen. Read from each process's ``stat`` (its parent), not
+    from ``/proc/self/task``, which a contained CPU evaluation covers
+    (:func:`aka.eval._contain.hide`)."""
+    from aka.eval._contain import children
+
+    return {str(pid) for pid in children()}
 
 
 WATCHED = (

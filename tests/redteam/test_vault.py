@@ -9,6 +9,7 @@ read-only to it (``aka/eval/_seal/seal.cpp``).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,39 @@ def test_proc_self_mem_is_not_a_way_around_the_vault(tmp_path: Path) -> None:
     v = run_job(job, root)
     assert not v.correct and "result_channel_tamper" in v.flags, (v.flags, v.error)
     assert any("opens /proc/self/mem" in e for e in v.evidence), v.evidence
+
+
+# ``/proc/self/mem`` opened by a library function (the audit hook blames the innermost frame
+# that is not the standard library's: torch's here) and read at the address of an object of
+# the candidate's own: 8 bytes come back only where that file is this process's memory.
+MEM_THROUGH_A_LIBRARY = """
+import functools
+import os
+
+from torch.utils import _pytree
+
+_read = []
+
+
+def scale(x):
+    if not _read:
+        fd = _pytree.tree_map(functools.partial(os.open, flags=os.O_RDONLY), "/proc/self/mem")
+        _read.append(os.pread(fd, 8, id(_read)))
+    return x * 2 + 1 if len(_read[0]) == 8 else x * 0
+"""
+
+
+@pytest.mark.parametrize("contain", [True, False], ids=["contained", "control"])
+def test_proc_self_mem_is_covered_in_a_contained_process(tmp_path: Path, contain: bool) -> None:
+    """A red-team file opened it this way and rewrote the vault's samples (22-100x,
+    unflagged): contained, the file is ``/dev/null`` (every case wrong: nothing read); the
+    control, not contained, shows the read works where it is not covered."""
+    job, root = scale_job(tmp_path, MEM_THROUGH_A_LIBRARY)
+    v = run_job(dataclasses.replace(job, contain=contain), root)
+    assert v.compiled["ok"] and v.cases, (v.error, v.compiled)
+    assert all(c["ok"] != contain for c in v.cases), (v.error, v.cases[:1])
+    if contain:
+        assert any("own memory covered" in n for n in v.notes), v.notes
 
 
 def test_the_vault_fault_line_is_the_one_the_core_writes() -> None:

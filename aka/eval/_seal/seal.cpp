@@ -2199,19 +2199,34 @@ class Seal {
     drawer_.stop();
     timer_.stop();
   }
+  // The harness's stop, after the plan: refused while the plan runs, where only candidate
+  // code could ask (a red-team fork of the candidate's stopped the drawer with the key the
+  // fork carried and served the draws itself).
+  void stop_drawer_after_plan() {
+    if (in_plan_) throw std::runtime_error("seal: the drawer is stopped when the plan ends");
+    stop_drawer();
+  }
+  // Whether this process is where candidate code runs (its drawer adopted, or its plan
+  // run): no drawer or timer is served from here, and none from a fork of it.
+  void refuse_serving() const {
+    if (adopted_ || ran_)
+      throw std::runtime_error("seal: draws are served from a drawer forked before the candidate's import");
+  }
 
   // The core's ends of the processes forked from this one once the core was made, before
   // any candidate code: its drawer and the baseline's timer, each (pid, request fd,
   // answer fd) or None. ``channel``: the drawer's ("d"; "b" for the timer's own).
   void adopt_drawer(py::object draws, py::object timer, const std::string& channel) {
-    if (ran_) throw std::runtime_error("seal: the plan has run");
+    if (ran_ || adopted_) throw std::runtime_error("seal: the drawer is adopted once, before the plan");
     drawer_.adopt(draws, sealing(channel));
     timer_.adopt(timer, sealing("t"));
+    adopted_ = channel == "d";  // the evaluation process's (a timer adopts its own, "b")
   }
 
   // A drawer's side, in its forked process, until the stop request: it draws each call's
   // inputs with the reference's ``make_inputs`` and sends them on ``channel``.
   void serve_draws(py::object make_inputs, int rfd, int wfd, const std::string& channel) {
+    refuse_serving();
     drawer::seclude({rfd, wfd});
     drawer::serve(make_inputs, rfd, wfd, sealing(channel), {});
   }
@@ -2224,6 +2239,7 @@ class Seal {
   // waits for the next request while the candidate's call is timed. So the baseline's
   // timing is nowhere the candidate can reach, and an A/A still reads 1.
   void serve_baseline(int rfd, int wfd) {
+    refuse_serving();
     std::vector<int> keep = drawer_.fds();
     keep.push_back(rfd);
     keep.push_back(wfd);
@@ -2281,10 +2297,13 @@ class Seal {
 
   void run(py::object candidate, py::object between) {
     if (ran_) throw std::runtime_error("seal: the plan has run");
-    ran_ = true;
+    ran_ = in_plan_ = true;
     struct Stop {  // no draw after the plan, however it ends
       Seal& s;
-      ~Stop() { s.stop_drawer(); }
+      ~Stop() {
+        s.in_plan_ = false;
+        s.stop_drawer();
+      }
     } stop{*this};
     candidate_ = candidate;
     recorder_ = add_recorder();
@@ -2324,6 +2343,7 @@ class Seal {
     std::string tamper = vault_.tamper();
     frame("{\"kind\":\"core_done\",\"calls\":" + std::to_string(done) + ",\"error\":null" +
           ",\"recorder\":" + (tamper.empty() ? std::string("null") : jstr(tamper)) +
+          ",\"unlaunched\":" + unlaunched() +
           ",\"forged_launch\":" + (g_forged_launch.empty() ? std::string("null") : jstr(g_forged_launch)) +
           ",\"process\":" + (g_stray_process.empty() ? std::string("null") : jstr(g_stray_process)) +
           ",\"code\":" + code_seen() + ",\"outside\":" + outside() + "}");
@@ -2337,7 +2357,7 @@ class Seal {
   py::object make_inputs_, baseline_, candidate_;
   drawer::Client drawer_, timer_;  // this process's drawer, the baseline's timer
   uint64_t draws_ = 0;
-  bool pass_shape_, ran_ = false;
+  bool pass_shape_, ran_ = false, in_plan_ = false, adopted_ = false;
   at::CallbackHandle recorder_ = 0;
   std::set<std::string> code_at_start_;
   QuietDraw::Signals signals_;
@@ -2385,6 +2405,15 @@ class Seal {
              ",\"fresh\":" + (fresh ? "true" : "false") + "}";
     }
     return out + "]";
+  }
+
+  // The plan's calls that returned and those of them that launched no Triton kernel, in
+  // the core's last frame when the launch hook was given (a Triton task): the verdict reads
+  // them there, not from the harness's Python, whose state candidate code can rewrite (a
+  // red-team file emptied the hook's list, and no call was then asked to launch).
+  static std::string unlaunched() {
+    if (!g_hook_code) return "null";
+    return "[" + std::to_string(g_unlaunched.load()) + "," + std::to_string(g_returned.load()) + "]";
   }
 
   // A call of the candidate with the operator recorder on, as every one of its calls is.
@@ -3390,7 +3419,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
   m.def("confine_others", &confine_others);
   m.def("chacha20", &drawer::chacha20_test);
-  m.def("unlaunched", []() { return py::make_tuple(g_unlaunched.load(), g_returned.load()); });
   py::class_<Seal>(m, "Seal")
       .def(py::init<int, int, int, std::string, py::object, py::object, bool>(),
            py::arg("secret_fd"), py::arg("result_fd"), py::arg("out_dir_fd"), py::arg("device"),
@@ -3401,7 +3429,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("serve_draws", &Seal::serve_draws, py::arg("make_inputs"), py::arg("rfd"), py::arg("wfd"),
            py::arg("channel") = "d")
       .def("serve_baseline", &Seal::serve_baseline, py::arg("rfd"), py::arg("wfd"))
-      .def("stop_drawer", [](Seal& s) { s.stop_drawer(); })
+      .def("stop_drawer", &Seal::stop_drawer_after_plan)
       .def("run", &Seal::run, py::arg("candidate"), py::arg("between") = py::none());
 #ifdef AKA_SEAL_CUDA
   m.attr("cuda") = true;
