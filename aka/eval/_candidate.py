@@ -385,6 +385,9 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         draws, timer = _drawer.start(seal, make_inputs, timer=req.timer)
         seal.adopt_drawer(draws, timer)
         guards.harness_children()
+    if req.contain and device == "cpu":
+        # last: the drawer is forked, and nothing of the harness starts a thread after
+        contained += "; " + core.no_new_threads()
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None
     compiled: dict[str, Any]

@@ -278,25 +278,27 @@ def hide(
 
 
 def _cover_own_memory() -> str:
-    """``/proc/self/mem`` (and every thread's, through ``/proc/self/task``) covered in this
-    process's own ``/proc``, before its capabilities go: that file ignores page
-    protections, so the sealed core's vault (its samples, the operators it charged, its
-    keys; no access while candidate code runs) was read and rewritten through it, a timing
-    forged to any value from plain Python (a red-team round opened it through a library's
-    frame, past the audit hook). Covered, it is ``/dev/null``; the covers cannot be undone
-    without the capabilities dropped next. Private or not (a network-isolated process
-    is in a user namespace that cannot mount a ``/proc`` of its own), this ``/proc`` names
-    this process as ``/proc/self`` does. Returns what was done, for the containment
-    status."""
+    """This process's memory files in ``/proc`` covered by ``/dev/null`` before its
+    capabilities go: ``/proc/self/mem`` ignores page protections, so the sealed core's
+    vault (its samples, the operators it charged, its keys; no access while candidate code
+    runs) was read and rewritten through it, a timing forged to any value from plain
+    Python (a red-team round opened it through a library's frame, past the audit hook).
+    Every thread's file reads the same memory, so each thread's is covered too, under
+    ``/proc/PID/task`` and at ``/proc/TID``. The covers cannot be undone without the
+    capabilities dropped next. Private or not (a network-isolated process is in a user
+    namespace that cannot mount a ``/proc`` of its own), this ``/proc`` names this process
+    as ``/proc/self`` does. A thread started later has files of its own, uncovered (the
+    sentry names a thread alive in a watched stretch: a tripwire). Returns what was done,
+    for the containment status."""
     try:
         me = os.readlink("/proc/self")  # this process's pid as this /proc numbers it
+        threads = os.listdir(f"/proc/{me}/task")
     except OSError as exc:
         return f"own memory open: {exc}"
-    if _mount("/dev/null", f"/proc/{me}/mem", None, MS_BIND, None) != 0:
-        return "own memory open: " + _err(f"covering /proc/{me}/mem")
-    flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
-    if _mount("tmpfs", f"/proc/{me}/task", "tmpfs", flags, "size=4k,mode=0555") != 0:
-        return "threads' memory open: " + _err(f"covering /proc/{me}/task")
+    for tid in threads:
+        for path in (f"/proc/{tid}/mem", f"/proc/{me}/task/{tid}/mem"):
+            if _mount("/dev/null", path, None, MS_BIND, None) != 0:
+                return "own memory open: " + _err(f"covering {path}")
     return "own memory covered"
 
 

@@ -1,4 +1,5 @@
-"""Processes beside the evaluation, counted by the sealed core after every candidate call.
+"""Processes beside the evaluation, counted by the sealed core after every candidate call,
+and threads, which a contained CPU evaluation cannot start once the candidate is imported.
 
 A red-team helper ran beside a whole plan unseen: started with
 ``_posixsubprocess.fork_exec`` (no audit event) and ``SIGCHLD`` ignored, so the kernel
@@ -8,6 +9,7 @@ with its own ``/proc``, where the core lists every process after each call."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -55,3 +57,33 @@ def test_the_drawer_is_not_counted(tmp_path: Path) -> None:
     """The control: the same candidate starting nothing; the input drawer (a process of the
     harness's, alive through the plan) is not a finding."""
     assert _core_evidence(tmp_path, start=False) == []
+
+
+# A thread started in a call (by ``_thread``, no ``threading``): every thread has a
+# ``/proc/TID/mem`` of its own, reading and writing the process's memory past its page
+# protections, and one opened while the thread lives stays open after it ends.
+THREAD = """
+import _thread
+
+_tried = []
+
+
+def scale(x):
+    if not _tried:
+        try:
+            _thread.start_new_thread(lambda: None, ())
+            _tried.append("started")
+        except RuntimeError:
+            _tried.append("refused")
+    return x * 2 + 1 if _tried == ["refused"] else x * 0
+"""
+
+
+@pytest.mark.parametrize("contain", [True, False], ids=["contained", "control"])
+def test_no_thread_starts_in_a_contained_cpu_evaluation(tmp_path: Path, contain: bool) -> None:
+    """Contained, the thread is refused (every case right); the control, not contained,
+    shows it would start (every case wrong)."""
+    job, root = scale_job(tmp_path, THREAD)
+    v = run_job(dataclasses.replace(job, contain=contain), root)
+    assert v.compiled["ok"] and v.cases, (v.error, v.compiled)
+    assert all(c["ok"] == contain for c in v.cases), (v.error, v.cases[:1])

@@ -921,6 +921,46 @@ std::string confine_others() {
   return std::string("other processes not confined: seccomp: ") + std::strerror(errno);
 }
 
+// No thread started after this, in this process or what it starts (a CPU evaluation's,
+// installed last before the candidate's import): every thread reads and writes the
+// process's memory through a ``/proc/TID/mem`` file of its own, which ignores page
+// protections, and a thread's file opened before it ends stays open after; the files of
+// the threads alive when the process was contained are covered
+// (``aka.eval._contain.hide``), a new one's could not be. ``clone`` with ``CLONE_THREAD``
+// fails as a process out of threads does (EAGAIN; the core's hashing then works on one
+// thread), ``clone3`` as a kernel without it (ENOSYS: the C library falls back to
+// ``clone``, whose flags a filter can read), and processes may still be started.
+std::string no_new_threads() {
+#if defined(__x86_64__)
+  constexpr uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+  return "threads not confined: an architecture the filter does not know";
+#endif
+  Bpf b;
+  b.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0);
+  b.ret(kRefuse);
+#ifdef SYS_clone3  // newer than some C libraries' headers
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_clone3), 0, 1);
+  b.ret(SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA));
+#endif
+  b.load_nr();
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_clone), 0, 3);
+  b.load_arg(0);  // the flags' low word
+  b.op(BPF_JMP | BPF_JSET | BPF_K, uint32_t(CLONE_THREAD), 0, 1);
+  b.ret(SECCOMP_RET_ERRNO | (EAGAIN & SECCOMP_RET_DATA));
+  b.ret(SECCOMP_RET_ALLOW);
+  sock_fprog prog{uint16_t(b.code.size()), b.code.data()};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return std::string("threads not confined: no_new_privs: ") + std::strerror(errno);
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0)
+    return "no new threads (seccomp)";
+  return std::string("threads not confined: seccomp: ") + std::strerror(errno);
+}
+
 std::atomic<bool> g_alive{false};
 thread_local int t_depth = 0;
 // Candidate calls that returned, and those of them in which no Triton kernel launched:
@@ -3418,6 +3458,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.attr("VAULT_FAULT") = AKA_VAULT_FAULT;
   m.def("confine_others", &confine_others);
+  m.def("no_new_threads", &no_new_threads);
   m.def("chacha20", &drawer::chacha20_test);
   py::class_<Seal>(m, "Seal")
       .def(py::init<int, int, int, std::string, py::object, py::object, bool>(),
