@@ -255,3 +255,40 @@ def test_the_pipes_cipher_is_rfc_8439_chacha20() -> None:
     assert sealed.hex().startswith("6e2e359a2568f98041ba0728dd0d6981e97e7aec1d4360c20a27afcc")
     assert sealed.hex().endswith("5af90bbf74a35be6b40b8eedf2785e42874d")
     assert core.chacha20(key, 1, nonce, sealed) == text
+
+
+# The core's own drawer calls, reached through the harness's frame: a fork of the
+# candidate's carries the key, and a red-team fork stopped the drawer with a sealed stop and
+# served the draws itself. Right only where both are refused.
+SERVE_ITSELF = """
+import os
+
+_refused = []
+
+
+def _seal():
+    try:
+        raise ZeroDivisionError
+    except ZeroDivisionError as e:
+        f = e.__traceback__.tb_frame
+    while f is not None and "seal" not in f.f_locals:
+        f = f.f_back
+    return f.f_locals["seal"]
+
+
+def scale(x, where):
+    if not _refused:
+        seal = _seal()
+        for call in (seal.stop_drawer, lambda: seal.serve_draws(None, 0, 1, "d")):
+            try:
+                call()
+            except RuntimeError as e:
+                _refused.append("seal:" in str(e))
+    return x * 2 + 1 if _refused == [True, True] else x * 0
+"""
+
+
+def test_the_drawer_is_neither_stopped_nor_served_from_candidate_code(tmp_path: Path) -> None:
+    v = _run(tmp_path, SERVE_ITSELF)
+    assert v.compiled["ok"] and v.cases, (v.error, v.compiled)
+    assert all(c["ok"] for c in v.cases), (v.error, v.cases[:1])
