@@ -385,6 +385,8 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         draws, timer = _drawer.start(seal, make_inputs, timer=req.timer)
         seal.adopt_drawer(draws, timer)
         guards.harness_children()
+    # The harness's forks are made: a fork of the candidate's finds the vault zeroed.
+    contained += "; " + seal.forget_on_fork()
     if req.contain and device == "cpu":
         # last: the drawer is forked, and nothing of the harness starts a thread after
         contained += "; " + core.no_new_threads()

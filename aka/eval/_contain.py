@@ -71,9 +71,12 @@ ESCAPED_EXIT = 86  # the reaper's exit status when it had to kill what the evalu
 
 def children() -> list[int]:
     """Live processes whose parent is this one (descendants reparented to us, and our
-    children), from each process's ``stat``; none where ``/proc`` cannot be listed."""
-    me, out = str(os.getpid()), []
+    children), from each process's ``stat``; none where ``/proc`` cannot be listed. By
+    this process's pid as ``/proc`` numbers it: a network-isolated evaluation is PID 1 of
+    its own namespace but lists the machine's ``/proc``."""
+    out: list[int] = []
     try:
+        me = os.readlink("/proc/self")
         entries = os.listdir("/proc")
     except OSError:
         return []

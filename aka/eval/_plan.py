@@ -279,7 +279,13 @@ def assemble(plan: Plan, core: list[dict[str, Any]]) -> dict[str, Any]:
                       "evidence": f"{len(missing)} of {len(plan.calls)} planned calls missing"})  # fmt: skip
     timing: list[dict[str, Any]] = []
     if plan.pairs and not failed_call:
-        got = {int(f.get("shape", -1)): f for f in timings}
+        got: dict[int, dict[str, Any]] = {}
+        for f in timings:  # one per pair: a second (signed or not) is not the core's
+            k = int(f.get("shape", -1))
+            if k in got:
+                flags.append({"flag": "result_channel_tamper",
+                              "evidence": f"two timing records for shape {k}"})  # fmt: skip
+            got.setdefault(k, f)
         for k, (shape, dtype, _seed) in enumerate(plan.pairs):
             tf = got.get(k)
             if tf is None:

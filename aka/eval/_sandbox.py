@@ -120,6 +120,7 @@ _EVENT_FLAGS = {
     "ctypes.cdata/buffer": "ctypes",
     "ctypes.string_at": "ctypes",
     "ctypes.addressof": "ctypes",
+    "ctypes.call_function": "ctypes",
     "gc.get_objects": "introspection",
     "gc.get_referrers": "introspection",
     "gc.get_referents": "introspection",
@@ -142,6 +143,16 @@ def _stdlib(filename: str) -> bool:
     where their folder sits under the standard library's prefix (``/usr/lib/python3.12/
     site-packages`` on many systems), so torch's own ctypes calls are torch's."""
     return filename.startswith(_STDLIB) and not any(part in filename for part in _INSTALLED)
+
+
+def _own_memory(args: tuple[Any, ...]) -> bool:
+    """Whether an ``open`` names a process's memory file (``/proc/PID/mem``, a thread's):
+    nothing in a library opens one, so it is flagged whatever frame asked."""
+    path = args[0] if args else None
+    if not isinstance(path, str | bytes | os.PathLike):
+        return False
+    text = os.fsdecode(path)
+    return text.startswith("/proc/") and text.rstrip("/").endswith("/mem")
 
 
 _CHANNEL_PATHS = ("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self")
@@ -247,7 +258,14 @@ class Guards:
         flag = _EVENT_FLAGS.get(event)
         if flag is None and event != "open":
             return
-        frame = self._candidate_frame(sys._getframe(1))
+        if event == "open" and _own_memory(args):
+            self.flag("result_channel_tamper", f"opens {_short(args)}")  # from any frame
+            return
+        # Native code is the candidate's whenever its code is anywhere on the stack: a
+        # red-team file reached ``mprotect`` through a library function it called
+        # (``torch.utils._pytree.tree_map``), whose frame was the innermost.
+        pick = self._candidate_stack if event.startswith("ctypes.") else self._candidate_frame
+        frame = pick(sys._getframe(1))
         if frame is None:
             return
         where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"

@@ -39,6 +39,7 @@ class Finding:
 BANNED_MODULES: dict[str, str] = {
     "ctypes": "ctypes",
     "cffi": "ctypes",
+    "numpy.ctypeslib": "ctypes",  # ctypes itself, as an attribute
     "subprocess": "subprocess",
     "multiprocessing": "subprocess",
     "pty": "subprocess",
@@ -242,6 +243,8 @@ class _Visitor(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in INTROSPECTION_ATTRS:
             self.add("introspection", node, f"uses .{node.attr}")
+        elif node.attr in {"ctypes", "ctypeslib"}:  # numpy's way to ctypes and raw pointers
+            self.add("ctypes", node, f"uses .{node.attr}")
         dotted = dotted_name(node)
         if dotted is not None:
             full = resolve(dotted, self.aliases)
@@ -316,9 +319,16 @@ class _Visitor(ast.NodeVisitor):
             return
         func = node.func.id if isinstance(node.func, ast.Name) else ""
         if func in ATTR_FUNCTIONS and len(node.args) > 1:
-            name = node.args[1]
-            if isinstance(name, ast.Constant) and name.value in INTROSPECTION_ATTRS:
-                self.add("introspection", node, f"{func}() of .{name.value}")
+            name = _folded(node.args[1]) or ""
+            flag = (
+                "introspection"
+                if name in INTROSPECTION_ATTRS
+                else "ctypes"
+                if name in {"ctypes", "ctypeslib"}
+                else _name_flag(f"os.{name}")  # ``getattr(os, "fo" + "rk")``
+            )
+            if flag:
+                self.add(flag, node, f"{func}() of .{name}")
         if func in {"setattr", "delattr"} and node.args:
             dotted = dotted_name(node.args[0]) or ""
             root = resolve(dotted, self.aliases).split(".")[0] if dotted else ""
@@ -340,6 +350,19 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     visit_TryStar = visit_Try  # type: ignore[assignment]
+
+
+def _folded(node: ast.AST) -> str | None:
+    """A name spelled as string constants joined by ``+`` (``"cty" + "pes"``, the way a
+    red-team file hid ``ctypes`` from a literal match), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
+        return "".join(str(v.value) for v in node.values if isinstance(v, ast.Constant))
+    return None
 
 
 def hack_findings(path: str, source: str, editable: Sequence[str] = ()) -> list[Finding]:

@@ -334,6 +334,19 @@ def test_every_planned_call_must_come_back_exactly_once() -> None:
     assert no_end["error"] == "the evaluation process ended before its plan was done"
 
 
+def test_a_second_timing_record_for_a_pair_is_tampering() -> None:
+    """A red-team fork read the channel key from its copy of the process and wrote a timing
+    record of its own for a pair ahead of the core's: the first one per pair used to win
+    silently (now a fork finds the vault zeroed, and a second record is named)."""
+    plan = _plan_of()
+    frames = _frames(plan)
+    timing = next(f for f in frames if f["kind"] == "timing")
+    forged = {**timing, "windows": [[1.0], [0.01]]}
+    out = _plan.assemble(plan, [forged, *frames])
+    assert [f["flag"] for f in out["flags"]] == ["result_channel_tamper"], out["flags"]
+    assert "two timing records for shape 0" in out["flags"][0]["evidence"]
+
+
 def test_every_timed_round_s_audit_must_come_back_once() -> None:
     """The audits wait in memory a raw address reaches; the round count does not. Fewer
     audits than the reservoir held for the rounds, or one round twice, is an audit

@@ -158,8 +158,11 @@ def test_a_code_object_named_after_a_library_file_is_seen(tmp_path: Path) -> Non
 def test_candidate_code_run_outside_its_calls_is_seen(tmp_path: Path, hook: str) -> None:
     # one that runs only in a draw is judged with the draws in the candidate's process, as
     # on a GPU (on the CPU the input drawer draws elsewhere: aka.eval._drawer)
+    # (a thread is judged where threads may start, as on a GPU: a contained CPU evaluation
+    # refuses it, test_census.py)
     in_draw = hook == "stand_in_for_one_draw"
-    job, root = scale_job(tmp_path, RIGHT + HOOKS[hook], drawer=not in_draw)
+    job, root = scale_job(tmp_path, RIGHT + HOOKS[hook], drawer=not in_draw,
+                          contain=hook != "thread_loop")  # fmt: skip
     v = run_job(job, root)
     assert not v.correct and "outside_call" in v.flags, (v.flags, v.error)
     seen = [e for e in v.evidence if e.startswith("outside_call")]
@@ -346,13 +349,15 @@ def scale(x):
 def test_a_thread_started_by_the_candidate_is_seen_where_nothing_it_uses_starts_one(
     tmp_path: Path,
 ) -> None:
-    job, root = scale_job(tmp_path / "triton", THREAD_OF_C_CALLABLES, TRITON)
+    # judged where threads may start, as on a GPU (a contained CPU evaluation refuses one:
+    # the candidate then fails to import)
+    job, root = scale_job(tmp_path / "triton", THREAD_OF_C_CALLABLES, TRITON, contain=False)
     v = run_job(job, root)
     assert not v.correct and "background_thread" in v.flags, (v.flags, v.error)
     seen = [e for e in v.evidence if e.startswith("background_thread") and "(the sentry)" in e]
     assert seen and "a thread started after the evaluation's core" in seen[0], v.evidence
     # where candidates may build native code (torch's compiler keeps threads), a note
-    job, root = scale_job(tmp_path / "torch", THREAD_OF_C_CALLABLES)
+    job, root = scale_job(tmp_path / "torch", THREAD_OF_C_CALLABLES, contain=False)
     v = run_job(job, root)
     assert not any("(the sentry)" in e for e in v.evidence), v.evidence
     assert any("not judged for this backend" in n for n in v.notes), v.notes

@@ -184,3 +184,84 @@ def test_what_the_recorder_and_the_timer_decide_by_cannot_be_written(
         run.stderr[-800:],
     )
     assert run.stderr.strip().splitlines()[-1] == _proc.VAULT_FAULT
+
+
+# A fork reads its own copy of the process through its own /proc/PID/mem (a new pid: not
+# covered): the vault (no access, between two read-only guard pages) and, as the proof
+# that the read works, a known bytes object of the candidate's.
+FORK_READS_VAULT = """
+import os
+
+_KNOWN = b"known-bytes-of-the-candidate"
+_seen = []
+
+
+def _vaults():
+    rows = [line.split() for line in open("/proc/self/maps")]
+    out = []
+    for before, row, after in zip(rows, rows[1:], rows[2:]):
+        if row[1] == "---p" and before[1] == "r--p" and after[1] == "r--p" and len(row) == 5:
+            lo, hi = (int(v, 16) for v in row[0].split("-"))
+            out.append((lo, min(hi - lo, 4096)))
+    return out
+
+
+def _probe():
+    fd = os.open("/proc/self/mem", os.O_RDONLY)
+    known = os.pread(fd, len(_KNOWN), id(_KNOWN) + 32) == _KNOWN
+    vault = any(any(os.pread(fd, n, lo)) for lo, n in _vaults())
+    return bytes([known, vault])
+
+
+def scale(x):
+    if not _seen:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(w, _probe())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        _seen.append(os.read(r, 2))
+    return x * 2 + 1 if _seen[0] == bytes([1, 0]) else x * 0
+"""
+
+
+def test_a_fork_finds_the_vault_zeroed(tmp_path: Path) -> None:
+    """Right only where the fork read its own memory (the known bytes) and found every
+    vault-shaped mapping zero: the key a red-team fork read there signed a timing record
+    of its own."""
+    job, root = scale_job(tmp_path, FORK_READS_VAULT)
+    v = run_job(job, root)
+    assert v.compiled["ok"] and v.cases, (v.error, v.compiled)
+    assert all(c["ok"] for c in v.cases), (v.error, v.cases[:1])
+    assert any("the vault wiped in forks" in n for n in v.notes), v.notes
+
+
+# ctypes reached through a library function the candidate calls: the innermost frame of
+# the calls into native code is the library's, the candidate's is further out.
+CTYPES_THROUGH_A_LIBRARY = """
+import functools
+
+import numpy
+from torch.utils import _pytree
+
+_lib = _pytree.tree_map(functools.partial(getattr(numpy.ctypeslib, "ctypes").CDLL), None)
+
+
+def scale(x):
+    _pytree.tree_map(lambda f: f(), _lib.getpid)
+    return x * 2 + 1
+"""
+
+
+def test_native_calls_are_the_candidate_s_wherever_its_frame_is_on_the_stack(
+    tmp_path: Path,
+) -> None:
+    """A red-team file opened the vault with ``mprotect`` this way (22x-100x); the audit
+    hook names the native lookup and call by the candidate's frame further out, besides
+    the static finding."""
+    job, root = scale_job(tmp_path, CTYPES_THROUGH_A_LIBRARY)
+    v = run_job(job, root)
+    assert not v.correct and "ctypes" in v.flags, (v.flags, v.error)
+    runtime = [e for e in v.evidence if "ctypes.dlsym" in e or "ctypes.call_function" in e]
+    assert runtime and "kernel.py" in runtime[0], v.evidence

@@ -523,8 +523,31 @@ class Vault {
     base_ = nb;
     bytes_ = bytes;
     if (::mprotect(base_, bytes_, PROT_NONE) != 0) throw std::runtime_error("seal: vault mprotect failed");
+    advise();
   }
 
+ public:
+  // From now on a process forked from this one finds the vault zeroed (its key, samples
+  // and charges gone): the harness's own forks (the drawer, the timer) are made before,
+  // holding the key they seal with, and a fork of the candidate's read the key from its
+  // copy through its own ``/proc/PID/mem`` and signed a timing frame of its own. Kept for
+  // every mapping after (``remap``). Returns what was done.
+  std::string forget_on_fork() {
+    wipe_on_fork_ = true;
+    return advise();
+  }
+
+ private:
+  std::string advise() {
+    if (!wipe_on_fork_) return "";
+#ifdef MADV_WIPEONFORK
+    if (::madvise(base_, bytes_, MADV_WIPEONFORK) == 0) return "the vault wiped in forks";
+#endif
+    if (::madvise(base_, bytes_, MADV_DONTFORK) == 0) return "the vault left out of forks";
+    return std::string("the vault kept in forks: ") + std::strerror(errno);
+  }
+
+  bool wipe_on_fork_ = false;
   uint8_t* base_ = nullptr;
   size_t bytes_ = 0;
 };
@@ -2242,6 +2265,8 @@ class Seal {
   // The harness's stop, after the plan: refused while the plan runs, where only candidate
   // code could ask (a red-team fork of the candidate's stopped the drawer with the key the
   // fork carried and served the draws itself).
+  std::string forget_on_fork() { return vault_.forget_on_fork(); }
+
   void stop_drawer_after_plan() {
     if (in_plan_) throw std::runtime_error("seal: the drawer is stopped when the plan ends");
     stop_drawer();
@@ -3465,6 +3490,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            py::arg("secret_fd"), py::arg("result_fd"), py::arg("out_dir_fd"), py::arg("device"),
            py::arg("make_inputs"), py::arg("baseline"), py::arg("pass_shape"))
       .def("send_py", &Seal::send_py)
+      .def("forget_on_fork", &Seal::forget_on_fork)
       .def("adopt_drawer", &Seal::adopt_drawer, py::arg("draws"), py::arg("timer") = py::none(),
            py::arg("channel") = "d")
       .def("serve_draws", &Seal::serve_draws, py::arg("make_inputs"), py::arg("rfd"), py::arg("wfd"),
