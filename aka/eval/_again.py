@@ -88,9 +88,10 @@ def _checked(job: _pipeline.Job, root: Path, out: Path, scratch: Path,
         return CheckerReport(results=[], flags=[], work=[])
     checker = workers.start(_spares.MODULES[1], cwd=scratch, device=job.device,
                             isolate=job.isolate_network)  # fmt: skip
+    lease = checker.lease
     try:
         checker.send(dataclasses.replace(checker_request(job, root, out, records, None),
                                          timed_shapes=[]), scratch)  # fmt: skip
         return _pipeline.checker_report(checker.collect_trusted(job.timeout_s))
     finally:
-        workers.done_with(checker)
+        workers.done_with(checker, lease)

@@ -262,6 +262,7 @@ def _processes(job: Job, root: Path, workers: Workers, split_stages: bool
     scratch = root / "scratch"
     scratch.mkdir(exist_ok=True)
     checker = workers.start(CHECKER, cwd=scratch, device=job.device, isolate=job.isolate_network)
+    lease = checker.lease  # this evaluation's hold on it (Workers.done_with)
     profile = workers.switches.profile_dir
     try:
         with output_dir(root) as out:
@@ -298,7 +299,7 @@ def _processes(job: Job, root: Path, workers: Workers, split_stages: bool
             result.stage_s = result.stage_s or stage_times(result.marks, t0, t1)
             result.stage_s["checker"] = time.perf_counter() - t1
     finally:
-        workers.done_with(checker)
+        workers.done_with(checker, lease)
     return result, assembled, checked
 
 

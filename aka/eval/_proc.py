@@ -107,6 +107,10 @@ class Proc:
         self.workers = workers
         self.gate = workers.gate
         self.released = False  # handed to a background reaper (collect_trusted)
+        # Which evaluation holds it: a checker that serves again is handed out anew by
+        # :meth:`Workers.start`, and the evaluation it served before must not give it back
+        # a second time (``Workers.done_with``).
+        self.lease = 0
         self.prepared = prepared
         self.gated = False  # it closed the timing gate; open again once it is gone
         self.serves_again = False  # stdin stays open for another request (aka.eval._reuse)

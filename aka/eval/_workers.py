@@ -91,6 +91,7 @@ class Workers:
         spare = self.spares.take(module, device, isolate)
         if spare is not None:
             spare.released = False  # a checker that served before is this evaluation's now
+            spare.lease += 1
             return spare
         return Proc(module, cwd=cwd, device=device, workers=self, cand=cand)
 
@@ -119,11 +120,19 @@ class Workers:
         if not self.spares.put(proc.module, proc.device, proc.isolate, proc, depth):
             proc.kill()
 
-    def done_with(self, proc: Proc) -> None:
+    def done_with(self, proc: Proc, lease: int | None = None) -> None:
         """An evaluation's process it did not hand back itself: a checker never asked goes
-        back among the spares (:meth:`keep`), anything else is stopped."""
+        back among the spares (:meth:`keep`), anything else is stopped. ``lease``: the
+        process's :attr:`~aka.eval._proc.Proc.lease` when the evaluation took it; a checker
+        handed to another evaluation since (it reported, went back among the spares and
+        was taken again) is that one's, and left alone. Given back twice, it waited among
+        the spares while serving, and two evaluations at a time read one checker's
+        reports, each under the other's key: an honest candidate flagged
+        ``result_channel_tamper`` at offset 0 (2 of 40 at 12 in flight on an H100)."""
         from aka.eval._reuse import ServingChecker
 
+        if lease is not None and proc.lease != lease:
+            return
         if isinstance(proc, ServingChecker) and not proc.released:
             proc.released = True
             self.keep(proc)

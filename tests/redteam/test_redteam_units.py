@@ -102,6 +102,28 @@ def test_frames_closures_and_raw_process_calls_are_findings() -> None:
     assert hack_findings("k.py", honest, ["kernel.py"]) == []
 
 
+def test_ctypes_through_numpy_and_names_spelled_in_pieces_are_findings() -> None:
+    # how a red-team file reached ctypes, fork and open with no literal name to match
+    src = (
+        "import numpy\nimport os\n"
+        "c = getattr(numpy.ctypeslib, 'cty' + 'pes')\n"
+        "p = x.ctypes.data\n"
+        "f = getattr(os, 'fo' + 'rk')\n"
+        "o = getattr(os, f'open')\n"
+        "g = getattr(t, 'tb_' + 'frame')\n"
+    )
+    found = {(f.flag, f.line) for f in hack_findings("k.py", src, ["kernel.py"])}
+    assert found == {
+        ("ctypes", 3),
+        ("ctypes", 4),
+        ("subprocess", 5),
+        ("file_access", 6),
+        ("introspection", 7),
+    }, found
+    # a name only known at run time is not folded (a kernel's ``getattr(tl, name)``)
+    assert hack_findings("k.py", "v = getattr(tl, name)\n", ["kernel.py"]) == []
+
+
 def test_static_findings_name_the_line_and_resolve_aliases() -> None:
     src = (
         "import time as t\nimport os\nfrom pathlib import Path\n"

@@ -87,6 +87,29 @@ def test_one_checker_judges_each_task_by_its_own_modules(tmp_path: Path, warm: W
     checker.kill()
 
 
+def test_a_checker_handed_to_the_next_evaluation_is_not_given_back_by_the_last(
+    tmp_path: Path, warm: Workers
+) -> None:
+    """An evaluation gives its checker back when it reports, and again when it ends; in
+    between another evaluation may have taken it. Given back a second time, it waited
+    among the spares while serving, and two evaluations read one checker's reports under
+    each other's keys (an honest candidate flagged ``result_channel_tamper`` at offset 0).
+    The second give-back of an evaluation whose lease has passed is ignored."""
+    assert _evaluate(tmp_path / "one", warm, 2, 1).correct
+    [pid] = warm.spares.waiting()[CHECKER]
+    first = warm.start(CHECKER, cwd=tmp_path, device="cpu", isolate=False)
+    lease = first.lease
+    assert isinstance(first, ServingChecker) and first.proc.pid == pid
+    first.released = True
+    warm.keep(first)  # it reported: back among the spares
+    second = warm.start(CHECKER, cwd=tmp_path, device="cpu", isolate=False)
+    assert second is first and second.lease != lease  # the next evaluation's now
+    warm.done_with(first, lease)  # the first evaluation ends
+    assert CHECKER not in warm.spares.waiting(), warm.spares.waiting()
+    warm.done_with(second, second.lease)  # the second ends without asking it: kept once
+    assert warm.spares.waiting()[CHECKER] == [pid]
+
+
 def test_a_checker_that_died_is_not_handed_out_again(tmp_path: Path, warm: Workers) -> None:
     assert _evaluate(tmp_path / "one", warm, 2, 1).correct
     [pid] = warm.spares.waiting()[CHECKER]
