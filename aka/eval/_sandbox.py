@@ -145,6 +145,25 @@ def _stdlib(filename: str) -> bool:
     return filename.startswith(_STDLIB) and not any(part in filename for part in _INSTALLED)
 
 
+# C library functions that change what memory allows, map it, write it behind the
+# interpreter's back or start processes: what native code needs to open the sealed core's
+# vault or rewrite it.
+MEMORY_SYMBOLS = frozenset({
+    "mprotect", "pkey_mprotect", "mmap", "mmap64", "mremap", "munmap", "madvise", "syscall",
+    "ptrace", "process_vm_readv", "process_vm_writev", "memcpy", "memmove", "memset",
+    "pwrite", "pwrite64", "pread", "pread64", "fork", "vfork", "clone", "execve", "dlopen",
+    "dlsym", "mlock", "munlock", "userfaultfd", "io_uring_setup",
+})  # fmt: skip
+
+
+def _memory_symbol(args: tuple[Any, ...]) -> bool:
+    """Whether a ``ctypes.dlsym`` event looks up one of :data:`MEMORY_SYMBOLS`."""
+    name = args[1] if len(args) > 1 else None
+    if isinstance(name, bytes):
+        name = name.decode(errors="replace")
+    return isinstance(name, str) and name in MEMORY_SYMBOLS
+
+
 def _own_memory(args: tuple[Any, ...]) -> bool:
     """Whether an ``open`` names a process's memory file (``/proc/PID/mem``, a thread's):
     nothing in a library opens one, so it is flagged whatever frame asked."""
@@ -154,6 +173,8 @@ def _own_memory(args: tuple[Any, ...]) -> bool:
     text = os.fsdecode(path)
     return text.startswith("/proc/") and text.rstrip("/").endswith("/mem")
 
+
+_HARNESS_DIR = str(Path(__file__).resolve().parent) + os.sep
 
 _CHANNEL_PATHS = ("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self")
 
@@ -243,6 +264,16 @@ class Guards:
             frame = frame.f_back
         return None
 
+    @staticmethod
+    def _harness(frame: FrameType | None) -> bool:
+        """Whether the innermost frame outside the standard library is the evaluator's own."""
+        while frame is not None:
+            fn = frame.f_code.co_filename
+            if not (_stdlib(fn) or fn.startswith("<")):
+                return fn.startswith(_HARNESS_DIR)
+            frame = frame.f_back
+        return False
+
     def _candidate_stack(self, frame: FrameType | None) -> FrameType | None:
         """Any frame of candidate code on a thread's stack (threads libraries start and
         park in their own code, e.g. compile pools, are not the candidate's)."""
@@ -261,11 +292,13 @@ class Guards:
         if event == "open" and _own_memory(args):
             self.flag("result_channel_tamper", f"opens {_short(args)}")  # from any frame
             return
-        # Native code is the candidate's whenever its code is anywhere on the stack: a
-        # red-team file reached ``mprotect`` through a library function it called
-        # (``torch.utils._pytree.tree_map``), whose frame was the innermost.
-        pick = self._candidate_stack if event.startswith("ctypes.") else self._candidate_frame
-        frame = pick(sys._getframe(1))
+        if event == "ctypes.dlsym" and _memory_symbol(args) and not self._harness(sys._getframe(1)):
+            # whatever frame asked: a red-team file looked ``mprotect`` up through a library
+            # function it called (``torch.utils._pytree.tree_map``, the innermost frame) and
+            # opened the vault; libraries look up their own (NVML's, on a GPU), never these
+            self.flag("ctypes", f"looks up {_short(args)}")
+            return
+        frame = self._candidate_frame(sys._getframe(1))
         if frame is None:
             return
         where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"

@@ -237,10 +237,11 @@ def test_a_fork_finds_the_vault_zeroed(tmp_path: Path) -> None:
     assert any("the vault wiped in forks" in n for n in v.notes), v.notes
 
 
-# ctypes reached through a library function the candidate calls: the innermost frame of
-# the calls into native code is the library's, the candidate's is further out.
+# ctypes reached through a library function the candidate calls, and ``mprotect`` looked up
+# through another: the innermost frame of each is the library's.
 CTYPES_THROUGH_A_LIBRARY = """
 import functools
+import operator
 
 import numpy
 from torch.utils import _pytree
@@ -249,19 +250,20 @@ _lib = _pytree.tree_map(functools.partial(getattr(numpy.ctypeslib, "ctypes").CDL
 
 
 def scale(x):
-    _pytree.tree_map(lambda f: f(), _lib.getpid)
+    _pytree.tree_map(functools.partial(getattr, _lib), "mprotect")
     return x * 2 + 1
 """
 
 
-def test_native_calls_are_the_candidate_s_wherever_its_frame_is_on_the_stack(
+def test_a_memory_function_looked_up_through_a_library_is_the_candidate_s(
     tmp_path: Path,
 ) -> None:
-    """A red-team file opened the vault with ``mprotect`` this way (22x-100x); the audit
-    hook names the native lookup and call by the candidate's frame further out, besides
-    the static finding."""
+    """A red-team file opened the vault with ``mprotect`` looked up this way (22x-100x);
+    the audit hook names the lookup of that function whatever frame asked, beside the
+    static finding. (Libraries' own lookups, NVML's on a GPU, are not named: torch loads
+    it from the candidate's import.)"""
     job, root = scale_job(tmp_path, CTYPES_THROUGH_A_LIBRARY)
     v = run_job(job, root)
     assert not v.correct and "ctypes" in v.flags, (v.flags, v.error)
-    runtime = [e for e in v.evidence if "ctypes.dlsym" in e or "ctypes.call_function" in e]
-    assert runtime and "kernel.py" in runtime[0], v.evidence
+    runtime = [e for e in v.evidence if "looks up" in e]
+    assert runtime and "mprotect" in runtime[0], v.evidence
