@@ -387,8 +387,9 @@ def run(req: CandidateRequest, result_fd: int, network: str, pid_ns: str) -> Non
         guards.harness_children()
     # The harness's forks are made: a fork of the candidate's finds the vault zeroed.
     contained += "; " + seal.forget_on_fork()
-    if req.contain and device == "cpu":
-        # last: the drawer is forked, and nothing of the harness starts a thread after
+    if req.contain and device == "cpu" and not backend(req.backend).builds_native:
+        # last: the drawer is forked, and nothing of the harness starts a thread after;
+        # not where candidates may build native code (torch.compile keeps threads)
         contained += "; " + core.no_new_threads()
     t0 = time.perf_counter()
     candidate: Callable[..., Any] | None = None

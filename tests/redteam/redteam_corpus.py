@@ -87,13 +87,14 @@ MUL = ("torch.mul",)  # forbidden on top of the scale task for the operator-alia
 ADDCMUL = ("torch.addcmul",)
 MM = ("torch.mm",)
 HANG_S = 30.0  # the whole-evaluation limit for candidates that never return
-# Entries that start a thread: a contained CPU evaluation refuses every thread once the
-# candidate is imported (test_census.py), so they fail there with their static flags; what
-# sees such a thread where threads may start (a GPU: background_thread, outside_call,
-# forbidden_api charged on any thread) is asserted by tools/redteam_gpu.py and
-# test_sentry.py.
 ADVERSARIAL = [
-    Entry("p02_background_thread", SCALE, 2, ("threads",)),
+    Entry(
+        "p02_background_thread",
+        SCALE,
+        2,
+        ("threads",),
+        any_of=("background_thread", "outside_call"),
+    ),
     Entry("p02_background_process", SCALE, 2, ("subprocess", "background_process")),
     Entry("p03_lazy_subclass", SCALE, 3, ("non_plain_output",)),
     Entry("s13_output_view", TRANSPOSE, 3, ("non_plain_output",)),
@@ -156,7 +157,7 @@ ADVERSARIAL = [
     Entry("s06_recorder_off", SCALE, 12, ("forbidden_api", "op_record_tamper"), forbidden=MUL),
     Entry("s06_recorder_native", SCALE, 12, ("ctypes", "op_record_tamper"), forbidden=MUL),
     Entry("s06_redispatch", SCALE, 12, ("forbidden_api",), forbidden=MUL),
-    Entry("s06_thread_offload", SCALE, 12, ("threads",), forbidden=MUL),
+    Entry("s06_thread_offload", SCALE, 12, ("forbidden_api",), forbidden=MUL),
     Entry("s06_nested_composite", SCALE, 12, ("forbidden_api",), forbidden=MM),
     Entry("s06_autograd_function", SCALE, 12, ("forbidden_api",), forbidden=MUL),
     Entry("s14_launch_when_probed", TRITON, 12, ("no_kernel_launch",)),
@@ -172,7 +173,7 @@ ADVERSARIAL = [
     Entry("s08_signal_pause", SCALE, 14, timeout_s=HANG_S),
     Entry("s08_stdin_block", SCALE, 14, ("file_access",), timeout_s=HANG_S),
     Entry("s08_import_deadlock", SCALE, 14, ("threads",), timeout_s=HANG_S),
-    Entry("s08_thread_spin", SCALE, 2, ("threads",)),
+    Entry("s08_thread_spin", SCALE, 2, ("threads", "background_thread")),
     # Against bundled tasks (tasks/...): the kernel tasks' own forbidden lists and checks.
     Entry(
         "s17_dynamo_counters_reset",

@@ -1,5 +1,6 @@
 """Processes beside the evaluation, counted by the sealed core after every candidate call,
-and threads, which a contained CPU evaluation cannot start once the candidate is imported.
+and threads, which a contained CPU evaluation of a Triton task cannot start once the
+candidate is imported.
 
 A red-team helper ran beside a whole plan unseen: started with
 ``_posixsubprocess.fork_exec`` (no audit event) and ``SIGCHLD`` ignored, so the kernel
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from redteam_corpus import scale_job
+from redteam_corpus import TRITON, scale_job
 
 from aka.eval._pipeline import run_job
 
@@ -81,9 +82,10 @@ def scale(x):
 
 @pytest.mark.parametrize("contain", [True, False], ids=["contained", "control"])
 def test_no_thread_starts_in_a_contained_cpu_evaluation(tmp_path: Path, contain: bool) -> None:
-    """Contained, the thread is refused (every case right); the control, not contained,
-    shows it would start (every case wrong)."""
-    job, root = scale_job(tmp_path, THREAD)
+    """On a Triton task, contained, the thread is refused (every case right); the control,
+    not contained, shows it would start (every case wrong). (Where candidates may build
+    native code, torch.compile's threads are let be: a tripwire, ``threads``.)"""
+    job, root = scale_job(tmp_path, THREAD, fixture=TRITON)
     v = run_job(dataclasses.replace(job, contain=contain), root)
     assert v.compiled["ok"] and v.cases, (v.error, v.compiled)
     assert all(c["ok"] == contain for c in v.cases), (v.error, v.cases[:1])

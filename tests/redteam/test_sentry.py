@@ -158,11 +158,8 @@ def test_a_code_object_named_after_a_library_file_is_seen(tmp_path: Path) -> Non
 def test_candidate_code_run_outside_its_calls_is_seen(tmp_path: Path, hook: str) -> None:
     # one that runs only in a draw is judged with the draws in the candidate's process, as
     # on a GPU (on the CPU the input drawer draws elsewhere: aka.eval._drawer)
-    # (a thread is judged where threads may start, as on a GPU: a contained CPU evaluation
-    # refuses it, test_census.py)
     in_draw = hook == "stand_in_for_one_draw"
-    job, root = scale_job(tmp_path, RIGHT + HOOKS[hook], drawer=not in_draw,
-                          contain=hook != "thread_loop")  # fmt: skip
+    job, root = scale_job(tmp_path, RIGHT + HOOKS[hook], drawer=not in_draw)
     v = run_job(job, root)
     assert not v.correct and "outside_call" in v.flags, (v.flags, v.error)
     seen = [e for e in v.evidence if e.startswith("outside_call")]
@@ -349,8 +346,8 @@ def scale(x):
 def test_a_thread_started_by_the_candidate_is_seen_where_nothing_it_uses_starts_one(
     tmp_path: Path,
 ) -> None:
-    # judged where threads may start, as on a GPU (a contained CPU evaluation refuses one:
-    # the candidate then fails to import)
+    # judged where threads may start, as on a GPU (a contained CPU evaluation of a Triton
+    # task refuses one: the candidate then fails to import)
     job, root = scale_job(tmp_path / "triton", THREAD_OF_C_CALLABLES, TRITON, contain=False)
     v = run_job(job, root)
     assert not v.correct and "background_thread" in v.flags, (v.flags, v.error)
