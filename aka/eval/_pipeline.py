@@ -69,7 +69,7 @@ class Job:
     max_file_bytes: int = 16 << 30
     max_memory_bytes: int | None = field(default_factory=lambda: default_memory_cap())
     contain: bool = True
-    drawer: bool = True  # on the CPU: inputs drawn in a process apart (aka.eval._drawer)
+    drawer: bool = False  # on the CPU: inputs drawn in a process apart (aka.eval._drawer)
     timer: bool = False  # with the drawer: the baseline timed in a process apart too
     operators: str = "any"
     allowed_operators: list[str] = field(default_factory=list)

@@ -289,8 +289,8 @@ class Guards:
         flag = _EVENT_FLAGS.get(event)
         if flag is None and event != "open":
             return
-        if event == "open" and _own_memory(args):
-            self.flag("result_channel_tamper", f"opens {_short(args)}")  # from any frame
+        if event == "open" and _own_memory(args):  # from any frame
+            self.flag("result_channel_tamper", f"opens {os.fsdecode(args[0])}")
             return
         if event == "ctypes.dlsym" and _memory_symbol(args) and not self._harness(sys._getframe(1)):
             # whatever frame asked: a red-team file looked ``mprotect`` up through a library

@@ -59,7 +59,7 @@ def test_inputs_are_drawn_in_a_process_apart_that_cannot_be_read(tmp_path: Path)
 
 
 def test_without_the_drawer_the_inputs_are_drawn_beside_the_candidate(tmp_path: Path) -> None:
-    """The control: the same candidate, the drawer turned off (``AKA_EVAL_DRAWER=0``)."""
+    """The control: the same candidate, the drawer turned off (the default; ``AKA_EVAL_DRAWER=1`` turns it on)."""
     v = _run(tmp_path, WHERE, drawer=False)
     assert v.compiled["ok"] and not v.correct, (v.error, v.flags)
     assert "max abs error" in (v.error or ""), v.error  # wrong, not broken

@@ -823,6 +823,21 @@ struct Bpf {
 };
 
 constexpr uint32_t kRefuse = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+#if defined(__x86_64__)
+constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#else
+constexpr uint32_t kArch = 0;  // an architecture no filter here is written for
+#endif
+
+// A filter's first instructions: calls made under another architecture's numbers are
+// refused whole (they would name the same calls by other numbers).
+void arch_only(Bpf& b) {
+  b.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
+  b.op(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0);
+  b.ret(kRefuse);
+}
 constexpr uint32_t kIoprioWhoProcess = 1;  // linux/ioprio.h, absent from older headers
 
 // A rule's last five instructions: allowed if argument ``arg`` is 0 or this process,
@@ -884,18 +899,10 @@ void own_descriptors_only(Bpf& b, uint32_t self) {
 }
 
 std::string confine_others() {
-#if defined(__x86_64__)
-  constexpr uint32_t arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-  constexpr uint32_t arch = AUDIT_ARCH_AARCH64;
-#else
-  return "other processes not confined: an architecture the filter does not know";
-#endif
+  if (!kArch) return "other processes not confined: an architecture the filter does not know";
   uint32_t self = uint32_t(::getpid());
   Bpf b;
-  b.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0);
-  b.ret(kRefuse);
+  arch_only(b);
 #if defined(__x86_64__)
   b.load_nr();
   b.op(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);  // the x32 ABI's numbers
@@ -954,17 +961,9 @@ std::string confine_others() {
 // thread), ``clone3`` as a kernel without it (ENOSYS: the C library falls back to
 // ``clone``, whose flags a filter can read), and processes may still be started.
 std::string no_new_threads() {
-#if defined(__x86_64__)
-  constexpr uint32_t arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-  constexpr uint32_t arch = AUDIT_ARCH_AARCH64;
-#else
-  return "threads not confined: an architecture the filter does not know";
-#endif
+  if (!kArch) return "threads not confined: an architecture the filter does not know";
   Bpf b;
-  b.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
-  b.op(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0);
-  b.ret(kRefuse);
+  arch_only(b);
 #ifdef SYS_clone3  // newer than some C libraries' headers
   b.load_nr();
   b.op(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(SYS_clone3), 0, 1);
