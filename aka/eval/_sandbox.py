@@ -176,6 +176,18 @@ def _own_memory(args: tuple[Any, ...]) -> bool:
 
 _HARNESS_DIR = str(Path(__file__).resolve().parent) + os.sep
 
+
+def _innermost(frame: FrameType | None) -> FrameType | None:
+    """The innermost frame from ``frame`` out that is neither stdlib nor generated code:
+    whose code an audit event is charged to."""
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        if not (_stdlib(fn) or fn.startswith("<")):
+            return frame
+        frame = frame.f_back
+    return None
+
+
 _CHANNEL_PATHS = ("/proc/self/fd", "/dev/fd", "/proc/self/mem", "/proc/thread-self")
 
 
@@ -257,22 +269,18 @@ class Guards:
     # -- attribution -----------------------------------------------------------------
     def _candidate_frame(self, frame: FrameType | None) -> FrameType | None:
         """The innermost frame that is neither stdlib nor generated code, if candidate's."""
-        while frame is not None:
-            fn = frame.f_code.co_filename
-            if not (_stdlib(fn) or fn.startswith("<")):
-                return frame if fn.startswith(self.cand_dir) else None
-            frame = frame.f_back
-        return None
+        inner = _innermost(frame)
+        return (
+            inner
+            if inner is not None and inner.f_code.co_filename.startswith(self.cand_dir)
+            else None
+        )
 
     @staticmethod
     def _harness(frame: FrameType | None) -> bool:
         """Whether the innermost frame outside the standard library is the evaluator's own."""
-        while frame is not None:
-            fn = frame.f_code.co_filename
-            if not (_stdlib(fn) or fn.startswith("<")):
-                return fn.startswith(_HARNESS_DIR)
-            frame = frame.f_back
-        return False
+        inner = _innermost(frame)
+        return inner is not None and inner.f_code.co_filename.startswith(_HARNESS_DIR)
 
     def _candidate_stack(self, frame: FrameType | None) -> FrameType | None:
         """Any frame of candidate code on a thread's stack (threads libraries start and
