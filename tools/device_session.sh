@@ -197,10 +197,16 @@
 #                                    serial and cached (overhead beyond compile), the sentry's
 #                                    tests (Python 3.12 there), then tools/command_noise.py over the command tasks TASK... for
 #                                    at most SECONDS
+#   bash tools/device_session.sh pf [N]
+#                                    the core's build, what processes sharing the GPU pay
+#                                    (tools/gpu_share.py, 1-8 at once), then N (default 16)
+#                                    distinct new candidates after a warm-up, 8 in flight,
+#                                    serial and cached, each pass profiled (ranked by
+#                                    cumulative and own time; raw profiles stay there)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|pf|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R; START=$(date +%s)
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -252,6 +258,23 @@ sentry_redteam() {  # the honest controls and the bundled-task entries from s41 
     --only $hon $late s19_e2e_code_swap s28_e2e_module_hidden
 }
 case $PART in
+pf)
+  sealbuild
+  nvidia-smi -q -d COMPUTE > $R/compute_mode.txt 2>&1
+  step share 110 python3 tools/gpu_share.py --counts 1,2,4,8 --seconds 1.5 --out $R/share.json
+  nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &
+  DMON=$!
+  step distinct 300 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-16}" \
+    --in-flight 8 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+    --profile /tmp/prof --output $R/distinct.json
+  kill $DMON 2>/dev/null
+  for P in in_flight_pass serial cached; do
+    for S in cumulative tottime; do
+      python3 -m aka.eval._profiling /tmp/prof/$P --top 45 --sort $S > $R/prof_${P}_$S.txt 2>&1
+    done
+  done
+  tar czf $OUT/results.tgz -C $R . 2>/dev/null
+  ;;
 dr)
   step drawer 240 python3 tools/bench_drawer.py --device cuda --out $R/drawer.json
   ;;

@@ -209,7 +209,8 @@ def speedup_agreement(one: dict[str, Any], other: dict[str, Any]) -> float | Non
 def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tasks: int = 3,
                  output: Path | None = None, max_time_s: float = TIMING["max_time_s"],
                  in_flight_first: bool = False, sweep: tuple[int, ...] = (),
-                 warm_up: bool = False, reserve: int = 1) -> dict[str, Any]:  # fmt: skip
+                 warm_up: bool = False, reserve: int = 1,
+                 profile: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """The three passes over one stream of ``distinct`` variants; see the module doc.
 
     ``in_flight_first``: the in-flight pass before the serial one, so that a run cut short
@@ -228,6 +229,11 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
 
     ``reserve``: each pass keeps this many times its evaluations in flight of each
     process started ahead (:func:`one_pass`).
+
+    ``profile``: every counted pass's candidate and checker processes profiled into
+    ``profile/<pass>`` (:mod:`aka.eval._profiling`), so that a pass in flight and the
+    serial one can be ranked side by side; profiling slows them, so their rates are not
+    the stream's.
     """
     if reserve < 1:
         raise ValueError(f"reserve must be 1 or more, not {reserve}")
@@ -243,6 +249,11 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
             output.write_text(json.dumps(done, indent=2))
         return report
 
+    def profile_into(name: str) -> None:
+        if profile is not None:
+            workers.switches = dataclasses.replace(workers.switches,
+                                                   profile_dir=(profile / name).resolve())  # fmt: skip
+
     try:
         if warm_up:
             firsts = list({v.task: v for v in reversed(items)}.values())
@@ -254,8 +265,10 @@ def run_distinct(device: str = "cpu", distinct: int = 4, in_flight: int = 2, tas
             tag, k = (f"{salt} serial", 1) if name == "serial" else (f"{salt} in-flight", in_flight)
             if name.startswith("in_flight_") and name != "in_flight_pass":
                 tag, k = f"{salt} {name}", int(name.rsplit("_", 1)[1])
+            profile_into(name)
             finished(name, one_pass(items, tag, device, k, workers, max_time_s, reserve))
         serial, flight = done["serial"], done["in_flight_pass"]
+        profile_into("cached")
         cached = finished("cached",  # the same digests: kernels cached
                           one_pass(items, f"{salt} in-flight", device, 1, workers, max_time_s,
                                    reserve))  # fmt: skip
@@ -339,13 +352,15 @@ def main() -> None:
     parser.add_argument(
         "--warm-up", action="store_true", help="one variant of each task evaluated first, uncounted"
     )
+    parser.add_argument("--profile", help="profile each counted pass into PROFILE/<pass>")
     parser.add_argument("--output")
     args = parser.parse_args()
     out = Path(args.output) if args.output else None
     report = run_distinct(args.device, args.distinct, args.in_flight, args.tasks, out,
                           args.max_time_s, args.in_flight_first,
                           tuple(int(k) for k in args.sweep.split(",") if k),
-                          args.warm_up, args.reserve)  # fmt: skip
+                          args.warm_up, args.reserve,
+                          Path(args.profile) if args.profile else None)  # fmt: skip
     if out is not None:
         out.write_text(json.dumps(report, indent=2))
     print(render(report))

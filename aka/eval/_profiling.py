@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import pstats
+import secrets
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -59,7 +60,8 @@ def profiled(folder: str | None, name: str, fn: Callable[..., T], *args: Any) ->
     try:
         return prof.runcall(fn, *args)
     finally:
-        stem = f"{name}-{os.getpid()}" + (f".{n}" if (n := next(_CALLS)) else "")
+        # A candidate is PID 1 of its own namespace: the pid alone names no one file.
+        stem = f"{name}-{os.getpid()}.{next(_CALLS)}.{secrets.token_hex(4)}"
         prof.create_stats()
         with os.fdopen(create(f"{stem}.prof"), "wb") as f:
             marshal.dump(prof.stats, f)
