@@ -93,9 +93,13 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
               if p["candidate"]["median_s"] > 0 and p["baseline"]["median_s"] > 0]  # fmt: skip
     speedup = statistics.geometric_mean(ratios) if ratios else None
     again = any(n.startswith("evaluated again with the device to itself") for n in verdict.notes)
+    phases: dict[str, float] = {}  # the timing stage's parts, every shape summed (the core)
+    for item in verdict.timing:
+        for name, seconds in (item.get("phases_s") or {}).items():
+            phases[name] = phases.get(name, 0.0) + float(seconds)
     return {"wall_s": wall, "kernel_s": kernel, "speedup": speedup, "correct": verdict.correct,
             "flags": verdict.flags, "error": verdict.error, "stage_s": verdict.stage_s,
-            "again_alone": again}  # fmt: skip
+            "timing_phases_s": phases, "again_alone": again}  # fmt: skip
 
 
 def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
@@ -138,7 +142,8 @@ def one_pass(items: list[Variant], tag: str, device: str, in_flight: int,
             "candidates_per_min": round(60 * len(runs) / total, 2),
             "memory_probe": memory,
             "wall_median_s": round(statistics.median(r["wall_s"] for r in runs), 3),
-            "stage_median_s": stage_medians(runs), "runs": runs}  # fmt: skip
+            "stage_median_s": stage_medians(runs),
+            "timing_phase_median_s": stage_medians(runs, "timing_phases_s"), "runs": runs}  # fmt: skip
 
 
 def own_cpu() -> float:
@@ -188,12 +193,12 @@ def memory_probe(device: str) -> dict[str, float | str | None]:
             "seconds": round(time.perf_counter() - start, 4), "via": memory_reader()}  # fmt: skip
 
 
-def stage_medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+def stage_medians(runs: list[dict[str, Any]], field: str = "stage_s") -> dict[str, float]:
     """Median seconds per stage over the runs that reached it (``gate``: waiting for the
-    device while others time; ``timing`` holds it)."""
-    names = sorted({k for r in runs for k in r.get("stage_s") or {}})
-    return {k: round(statistics.median(r["stage_s"][k] for r in runs
-                                       if k in (r.get("stage_s") or {})), 3)
+    device while others time; ``timing`` holds it); ``field="timing_phases_s"``: per part
+    of the timing stage instead."""
+    names = sorted({k for r in runs for k in r.get(field) or {}})
+    return {k: round(statistics.median(r[field][k] for r in runs if k in (r.get(field) or {})), 3)
             for k in names}  # fmt: skip
 
 
@@ -325,6 +330,8 @@ def render(report: dict[str, Any]) -> str:
                      f"evaluated again alone {p.get('again_alone', 0)}")  # fmt: skip
         stages = ", ".join(f"{k} {v:.2f}" for k, v in p.get("stage_median_s", {}).items())
         lines.append(f"{'':<15} stage medians (s): {stages}")
+        phases = ", ".join(f"{k} {v:.3f}" for k, v in p.get("timing_phase_median_s", {}).items())
+        lines.append(f"{'':<15} timing stage, per part (s): {phases}")
     lines.append(f"verdicts identical to one at a time: {report['verdicts_identical']} "
                  f"({report.get('verdicts_identical_by_pass')}); every pass all correct: "
                  f"{report['all_correct']}")  # fmt: skip

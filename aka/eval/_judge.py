@@ -145,5 +145,6 @@ def timing_results(job: Job, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
             notes=tuple(str(n) for n in f.get("notes") or []),
         )  # fmt: skip
         out.append({"shape": item["shape"], "dtype": item["dtype"], "pair": pair.to_dict(),
-                    "baseline_ops": [str(o) for o in f.get("baseline_ops") or []]})  # fmt: skip
+                    "baseline_ops": [str(o) for o in f.get("baseline_ops") or []],
+                    "phases_s": f.get("phases_s") or {}})  # fmt: skip
     return out

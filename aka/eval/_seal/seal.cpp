@@ -3246,16 +3246,21 @@ class Seal {
     long r = 0;
     uint64_t order_state = prf("order:" + std::to_string(k));
     std::string input_mode;
+    // Wall seconds of each phase of the shape: where the time held alone goes.
+    double at[6] = {now_s(), 0, 0, 0, 0, 0};
     try {
       input_mode = choose_inputs(p, k);
+      at[1] = now_s();
 #ifdef AKA_SEAL_CUDA
       if (impl_) setup_cuda(p, arms, k, r, notes, timer);
 #endif
+      at[2] = now_s();
       std::vector<double> warm;
       for (int w = 0; w < std::max(p.warmup, 1); w++, r++)
         for (int a = 0; a < 2; a++) warm.push_back(sample(arms, a, p, k, r, kNone).first);
       if (impl_) idle_excess = calibrate_host();
       double t0 = now_s();
+      at[3] = t0;
       long next_check = p.min_samples;
       std::string reason = "max_samples";
       int block_pos = 0;
@@ -3294,11 +3299,13 @@ class Seal {
         }
         next_check = n + std::max(1L, n / 16);
       }
+      at[4] = now_s();
       judge_kept(p, k);
       // The last call of the candidate is always checked too (the rest at random).
       auto last = sample(arms, 1, p, k, r, kNow);
       (void)last;
       r++;
+      at[5] = now_s();
       frame("{\"kind\":\"mark\",\"name\":\"timing_end\",\"shape\":" + std::to_string(k) + "}");
       frame("{\"kind\":\"timing\",\"shape\":" + std::to_string(k) + ",\"windows\":[" +
             jlist(vault_.samples(0)) + "," + jlist(vault_.samples(1)) + "],\"hosts\":[" +
@@ -3309,8 +3316,10 @@ class Seal {
             jnum(spin_cycles_ ? p.spin_s : 0.0) + ",\"inputs\":" + jstr(input_mode) +
             ",\"notes\":" + notes + "],\"audits\":[" +
             audits_ + "],\"ops\":" + ops_seen() + ",\"baseline_ops\":" + names_json(vault_.let_go()) +
-            (pool_.empty() ? "" : ",\"fresh\":" + tags()) +
-            ",\"error\":null}");
+            (pool_.empty() ? "" : ",\"fresh\":" + tags()) + ",\"phases_s\":{\"inputs\":" +
+            jnum(at[1] - at[0]) + ",\"setup\":" + jnum(at[2] - at[1]) + ",\"warm_up\":" +
+            jnum(at[3] - at[2]) + ",\"sampling\":" + jnum(at[4] - at[3]) + ",\"audits\":" +
+            jnum(at[5] - at[4]) + "},\"error\":null}");
     } catch (py::error_already_set& e) {
       error = short_error(e);
     } catch (std::exception& e) {
