@@ -898,6 +898,17 @@ void own_descriptors_only(Bpf& b, uint32_t self) {
   b.ret(kRefuse);
 }
 
+// Installs the filter ``b`` holds, on every thread at once (``every_thread``: TSYNC) or on
+// this one and its heirs; "" once it holds, else the step that failed and why.
+std::string install_filter(Bpf& b, bool every_thread) {
+  sock_fprog prog{uint16_t(b.code.size()), b.code.data()};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return std::string("no_new_privs: ") + std::strerror(errno);
+  unsigned flags = every_thread ? SECCOMP_FILTER_FLAG_TSYNC : 0;
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog) == 0) return "";
+  return std::string("seccomp: ") + std::strerror(errno);
+}
+
 std::string confine_others() {
   if (!kArch) return "other processes not confined: an architecture the filter does not know";
   uint32_t self = uint32_t(::getpid());
@@ -938,17 +949,13 @@ std::string confine_others() {
   only_self_who(b, SYS_ioprio_set, kIoprioWhoProcess, self);
   own_descriptors_only(b, self);
   b.ret(SECCOMP_RET_ALLOW);
-  sock_fprog prog{uint16_t(b.code.size()), b.code.data()};
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return std::string("other processes not confined: no_new_privs: ") + std::strerror(errno);
   // every thread at once (CUDA's and torch's started already), else this one and its heirs
-  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0)
-    return "other processes out of reach (seccomp)";
-  int tsync = errno;
-  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0)
-    return std::string("other processes out of reach of this thread and its heirs (seccomp; "
-                       "every thread: ") + std::strerror(tsync) + ")";
-  return std::string("other processes not confined: seccomp: ") + std::strerror(errno);
+  std::string every = install_filter(b, true);
+  if (every.empty()) return "other processes out of reach (seccomp)";
+  if (every.rfind("seccomp: ", 0) == 0 && install_filter(b, false).empty())
+    return "other processes out of reach of this thread and its heirs (seccomp; every thread: " +
+           every.substr(9) + ")";
+  return "other processes not confined: " + every;
 }
 
 // No thread started after this, in this process or what it starts (a CPU evaluation's,
@@ -975,12 +982,8 @@ std::string no_new_threads() {
   b.op(BPF_JMP | BPF_JSET | BPF_K, uint32_t(CLONE_THREAD), 0, 1);
   b.ret(SECCOMP_RET_ERRNO | (EAGAIN & SECCOMP_RET_DATA));
   b.ret(SECCOMP_RET_ALLOW);
-  sock_fprog prog{uint16_t(b.code.size()), b.code.data()};
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return std::string("threads not confined: no_new_privs: ") + std::strerror(errno);
-  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0)
-    return "no new threads (seccomp)";
-  return std::string("threads not confined: seccomp: ") + std::strerror(errno);
+  std::string error = install_filter(b, true);
+  return error.empty() ? "no new threads (seccomp)" : "threads not confined: " + error;
 }
 
 std::atomic<bool> g_alive{false};
