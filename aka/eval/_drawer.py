@@ -18,7 +18,7 @@ window and put the bytes back (9.6-11.7x on ``softmax``, unflagged). Sealed, a t
 ciphertext and a forged or altered message ends the evaluation as an error. So the drawer
 is forked last before the candidate's import, after the core read its key.
 
-``AKA_EVAL_DRAWER=1`` turns it on for CPU evaluations (:mod:`aka.eval._switches`).
+It is on for CPU evaluations unless ``AKA_EVAL_DRAWER=0`` (:mod:`aka.eval._switches`).
 A call's inputs then arrive after a round trip to another process, and what that leaves
 behind (the processor handed over and back, caches refilled) reaches into the window
 that follows; so the baseline draws from the drawer whenever the candidate does, and
@@ -32,12 +32,14 @@ processor at each empty poll (``spin_until_readable``): when it gave up after 50
 slept, a draw slowed by a loaded machine was followed by a call timed from a cold
 start. Waiting up to two seconds and yielding, ten runs with two busy processes beside
 them (``--load 2``) gave 0.986-1.011 with it against 0.986-1.000 without
-(``cpu_drawer_aa_6.json``). It is off by default still: turned on, a full test run on
-the 2-core machine flagged honest candidates ``input_replay``: within the candidate's
-own calls, those on a newly drawn set (bytes through the pipe, then into the buffers)
-ran slower than those on a pooled set (after a ping), 89.8 against 47 µs on a 65,536-
-element input, past the replay check's bound. Until a fresh set and a pooled one reach a
-window alike, the draw-time classes stay tripwires by default.
+(``cpu_drawer_aa_6.json``). With a pool of sets drawn ahead (the core's way when a draw
+costs more than 0.5 ms), a full test run on the 2-core machine flagged honest candidates
+``input_replay``: calls on a newly drawn set (the drawer's work, then the bytes through
+the pipe into the buffers) ran slower than those on a pooled set (after a ping), 89.8
+against 47 µs on a 65,536-element input, past the replay check's bound. So with the
+drawer every timed call gets a new set, however long it takes to draw
+(``test_drawer.py::test_with_the_drawer_every_timed_call_gets_a_new_set``): no set
+repeats, so there is nothing to replay, and both arms draw alike.
 
 ``AKA_EVAL_TIMER=1`` also times the baseline in a process of its own (the timer, with a
 drawer of its own), so that nothing the candidate does in its process can slow it. Off by
@@ -61,7 +63,7 @@ Spec = tuple[int, int, int]
 
 def wanted(device: str, on: bool) -> bool:
     """Whether an evaluation on ``device`` draws its inputs in a drawer: on the CPU, where
-    the evaluator's switch is on (``AKA_EVAL_DRAWER=1``, :mod:`aka.eval._switches`); the
+    the evaluator's switch is on (unless ``AKA_EVAL_DRAWER=0``, :mod:`aka.eval._switches`); the
     evaluator tells the candidate process in its request."""
     return on and device == "cpu"
 

@@ -14,8 +14,8 @@ them).
 ``AKA_EVAL_ISOLATE_NETWORK`` ``0``: candidates keep the network
 ``AKA_EVAL_CONTAIN``       ``0``: no private mount namespace for the candidate
 ``AKA_EVAL_PIDNS``         ``0``: no PID namespace for CPU evaluations (the reaper stays)
-``AKA_EVAL_DRAWER``        ``1``: CPU evaluations draw inputs in a process apart
-                           (:mod:`aka.eval._drawer`); off by default, see there
+``AKA_EVAL_DRAWER``        ``0``: CPU evaluations draw inputs in their own process, not
+                           in a process apart (:mod:`aka.eval._drawer`)
 ``AKA_EVAL_TIMER``         ``1``: with the drawer, the baseline is timed in a process
                            apart too; off by default (:mod:`aka.eval._drawer` says why)
 ``AKA_EVAL_PROFILE``       a folder: every evaluation process is profiled into it
@@ -42,7 +42,7 @@ ENV = {
     "drawer": "AKA_EVAL_DRAWER",
     "timer": "AKA_EVAL_TIMER",
 }
-OFF_BY_DEFAULT = frozenset({"drawer", "timer"})
+OFF_BY_DEFAULT = frozenset({"timer"})
 PROFILE_ENV = "AKA_EVAL_PROFILE"
 HOST_GATE_ENV = "AKA_EVAL_HOST_GATE"
 
@@ -56,7 +56,7 @@ class Switches:
     isolate_network: bool = True
     contain: bool = True
     pid_namespace: bool = True
-    drawer: bool = False
+    drawer: bool = True
     timer: bool = False
     profile_dir: Path | None = None
     host_gate: Path | None = None

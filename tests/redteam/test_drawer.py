@@ -59,7 +59,7 @@ def test_inputs_are_drawn_in_a_process_apart_that_cannot_be_read(tmp_path: Path)
 
 
 def test_without_the_drawer_the_inputs_are_drawn_beside_the_candidate(tmp_path: Path) -> None:
-    """The control: the same candidate, the drawer turned off (the default; ``AKA_EVAL_DRAWER=1`` turns it on)."""
+    """The control: the same candidate, the drawer turned off (``AKA_EVAL_DRAWER=0``)."""
     v = _run(tmp_path, WHERE, drawer=False)
     assert v.compiled["ok"] and not v.correct, (v.error, v.flags)
     assert "max abs error" in (v.error or ""), v.error  # wrong, not broken
@@ -292,3 +292,26 @@ def test_the_drawer_is_neither_stopped_nor_served_from_candidate_code(tmp_path: 
     v = _run(tmp_path, SERVE_ITSELF)
     assert v.compiled["ok"] and v.cases, (v.error, v.compiled)
     assert all(c["ok"] for c in v.cases), (v.error, v.cases[:1])
+
+
+# Inputs that take longer to draw than the core's bound for fresh sets (0.5 ms): without
+# a drawer the core times the candidate on a pool of sets drawn ahead, with a new set in
+# about one round in four, and compares the two (the replay check).
+SLOW_REFERENCE = REFERENCE.replace(
+    "    g = torch.Generator()", "    import time\n    time.sleep(0.002)\n    g = torch.Generator()"
+)
+
+
+@pytest.mark.parametrize("drawer", [True, False])
+def test_with_the_drawer_every_timed_call_gets_a_new_set(tmp_path: Path, drawer: bool) -> None:
+    """A pooled set reached its window after a ping and a new one after the drawer's work,
+    and that alone made an honest kernel's calls on new sets about twice as slow on the
+    2-core CPU: flagged ``input_replay``. With the drawer, no set is pooled."""
+    job, root = scale_job(tmp_path, "def scale(x, where):\n    return x * 2 + 1\n")
+    (root / "task" / "reference.py").write_text(SLOW_REFERENCE)
+    (root / "base" / "kernel.py").write_text(BASE)
+    v = run_job(dataclasses.replace(job, time=True, drawer=drawer), root)
+    assert v.correct and v.flags == [], (v.error, v.flags)
+    methods = {item["pair"]["method"] for item in v.timing}
+    want = "drawn in the drawer" if drawer else "a keyed pick of 8 fresh sets"
+    assert methods and all(want in m for m in methods), methods

@@ -34,9 +34,9 @@ def test_every_switch_is_on_unless_the_environment_turns_it_off() -> None:
 
 def test_the_baseline_s_timer_is_off_unless_the_environment_turns_it_on() -> None:
     """``AKA_EVAL_TIMER`` (the baseline timed in a process apart, aka.eval._drawer) is off
-    by default, as the drawer is; its error says so."""
-    assert not Switches().drawer and not Switches().timer
-    assert Switches.from_env({"AKA_EVAL_DRAWER": "1"}).drawer
+    by default, where the drawer is on; its error says so."""
+    assert Switches().drawer and Switches.from_env({}).drawer and not Switches().timer
+    assert not Switches.from_env({"AKA_EVAL_DRAWER": "0"}).drawer
     assert Switches.from_env({"AKA_EVAL_TIMER": "1"}).timer
     assert not Switches.from_env({"AKA_EVAL_TIMER": ""}).timer
     with pytest.raises(ValueError, match=r"AKA_EVAL_TIMER='on': use 0 or 1 \(unset means off\)"):
