@@ -197,6 +197,9 @@
 #                                    serial and cached (overhead beyond compile), the sentry's
 #                                    tests (Python 3.12 there), then tools/command_noise.py over the command tasks TASK... for
 #                                    at most SECONDS
+#   bash tools/device_session.sh lv JOBS ROOT OUT SECONDS
+#                                    part l's validation of the tasks under ROOT without the
+#                                    core's build (command tasks, which do not use it)
 #   bash tools/device_session.sh pf [N]
 #                                    the core's build, what processes sharing the GPU pay
 #                                    (tools/gpu_share.py, 1-8 at once), then N (default 16)
@@ -206,7 +209,7 @@
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|pf|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|pf|lv|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R; START=$(date +%s)
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -562,8 +565,8 @@ j)
   ROWS=$R/$(basename "$3"); cp "$3" "$ROWS" 2>/dev/null  # the rows so far, kept in results.tgz
   step "kb_$(basename $2)" "$5" python3 tools/import_check.py kernelbench x --root "$2" --no-import --device cuda --jobs "$4" --resume --out "$ROWS"
   ;;
-l)
-  sealbuild
+l|lv)
+  [ "$PART" = l ] && sealbuild
   JOBS=$2; shift 2
   while [ $# -ge 3 ]; do
     ROWS=$R/$(basename "$2"); cp "$2" "$ROWS" 2>/dev/null
