@@ -12,19 +12,13 @@ float32 meets it.
 
 from __future__ import annotations
 
-import importlib.util
-import math
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 
 torch = pytest.importorskip("torch")
-
-TASKS = Path(__file__).resolve().parents[2] / "tasks"
+from task_inputs import cases, close, reference_module  # noqa: E402  (needs torch)
 
 
 def _softmax(x: Any, stable: bool) -> Any:
@@ -57,37 +51,14 @@ FORMULAS: dict[str, Callable[..., Any]] = {
 """Per task: the operation in float32, with the max subtraction (``stable``) or without."""
 
 
-def _reference(task: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_ref_{task.replace('/', '_')}",
-                                                  TASKS / task / "reference.py")  # fmt: skip
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _cases(task: str) -> list[tuple[dict[str, int], str, dict[str, float]]]:
-    spec = yaml.safe_load((TASKS / task / "task.yaml").read_text())
-    shapes = spec["shapes"].get("cpu", []) + spec["shapes"].get("cpu_heldout", [])
-    if not shapes:  # a GPU-only task: its smallest shape
-        every = spec["shapes"]["tuning"] + spec["shapes"]["heldout"]
-        shapes = [min(every, key=lambda s: math.prod(s.values()))]
-    return [(shape, dtype, spec["tolerances"][dtype]) for shape in shapes for dtype in spec["dtypes"]]
-
-
-def _close(got: Any, want: Any, tol: dict[str, float]) -> bool:
-    got = got.double()
-    return bool(torch.isfinite(got).all()) and torch.allclose(got, want.double(), **tol)
-
-
 @pytest.mark.parametrize("task", sorted(FORMULAS))
 def test_skipping_the_max_subtraction_fails_on_every_case(task: str) -> None:
-    ref, formula = _reference(task), FORMULAS[task]
-    for shape, dtype, tol in _cases(task):
+    ref, formula = reference_module(task), FORMULAS[task]
+    for shape, dtype, tol in cases(task)[1]:
         for seed in range(3):
             inputs = ref.make_inputs(shape, getattr(torch, dtype), "cpu", seed)
             want = ref.reference(*inputs)
             as_f32 = [t.float() if t.is_floating_point() else t for t in inputs]
             where = f"{task} {shape} {dtype} seed {seed}"
-            assert _close(formula(ref, True, *as_f32), want, tol), f"stable misses: {where}"
-            assert not _close(formula(ref, False, *as_f32), want, tol), f"naive passes: {where}"
+            assert close(formula(ref, True, *as_f32), want, tol), f"stable misses: {where}"
+            assert not close(formula(ref, False, *as_f32), want, tol), f"naive passes: {where}"

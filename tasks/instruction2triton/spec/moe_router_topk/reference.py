@@ -12,7 +12,22 @@ def make_inputs(shape, dtype, device, seed):
         bias = torch.randn(1, e, generator=g) * 1.5
         sharp = torch.rand(t, 1, generator=g) * 3.0 + 0.5
         logits = torch.randn(t, e, generator=g) * sharp + bias
-        return (logits.to(dtype=dtype, device=device),)
+        # A random eighth of the rows (at least one) moved so that their maximum lies 110-140
+        # above or below zero, where float32's exp fails unless the max is subtracted.
+        far = torch.randperm(t, generator=g)[: max(1, t // 8)]
+        sign = torch.randint(0, 2, (far.numel(), 1), generator=g) * 2 - 1
+        level = sign * (110.0 + 30.0 * torch.rand(far.numel(), 1, generator=g))
+        logits[far] += level - logits[far].amax(-1, keepdim=True)
+        logits = logits.to(dtype)
+        # Another random eighth: an expert outside the top K gets the K-th largest logit
+        # exactly, so the lower-index rule decides and any other tie rule fails.
+        k = shape["K"]
+        if k < e:
+            tied = torch.randperm(t, generator=g)[: max(1, t // 8)]
+            top = logits[tied].topk(k, dim=-1)
+            pick = torch.rand(tied.numel(), e, generator=g).scatter(1, top.indices, -1.0)
+            logits[tied, pick.argmax(-1)] = top.values[:, -1]
+        return (logits.to(device),)
 
 
 def reference(logits, T, E, K):

@@ -13,6 +13,12 @@ def make_inputs(shape, dtype, device, seed):
         # precision; spreads vary over two orders of magnitude between rows.
         offset = torch.randn(m, 1, generator=g) * 4.0
         spread = torch.exp(torch.rand(m, 1, generator=g) * 4.0 - 2.0)
+        # A random eighth of the rows (at least one): spread 3e-3..1e-2, offset 150-300 spreads;
+        # dropping the epsilon fails there, and so does E[x^2] - E[x]^2 in float32.
+        far = torch.randperm(m, generator=g)[: max(1, m // 8)]
+        spread[far] = 10.0 ** (torch.rand(far.numel(), 1, generator=g) * 0.5 - 2.5)
+        sign = torch.randint(0, 2, (far.numel(), 1), generator=g) * 2 - 1
+        offset[far] = sign * spread[far] * (150.0 + 150.0 * torch.rand(far.numel(), 1, generator=g))
         x = offset + torch.randn(m, n, generator=g) * spread
         weight = torch.rand(n, generator=g) * 1.5 + 0.25
         bias = torch.randn(n, generator=g) * 0.5 + 0.2

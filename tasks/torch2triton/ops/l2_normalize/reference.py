@@ -12,6 +12,10 @@ def make_inputs(shape, dtype, device, seed):
         direction = torch.randn(1, n, generator=g) * 0.5
         scale = torch.exp(torch.rand(m, 1, generator=g) * 9.0 - 4.0)
         x = (torch.randn(m, n, generator=g) + direction) * scale
+        # Where there are several rows, a random eighth of them (at least one) are all zero:
+        # dividing by the norm without the clamp at 1e-12 gives NaN there.
+        zero = torch.randperm(m, generator=g)[: max(1, m // 8) if m > 1 else 0]
+        x[zero] = 0.0
         return (x.to(dtype=dtype, device=device),)
 
 

@@ -11,7 +11,12 @@ def make_inputs(shape, dtype, device, seed):
         # with padded positions holding large junk so ignoring the mask fails; token states
         # carry a per-channel offset so the mean is not near zero.
         lengths = torch.randint(1, s + 1, (b,), generator=g)
+        # A random half of the rows (at least one) shorter than S and padded on the left
+        # instead, so a kernel that sums the first sum(mask) positions fails.
+        left = torch.randperm(b, generator=g)[: max(1, b // 2)]
+        lengths[left] = lengths[left].clamp(max=max(1, s - 1))
         mask = (torch.arange(s)[None, :] < lengths[:, None]).long()
+        mask[left] = mask[left].flip(-1)
         channel = torch.randn(1, 1, d, generator=g)
         hidden = torch.randn(b, s, d, generator=g) * 2.0 + channel
         junk = torch.randn(b, s, d, generator=g) * 50.0 + 30.0

@@ -16,6 +16,13 @@ def make_inputs(shape, dtype, device, seed):
         outliers = torch.rand(n, generator=g) < 0.01
         residual = torch.where(outliers, residual * 8.0, residual)
         x = torch.randn(m, n, generator=g) * scale * 2.0 - 0.3
+        # A random eighth of the rows (at least one) shrunk so that x + residual has an RMS
+        # of 3e-4..1e-3, where the epsilon dominates: dropping or misplacing it fails.
+        tiny = torch.randperm(m, generator=g)[: max(1, m // 8)]
+        level = 10.0 ** (torch.rand(tiny.numel(), 1, generator=g) * 0.5 - 3.5)
+        shrink = level / (x[tiny] + residual[tiny]).pow(2).mean(-1, keepdim=True).sqrt()
+        x[tiny] *= shrink
+        residual[tiny] *= shrink
         weight = torch.rand(n, generator=g) * 1.8 + 0.2
         return tuple(t.to(dtype=dtype, device=device) for t in (x, residual, weight))
 
