@@ -448,3 +448,16 @@ def test_slow_input_generation_times_a_keyed_pick_of_fresh_sets(tmp_path: Path) 
     assert "keyed pick of 8 fresh sets" in honest.timing[0]["pair"]["method"]
     cheat = _run(tmp_path / "c", "s03_watched_modes", timing=timing)
     assert not cheat.correct
+
+
+def test_the_core_says_where_each_timed_shape_s_time_went(tmp_path: Path) -> None:
+    """Each timed shape holds the device alone: its timing record splits that time into
+    drawing the inputs, the device's set-up, the warm-up, sampling and saving the audits,
+    so a benchmark can say which part a faster stream must shrink."""
+    job, root = scale_job(tmp_path, (CORPUS / "honest_vectorized.py").read_text(), time=True)
+    v = run_job(job, root)
+    assert v.correct and v.timing, (v.error, v.flags)
+    for item in v.timing:
+        phases = item["phases_s"]
+        assert set(phases) == {"inputs", "setup", "warm_up", "sampling", "audits"}, phases
+        assert min(phases.values()) >= 0 and phases["sampling"] > 0, phases
