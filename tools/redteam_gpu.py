@@ -33,6 +33,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from aka.eval import current_workers  # noqa: E402
 from aka.eval._detect import aggregate_speedups  # noqa: E402
 from aka.eval._pipeline import Job, run_job  # noqa: E402
 
@@ -188,8 +189,10 @@ def bundled_spec(task: str) -> dict[str, Any]:
 def bundled_job(task: str, device: str) -> Job:
     """The evaluation job for a bundled task: ``aka.kinds._kernel.job_for``'s mapping, with
     the defaults of ``aka.tasks.TaskSpec`` for the fields a ``task.yaml`` may leave out
-    (tolerances as its ``model_dump`` gives them, ``rms_atol`` included)."""
+    (tolerances as its ``model_dump`` gives them, ``rms_atol`` included), and where inputs
+    are drawn as the evaluator's switches say (the input drawer, on the CPU)."""
     spec = bundled_spec(task)
+    switches = current_workers().switches
     entry_file, symbol = spec["entry"].split(":", 1)
     return Job(
         reference=spec.get("reference", "reference.py"), editable=list(spec["editable"]),
@@ -201,6 +204,7 @@ def bundled_job(task: str, device: str) -> Job:
         tolerances={k: {"rms_atol": 0.0, **v} for k, v in spec["tolerances"].items()},
         seeds=spec.get("seeds", 3), device=device, time=True,
         timing=CPU_TIMING if device == "cpu" else TIMING, seed=secrets.randbelow(2**31),
+        drawer=switches.drawer, timer=switches.timer,
     )  # fmt: skip
 
 

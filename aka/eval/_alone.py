@@ -96,13 +96,15 @@ def _raw_timing(job: _pipeline.Job, root: Path, workers: Workers, cand_dir: Path
 
 
 def _baseline_key(job: _pipeline.Job, root: Path, *parts: Any) -> str:
-    """What a run of the baseline alone depends on: its sources, the reference, ``parts``."""
+    """What a run of the baseline alone depends on: its sources, the reference, ``parts``,
+    and where its inputs are drawn (with the drawer, ``make_inputs``'s operators run in
+    another process, so the operators its calls run there are not the same)."""
     files = sorted(  # sources only: bytecode the processes left there differs per folder
         p for p in (root / "base").rglob("*") if p.is_file() and "__pycache__" not in p.parts
     )
     return _baseline_ref.clean_key(
         root, [*files, root / "task" / job.reference], job.entry_file, job.entry_symbol,
-        job.shapes, job.dtypes, job.device, job.pass_shape, *parts,
+        job.shapes, job.dtypes, job.device, job.pass_shape, job.drawer, job.timer, *parts,
     )  # fmt: skip
 
 

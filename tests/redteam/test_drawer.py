@@ -315,3 +315,17 @@ def test_with_the_drawer_every_timed_call_gets_a_new_set(tmp_path: Path, drawer:
     methods = {item["pair"]["method"] for item in v.timing}
     want = "drawn in the drawer" if drawer else "a keyed pick of 8 fresh sets"
     assert methods and all(want in m for m in methods), methods
+
+
+def test_the_baseline_alone_is_run_again_when_the_draws_move(tmp_path: Path) -> None:
+    """What the baseline's calls run alone is kept per task for the evaluator's lifetime;
+    with the drawer its ``make_inputs`` runs elsewhere, so its operators are not those of a
+    run without it. Kept under one key, an evaluation without the drawer after one with
+    it flagged ``forbidden_api`` on a bundled task's own starting code."""
+    from aka.eval._alone import _baseline_key
+
+    job, root = scale_job(tmp_path, BASE)
+    keys = {_baseline_key(dataclasses.replace(job, drawer=d, timer=t), root)
+            for d, t in ((False, False), (True, False), (True, True))}  # fmt: skip
+    assert len(keys) == 3
+    assert _baseline_key(job, root) == _baseline_key(dataclasses.replace(job), root)
