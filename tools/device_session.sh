@@ -264,7 +264,7 @@ case $PART in
 pf)
   sealbuild
   nvidia-smi -q -d COMPUTE > $R/compute_mode.txt 2>&1
-  step share 110 python3 tools/gpu_share.py --counts 1,2,4,8 --seconds 1.5 --out $R/share.json
+  step share 150 python3 tools/gpu_share.py --counts 1,2,4,8 --seconds 1.5 --out $R/share.json
   nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &
   DMON=$!
   step distinct 300 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-16}" \
