@@ -209,5 +209,7 @@ def test_an_agent_that_finds_the_ledger_cannot_score_its_own_attempt(
     verify = _aka("ledger", "verify", "--ledger", str(ledger_dir))
     assert verify.returncode == 1 and verify.stdout.count("not authenticated") == 2
     scores, warning = _report_scores(ledger_dir, "inside")
-    # The evaluator's own score (compiled, correct, timed), not the forged 9999.
-    assert len(scores) == 1 and 200.0 < scores[0] <= 220.0 and "ignored 2 event(s)" in warning
+    # The evaluator's own score (compiled, correct, timed: 120 + 100 x the A/A speedup of
+    # the unchanged baseline, 0.5-2 on a shared CPU as in test_control_arm), not the
+    # forged 9999.
+    assert len(scores) == 1 and 170.0 < scores[0] < 320.0 and "ignored 2 event(s)" in warning
