@@ -205,7 +205,8 @@
 #                                    (tools/gpu_share.py, 1-8 at once), then N (default 16)
 #                                    distinct new candidates after a warm-up, 8 in flight,
 #                                    serial and cached, each pass profiled (ranked by
-#                                    cumulative and own time; raw profiles stay there)
+#                                    cumulative and own time; raw profiles stay there), then
+#                                    the sharing again through an MPS server where there is one
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
@@ -267,7 +268,7 @@ pf)
   step share 150 python3 tools/gpu_share.py --counts 1,2,4,8 --seconds 1.5 --out $R/share.json
   nvidia-smi dmon -s u -d 1 > $R/dmon.log 2>&1 &
   DMON=$!
-  step distinct 300 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-16}" \
+  step distinct 240 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-16}" \
     --in-flight 8 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
     --profile /tmp/prof --output $R/distinct.json
   kill $DMON 2>/dev/null
@@ -276,6 +277,16 @@ pf)
       python3 -m aka.eval._profiling /tmp/prof/$P --top 45 --sort $S > $R/prof_${P}_$S.txt 2>&1
     done
   done
+  # the same sharing through one MPS server, where the image has one (its own pipe folder)
+  { uname -a; nvidia-smi -q | head -30; command -v nvidia-cuda-mps-control; } > $R/host.txt 2>&1
+  if command -v nvidia-cuda-mps-control > /dev/null; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+    mkdir -p /tmp/mps /tmp/mpslog
+    timeout 20 nvidia-cuda-mps-control -d >> $R/host.txt 2>&1 && \
+      step share_mps 100 python3 tools/gpu_share.py --counts 1,8 --seconds 1.5 --out $R/share_mps.json
+    echo quit | timeout 20 nvidia-cuda-mps-control >> $R/host.txt 2>&1
+    cp -r /tmp/mpslog $R/ 2>/dev/null
+  fi
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
   ;;
 dr)
