@@ -39,6 +39,12 @@ class CaseResult(_Part):
     ok: bool = Field(description="Within tolerance of the reference.")
     max_abs_err: float | None = Field(default=None, description="Max |candidate - reference|.")
     error: str | None = Field(default=None, description="Why it failed, if it did.")
+    heldout: bool = Field(
+        default=False,
+        description="One of the task's held-out shapes, checked in a scored evaluation of "
+        "its tuning shapes: never timed, never named to the policy. False in events recorded "
+        "before it existed and in held-out re-evaluations (every case there is held out).",
+    )
 
 
 class ShapeTiming(_Part):

@@ -4,10 +4,16 @@ The same facts a coding agent gets from ``aka eval``: whether it compiled (and t
 error lines if not), the first failing correctness case, the hack checks that fired, and
 the speedup per timed shape. Built from the evaluation's own events (as it appends them, or
 read back from the ledger), so the feedback a policy saw can be rebuilt from the ledger.
+
+A scored evaluation also checks the task's held-out shapes (:func:`aka.kinds.job_for`).
+The policy learns how many of those cases failed, never their shapes, inputs or errors:
+a candidate that failed on one could otherwise print what it was given (its own
+exception's text) and be fitted to it in the next turn.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from aka import events as ev
@@ -35,8 +41,34 @@ def rejection_text(error: str) -> str:
     return f"Your response could not be read as a candidate, so nothing was run.\n{error}"
 
 
+HIDDEN = "a held-out shape"
+"""What a held-out shape is called wherever the evaluator's text names one."""
+
+
+def _conceal(text: str, hidden: list[dict[str, int]]) -> str:
+    """``text`` with each held-out shape, as the evaluator writes one (a dict, or the
+    ``k=v`` list of this module), replaced by :data:`HIDDEN`."""
+    for shape in hidden:
+        for form in (str(shape), _shape(shape)):
+            if form:  # whole sizes only: N=257 is not part of N=2570
+                text = re.sub(rf"(?<![\w.]){re.escape(form)}(?![\w.])", HIDDEN, text)
+    return text
+
+
 def render_feedback(payloads: Iterable[ev.EventModel]) -> str:
     """The feedback from one evaluation's events, in their order (pure)."""
+    payloads = list(payloads)
+    checked = [c for p in payloads if isinstance(p, ev.CorrectnessChecked) for c in p.cases]
+    hidden = [c.shape for c in checked if c.heldout]
+    # an error is the held-out cases' when they alone failed: not passed on at all
+    held_error = any(not c.ok for c in checked if c.heldout) and all(
+        c.ok for c in checked if not c.heldout
+    )
+    lines = _lines(payloads, held_error)
+    return _conceal("\n".join(lines), hidden) if hidden else "\n".join(lines)
+
+
+def _lines(payloads: list[ev.EventModel], held_error: bool) -> list[str]:
     lines: list[str] = []
     for p in payloads:
         if isinstance(p, ev.Compiled):
@@ -44,10 +76,18 @@ def render_feedback(payloads: Iterable[ev.EventModel]) -> str:
             if not p.ok and p.error:
                 lines.append(_tail(p.error))
         elif isinstance(p, ev.CorrectnessChecked):
-            failed = [c for c in p.cases if not c.ok]
+            failed = [c for c in p.cases if not c.ok and not c.heldout]
+            held = [c for c in p.cases if c.heldout]
+            held_failed = sum(not c.ok for c in held)
+            passed = len(p.cases) - len(failed) - held_failed
             lines.append(
-                f"correct: {'yes' if p.ok else 'no'} ({len(p.cases) - len(failed)}/{len(p.cases)} cases passed)"
+                f"correct: {'yes' if p.ok else 'no'} ({passed}/{len(p.cases)} cases passed)"
             )
+            if held:
+                lines.append(
+                    f"held-out shapes: {len(held) - held_failed}/{len(held)} cases passed "
+                    "(their shapes, inputs and errors are not shown)"
+                )
             if failed:
                 c = failed[0]
                 why = c.error or (
@@ -66,8 +106,10 @@ def render_feedback(payloads: Iterable[ev.EventModel]) -> str:
                     f"(baseline {t.baseline_s * 1e6:.1f} us, candidate {t.candidate_s * 1e6:.1f} us)"
                 )
         elif isinstance(p, ev.Scored):
-            if p.error and not any(p.error.strip() in line for line in lines):
+            if held_error:
+                lines.append(f"error: on {HIDDEN} (not shown)")
+            elif p.error and not any(p.error.strip() in line for line in lines):
                 lines.append(f"error: {_tail(p.error)}")
             speed = f"; speedup {p.speedup:.3f}x" if p.speedup is not None else ""
             lines.append(f"score: {p.score:g} ({p.policy}){speed}")
-    return "\n".join(lines)
+    return lines

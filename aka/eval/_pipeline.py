@@ -73,6 +73,15 @@ class Job:
     timer: bool = False  # with the drawer: the baseline timed in a process apart too
     operators: str = "any"
     allowed_operators: list[str] = field(default_factory=list)
+    heldout: int = 0
+    """How many of ``shapes``, at their end, are the task's held-out shapes: checked like
+    the others, never timed (a score's speedup is the tuning shapes'), and never named in
+    what the policy is told (:func:`aka.feedback.render_feedback`)."""
+
+    @property
+    def timed_shapes(self) -> list[dict[str, int]]:
+        """The shapes timed when the job times: every shape but the held-out ones."""
+        return self.shapes[: len(self.shapes) - self.heldout] if self.time else []
 
 
 @dataclass
@@ -163,7 +172,8 @@ def _sealed(
 ) -> tuple[CandidateRun, dict[str, Any]]:
     """One candidate process over ``stages`` of the plan; its run and the assembly."""
     plan = _plan.make_plan(job.shapes, job.dtypes, seed=job.seed, seeds=job.seeds,
-                           time=job.time, timing=job.timing, stages=stages)  # fmt: skip
+                           time=job.time, timing=job.timing, stages=stages,
+                           untimed=job.heldout)  # fmt: skip
     out.mkdir(exist_ok=True)
     cand = workers.start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network,
                          cand=Path(request.cand_dir))  # fmt: skip
@@ -370,6 +380,9 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     )
     records = assembled["records"]
     cases, check_flags = judge_records(records, checked, assembled["twins"])
+    held = job.shapes[len(job.shapes) - job.heldout :] if job.heldout else []
+    for case in cases:
+        case["heldout"] = case["shape"] in held
     if compiled.get("ok") and not cases and not run.error:
         assembled["error"] = assembled["error"] or "no correctness case came back"
     for item in assembled["timing"]:  # the device as the checker read it on that device

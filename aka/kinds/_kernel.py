@@ -81,6 +81,14 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
     """
     spec = req.task.spec
     shapes = spec.shapes.for_device(req.device, heldout=req.heldout)
+    # A score is a reward: the held-out shapes are checked with the tuning ones, so a
+    # kernel fitted to the shapes it was shown scores as wrong (never timed; the agent's
+    # own evaluations and validation leave them out).
+    held = (
+        spec.shapes.for_device(req.device, heldout=True)
+        if req.purpose == "final" and not req.heldout
+        else []
+    )
     switches = current_workers().switches
     return Job(
         reference=spec.reference,
@@ -92,7 +100,8 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
         entry_symbol=spec.entry_symbol,
         pass_shape=spec.pass_shape,
         backend=spec.backend,
-        shapes=shapes,
+        shapes=[*shapes, *held],
+        heldout=len(held),
         dtypes=list(spec.dtypes),
         tolerances={k: v.model_dump() for k, v in spec.tolerances.items()},
         seeds=spec.seeds,
@@ -101,7 +110,7 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
         timing=req.timing.model_dump(),
         seed=seed,
         ceilings=req.ceilings,
-        timeout_s=eval_timeout(req, shapes),
+        timeout_s=eval_timeout(req, [*shapes, *held]),
         hide=hide,
         isolate_network=switches.isolate_network,
         contain=switches.contain,

@@ -69,8 +69,10 @@ def test_overfit_agent_is_a_regression(overfit_run: tuple[Path, str]) -> None:
     with _open(path) as led:
         rows = run_heldout(led, rid)
     by_arm = {r.arm: r for r in rows}
-    assert by_arm["overfit"].tuning_correct  # it passes the shapes it saw ...
-    assert by_arm["overfit"].heldout_correct is False  # ... and not the ones it did not
+    # its own score already checked the held-out shape, and failed it, as does the
+    # held-out re-evaluation: the score is a reward an overfit kernel does not get
+    assert not by_arm["overfit"].tuning_correct and by_arm["honest"].tuning_correct
+    assert by_arm["overfit"].heldout_correct is False
     assert by_arm["overfit"].quadrant == "regression"
     assert by_arm["honest"].quadrant == "both_pass"
     assert by_arm["honest"].heldout_speedup is not None

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from aka.errors import InputError
-from aka.events import REGISTRY
+from aka.events import REGISTRY, CorrectnessChecked, KernelTimed
 from aka.integrations._dataset import export_prompts
 from aka.integrations._scorer import close_shared
 from aka.tables import attempt_table
@@ -261,8 +261,10 @@ def test_correct_feedback_lists_each_shape(tasks_root: Path, ledger_dir: Path, g
     with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu") as ev:
         r = LocalScorer(ev).score(TASK, good, Sample(trainer="test"))
     assert r.correct and r.form == "fenced"
-    assert "correct: yes (2/2 cases passed)" in r.feedback
+    assert "correct: yes (3/3 cases passed)" in r.feedback
+    assert "held-out shapes: 1/1 cases passed" in r.feedback
     assert "- N=4096 float32: " in r.feedback and "x (baseline " in r.feedback
+    assert "4099" not in r.feedback  # checked, never timed, never named
     # The feedback made while evaluating is what the ledger's events for it give later.
     from aka.feedback import FEEDBACK_EVENTS, render_feedback
 
@@ -278,6 +280,42 @@ def test_correct_feedback_lists_each_shape(tasks_root: Path, ledger_dir: Path, g
     assert len(stored) == 4 and render_feedback(stored) == r.feedback
 
 
+# Right on the shape the prompt shows (N=4096), wrong elsewhere: one answers wrong, one
+# raises with what it was given, to carry the held-out shape into the next turn's prompt.
+FITTED = {
+    "wrong": "return x * 2 + 1 if x.numel() == 4096 else x * 3",
+    "telling": "if x.numel() != 4096:\n        raise ValueError(f'given {tuple(x.shape)}')\n"
+    "    return x * 2 + 1",
+}
+
+
+@pytest.mark.parametrize("fitted", sorted(FITTED))
+def test_held_out_shapes_decide_the_reward_and_are_never_named(
+    tasks_root: Path, ledger_dir: Path, fitted: str
+) -> None:
+    from aka.api import Evaluator, Sample
+    from aka.integrations._scorer import LocalScorer
+
+    response = f"```python path=kernel.py\nimport torch\n\n\ndef affine(x):\n    {FITTED[fitted]}\n```"
+    with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu") as ev:
+        r = LocalScorer(ev).score(TASK, response, Sample(trainer="test"))
+    assert r.compiled and not r.correct and r.score == 20.0, (r.score, r.error)
+    assert "correct: no (2/3 cases passed)" in r.feedback, r.feedback
+    assert "held-out shapes: 0/1 cases passed" in r.feedback
+    assert "4099" not in r.feedback and "given" not in r.feedback, r.feedback
+    led = Ledger.open(ledger_dir, registry=REGISTRY)
+    try:  # the ledger keeps what the policy is not told: every score stays auditable
+        ours = [e.payload for e in led.events() if getattr(e.payload, "eval_id", "") == r.eval_id]
+        (checked,) = [p for p in ours if isinstance(p, CorrectnessChecked)]
+        timed = [p for p in ours if isinstance(p, KernelTimed)]
+    finally:
+        led.close()
+    held = [c for c in checked.cases if c.heldout]
+    assert [c.shape for c in held] == [{"N": 4099}] and not held[0].ok
+    assert all(c.ok and not c.heldout for c in checked.cases if c.shape == {"N": 4096})
+    assert not timed  # a wrong candidate is not timed
+
+
 @pytest.mark.parametrize(
     ("response", "says"),
     [
@@ -289,6 +327,8 @@ def test_correct_feedback_lists_each_shape(tasks_root: Path, ledger_dir: Path, g
         ),
         ("```python path=../../../escaped.py\nopen('/tmp/x','w')\n```", "leaves the workspace"),
         ("```python path=/tmp/aka-escaped.py\nx = 1\n```", "is absolute"),
+        # "\ud800" in a JSON request decodes to a lone surrogate, which no file can hold
+        ("```python path=kernel.py\nx = '\ud800'\n```", "character 30 is a lone surrogate"),
     ],
 )
 def test_bad_input_gets_zero_and_touches_nothing(
