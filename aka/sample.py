@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from aka import events as ev
 from aka.attempt import ITEM_TEXT_CAP
@@ -42,6 +42,16 @@ class Sample(BaseModel):
     turn: int | None = Field(default=None, ge=0, description="Turn within the episode.")
     prompt: str = Field(default="", description="The prompt text the policy saw.")
     message: str = Field(default="", description="The model's whole response.")
+
+    @field_validator("trainer", "trainer_run", "episode", "prompt", "message")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        """Lone surrogates (``"\\ud800"`` in a JSON request) written as escapes: the ledger
+        stores UTF-8, and one sample's text must not fail the batch it came in (the response
+        itself is refused as not Unicode text: :func:`aka.integrations.parse_response`)."""
+        if value is None:
+            return None
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
     def data(self) -> str:
         """The provenance fields as JSON (an ``AgentOutput`` item's ``data``)."""

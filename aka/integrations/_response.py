@@ -277,14 +277,21 @@ def parse_response(
         max_chars: longest text accepted.
 
     Raises:
-        ResponseError: empty or too long, no file found, a bad or non-editable path, a
-            diff that does not apply, or an empty file.
+        ResponseError: empty, too long or not Unicode text, no file found, a bad or
+            non-editable path, a diff that does not apply, or an empty file.
     """
     if len(text) > max_chars:
         raise _fail(
             f"the response is {len(text)} characters, over the {max_chars} limit",
             "answer with the editable files only",
         )
+    try:  # a lone surrogate ("\\ud800" in JSON) is text no file can hold
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _fail(
+            f"the response is not Unicode text: character {exc.start} is a lone surrogate",
+            "send the model's text as decoded UTF-8",
+        ) from None
     body = _THINK.sub("", text)
     if not body.strip():
         raise _fail("the response is empty", f"answer with the new {list(editable)}")

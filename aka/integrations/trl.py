@@ -110,15 +110,16 @@ class AkaReward:
                 key, digest = tasks[i], digests[i]
             else:
                 key, digest = row_task(self.task, infos[i], None, where="trl dataset row")
+            text = message_text(completion)  # as the model said it (the sample stores it)
             sample = Sample(
                 trainer="trl",
                 trainer_run=self.run_name,
                 step=step,
                 index=first + i,
                 prompt=chat_text(prompt),
-                message=message_text(completion),
+                message=text,
             )
-            batch.append(Submission(key, sample.message, sample, digest))
+            batch.append(Submission(key, text, sample, digest))
         self.last = self.scorer.score_batch(batch)
         log_extra = kwargs.get("log_extra")
         if callable(log_extra):
