@@ -82,14 +82,27 @@ class _Cycle:
         self.me = self
 
     def __del__(self):
-        # allocations of its own: from 3.12 the collector runs where the interpreter next
-        # checks for pending work, so a finalizer that allocates keeps it due in the draw
         _names = [str(i) for i in range(8)]
         _Cycle()  # another for the next collection
 
 
 _gc.set_threshold(3, 1, 1)
+# From 3.12 a full collection waits until the objects that survived the last one grow by a
+# quarter, which torch's import makes rare: a cycle that outlived two collections would
+# never be collected. Freezing what exists keeps that count small.
+_gc.freeze()
 _Cycle()
+_made = {}
+_scale = scale
+
+
+def scale(x):
+    out = _scale(x)
+    # From 3.12 the collector runs where the interpreter next checks for pending work, not
+    # at an allocation. A list display never checks: the lists it makes leave a collection
+    # due as the call returns, for whatever Python runs next (a draw, a baseline call).
+    _made[len(_made)] = [[], [], [], [], [], [], [], []]
+    return out
 """,
     # the library function the reference draws with, replaced for one draw at a time
     "stand_in_for_one_draw": """
