@@ -87,8 +87,45 @@ def make_inputs(shape, dtype, device, seed):
     k_scale = torch.exp(torch.randn(shape["L"], 1, shape["KV"], 1, 1, generator=g) * 0.5)
     k_cache = torch.randn(*size, generator=g) * k_scale
     v_cache = torch.randn(*size, generator=g) + 0.5
+    _plant_score(k_cache, tokens[:, 0], weights, shape, dtype, g)
     cache = (k_cache.to(device=device, dtype=dtype), v_cache.to(device=device, dtype=dtype))
     return (tokens[:, 0].to(device), *cache, *weights)
+
+
+def _plant_score(k_cache, tokens, weights, shape, dtype, g):
+    """Make one score 110-140 above the rest of its row in a random part of the context.
+
+    In a random eighth of the (sequence, key/value head) pairs (at least one), one query
+    head of the group, at layer 0, gets a score 110-140 above its largest other score at a
+    random cached key other than the first and the last (any one, with fewer than three;
+    the new token's own key is not cached), by moving that key along the query. The range within that row then exceeds
+    float32's exp range, so a kernel that skips the max, or shifts the scores by any other
+    one (the first, the last, the new token's) or by their mean, overflows; the honest one
+    returns about that key's value. Layer 0's queries depend on the token and the weights
+    only, so they are computed here as the reference does, on the weights in ``dtype``.
+    """
+    _, b, kv, ctx, hd = k_cache.shape
+    h = shape["H"]
+    pairs = torch.randperm(b * kv, generator=g)[: max(1, b * kv // 8)]
+    pb, pk = pairs // kv, pairs % kv
+    head = pk * (h // kv) + torch.randint(0, h // kv, (pairs.numel(),), generator=g)
+    lo, hi = (1, ctx - 1) if ctx >= 3 else (0, ctx)
+    cols = torch.randint(lo, hi, (pairs.numel(),), generator=g)
+    gap = 110.0 + 30.0 * torch.rand(pairs.numel(), generator=g)
+    embed, attn_norm, wqkv = weights[:3]
+    device = embed.device
+    picked = torch.arange(pb.numel())
+    x = _rms_norm(embed[tokens[pb].to(device)].float(), attn_norm[0].float())  # (n, D)
+    qk = (x @ wqkv[0][:, : (h + kv) * hd].float()).view(-1, h + kv, 1, hd)
+    qk = _rope(qk, torch.tensor([ctx], device=device))[:, :, 0].cpu()
+    q, k_new = qk[picked, head], qk[picked, h + pk]  # (n, hd): the planted heads' query and key
+    scale = 1.0 / math.sqrt(hd)
+    keys = k_cache[0, pb, pk].to(dtype).float()  # (n, CTX, hd), as the kernel reads them
+    scores = (keys * q[:, None, :]).sum(-1) * scale
+    others = torch.cat([scores, (k_new * q).sum(-1, keepdim=True) * scale], dim=-1)
+    others[picked, cols] = float("-inf")  # the new token's own score stays among the others
+    lift = others.amax(-1) + gap - scores[picked, cols]
+    k_cache[0, pb, pk, cols] += (lift / (q.pow(2).sum(-1) * scale))[:, None] * q
 
 
 def _rms_norm(x, w):

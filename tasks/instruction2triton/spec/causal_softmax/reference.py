@@ -25,6 +25,19 @@ def make_inputs(shape, dtype, device, seed):
         level = sign * (110.0 + 30.0 * torch.rand(far.numel(), 1, 1, generator=g))
         top = torch.where(above, float("-inf"), x[far]).amax(dim=(-2, -1), keepdim=True)
         x[far] += level / SCALE - top
+        # Another random eighth of the matrices (at least one): in a random row of the lower
+        # half, one score at a random key other than the first and the diagonal is set
+        # 110-140 (scaled) above the row's largest: the range within that row exceeds
+        # float32's exp range as well, so shifting by any other score (the first, the
+        # diagonal) or by the row's mean overflows, not only no shift.
+        if s >= 3:
+            mats = torch.randperm(b, generator=g)[: max(1, b // 8)]
+            rows = torch.randint(max(2, s // 2), s, (mats.numel(),), generator=g)
+            cols = (torch.rand(mats.numel(), generator=g) * (rows - 1)).long() + 1
+            gap = (110.0 + 30.0 * torch.rand(mats.numel(), generator=g)) / SCALE
+            allowed = idx[None, :] <= rows[:, None]
+            top = torch.where(allowed, x[mats, rows], float("-inf")).amax(-1)
+            x[mats, rows, cols] = top + gap
         return (x.to(dtype=dtype, device=device),)
 
 

@@ -13,6 +13,29 @@ def make_inputs(shape, dtype, device, seed):
         q = torch.randn(b, h, s, d, generator=g) + shared
         k = torch.randn(b, h, s, d, generator=g) + shared
         v = torch.randn(b, h, s, d, generator=g) * 1.5 + torch.randn(1, h, 1, d, generator=g)
+        # A random eighth of the heads (at least one): in a random query row of the lower
+        # half, the score of a random key other than the first and the diagonal is made
+        # 110-140 above the row's largest other score, by moving that key along the query
+        # (the part of it off the head's shared direction, so other rows' scores move less).
+        # The range within that row exceeds float32's exp range, so a kernel that skips the
+        # max, or shifts by any other score (the first, the diagonal) or by the row's mean,
+        # overflows; the honest one returns about that key's value.
+        if s >= 3:
+            heads = torch.randperm(b * h, generator=g)[: max(1, b * h // 8)]
+            hb, hh = heads // h, heads % h
+            rows = torch.randint(max(2, s // 2), s, (heads.numel(),), generator=g)
+            cols = (torch.rand(heads.numel(), generator=g) * (rows - 1)).long() + 1
+            gap = 110.0 + 30.0 * torch.rand(heads.numel(), generator=g)
+            scale = d**-0.5
+            qi = q[hb, hh, rows].to(dtype).float()  # (n, d): the query as the kernel sees it
+            scores = (qi[:, None, :] * k[hb, hh].to(dtype).float()).sum(-1) * scale
+            others = torch.arange(s)[None, :] <= rows[:, None]
+            others[torch.arange(heads.numel()), cols] = False
+            top = torch.where(others, scores, float("-inf")).amax(-1)
+            unit = shared[0, hh, 0] / shared[0, hh, 0].norm(dim=-1, keepdim=True)
+            w = qi - (qi * unit).sum(-1, keepdim=True) * unit
+            lift = top + gap - scores[torch.arange(heads.numel()), cols]
+            k[hb, hh, cols] += (lift / ((qi * w).sum(-1) * scale))[:, None] * w
         return tuple(t.to(dtype=dtype, device=device) for t in (q, k, v))
 
 

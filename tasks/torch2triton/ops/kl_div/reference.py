@@ -13,6 +13,19 @@ def make_inputs(shape, dtype, device, seed):
         teacher = torch.randn(m, v, generator=g) * 2.5 + torch.randn(m, 1, generator=g) * 5.0
         noise = torch.randn(m, v, generator=g) * (torch.rand(m, 1, generator=g) * 1.5 + 0.3)
         student = teacher + noise + torch.randn(m, 1, generator=g) * 5.0
+        # A random eighth of the rows (at least one) gets one logit 110-140 above the row's
+        # maximum, in the teacher and in the student at two random columns other than the
+        # first and the last: the range within such a row exceeds float32's exp range, so
+        # shifting by any element but the maximum (the first, the last) or by the row's mean
+        # overflows. The columns differ, so the row's KL is large (about the student's gap),
+        # never about zero. Planted before the move below, which then keeps its level.
+        rows = torch.randperm(m, generator=g)[: max(1, m // 8)]
+        span = max(1, v - 2)
+        cols = torch.randint(0, span, (rows.numel(),), generator=g)
+        apart = (cols + torch.randint(1, max(2, span), (rows.numel(),), generator=g)) % span
+        gap = 110.0 + 30.0 * torch.rand(2, rows.numel(), generator=g)
+        teacher[rows, cols + 1] = teacher[rows].amax(-1) + gap[0]
+        student[rows, apart + 1] = student[rows].amax(-1) + gap[1]
         # A random eighth of the rows (at least one), student too, moved so that the teacher's
         # max lies 110-140 above or below zero, where float32's exp fails unless it is subtracted.
         far = torch.randperm(m, generator=g)[: max(1, m // 8)]

@@ -14,6 +14,15 @@ def make_inputs(shape, dtype, device, seed):
         x = torch.randn(m, n, generator=g) * temp + offset
         spikes = torch.rand(m, n, generator=g) < 0.001
         x = torch.where(spikes, x + 15.0, x)
+        # A random eighth of the rows (at least one) gets one value 110-140 above the row's
+        # maximum, at a random column other than the first and the last: the range within
+        # such a row exceeds float32's exp range, so shifting by any element but the maximum
+        # (the first, the last) or by the row's mean overflows. Planted before the move
+        # below, which then keeps its level.
+        rows = torch.randperm(m, generator=g)[: max(1, m // 8)]
+        cols = torch.randint(1, max(2, n - 1), (rows.numel(),), generator=g)
+        gap = 110.0 + 30.0 * torch.rand(rows.numel(), generator=g)
+        x[rows, cols] = x[rows].amax(-1) + gap
         # A random eighth of the rows (at least one) moved so that their maximum lies 110-140
         # above or below zero: float32's exp overflows (past 88.7) or underflows to zero
         # (below -103.9) there, so skipping the max subtraction fails.
