@@ -177,7 +177,8 @@ def _measurements(d: Detail) -> str:
         cases = "<h3>correctness cases</h3>" + table(
             [Column("shape"), Column("dtype"), Column("seed", "right"), Column("ok", "center"),
              Column("max |err|", "right"), Column("error")],
-            [[f'<span class="mono">{h(c["shape"])}</span>', h(c["dtype"]), str(c["seed"]), yesno(c["ok"]),
+            [[f'<span class="mono">{h(c["shape"])}</span>' + (" (held out)" if c.get("heldout") else ""),
+              h(c["dtype"]), str(c["seed"]), yesno(c["ok"]),
               "–" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}", h(c["error"] or "")]
              for c in d.cases],
         )  # fmt: skip

@@ -137,7 +137,8 @@ FROM measurements m WHERE m.run_id = ?
 CASES_SQL = """
 SELECT eval_id, CAST(c->>'$.shape' AS VARCHAR) AS shape, c->>'$.dtype' AS dtype,
        CAST(c->>'$.seed' AS INTEGER) AS seed, CAST(c->>'$.ok' AS BOOLEAN) AS ok,
-       CAST(c->>'$.max_abs_err' AS DOUBLE) AS max_abs_err, c->>'$.error' AS error
+       CAST(c->>'$.max_abs_err' AS DOUBLE) AS max_abs_err, c->>'$.error' AS error,
+       coalesce(CAST(c->>'$.heldout' AS BOOLEAN), false) AS heldout
 FROM (SELECT payload->>'$.eval_id' AS eval_id, unnest(CAST(payload->'$.cases' AS JSON[])) AS c
       FROM events WHERE type = 'CorrectnessChecked' AND run_id = ?)
 """

@@ -61,6 +61,16 @@ def _pages(led: Ledger, arena: Arena) -> dict[str, str]:
     }
 
 
+def test_an_attempt_s_held_out_cases_are_shown_as_such(arena: Arena) -> None:
+    # every score checks the task's held-out shape (N=4099 on the CPU): the auditor sees it
+    with _open(arena.ledger) as led:
+        page = dashboard.attempt_page(led, arena.run_id, "torch/ops/affine#fast#0")
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
+    held = [r for r in rows if "(held out)" in r]
+    assert held and all("4099" in r for r in held), held
+    assert any("4096" in r and "(held out)" not in r for r in rows)
+
+
 def test_every_page_shows_the_markup_label_as_text(arena: Arena) -> None:
     for name, text in _pages(_open(arena.ledger), arena).items():
         assert LABEL not in text, name
