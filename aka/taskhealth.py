@@ -50,19 +50,19 @@ class TaskHealth:
     def __init__(self, ledger: Ledger, run_id: str) -> None:
         self._ledger = ledger
         self._run_id = run_id
-        self._known: dict[tuple[str, str], str | None] = {}
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._known: dict[tuple[str, str, bool], str | None] = {}
+        self._locks: dict[tuple[str, str, bool], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def fault(self, req: EvalRequest) -> str | None:
         """Why ``req``'s task fails by itself, or None when its baseline passes."""
-        key = (req.task_tree, req.device)
+        key = (req.task_tree, req.device, req.with_heldout)
         with self._lock:
             once = self._locks.setdefault(key, threading.Lock())
         with once:
             return self._fault(req, key)
 
-    def _fault(self, req: EvalRequest, key: tuple[str, str]) -> str | None:
+    def _fault(self, req: EvalRequest, key: tuple[str, str, bool]) -> str | None:
         if key not in self._known:
             base = replace(
                 req,
@@ -72,6 +72,7 @@ class TaskHealth:
                 try_no=0,
                 turn=0,
                 heldout=False,
+                checks_heldout=req.with_heldout,  # judged as the candidate was
                 time=False,
             )
             scored = evaluate(self._ledger, self._run_id, None, base)

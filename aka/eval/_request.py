@@ -30,9 +30,19 @@ class EvalRequest:
     try_no: int = 0
     turn: int = 0
     heldout: bool = False
+    checks_heldout: bool | None = None
+    """Whether the held-out shapes are checked (never timed) with the tuning ones; None:
+    in a scored evaluation (purpose ``final``) of the tuning shapes."""
     time: bool = True
     seed: int | None = None
     ceilings: dict[str, float] | None = None
     hide: tuple[str, ...] = ()
     """Folders the candidate must not see besides the ledger and the staged task's suite:
     the task suite the task was staged from (a staged copy no longer lies inside it)."""
+
+    @property
+    def with_heldout(self) -> bool:
+        """Whether :attr:`checks_heldout` holds for this request."""
+        if self.heldout:
+            return False
+        return self.purpose == "final" if self.checks_heldout is None else self.checks_heldout

@@ -84,11 +84,7 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
     # A score is a reward: the held-out shapes are checked with the tuning ones, so a
     # kernel fitted to the shapes it was shown scores as wrong (never timed; the agent's
     # own evaluations and validation leave them out).
-    held = (
-        spec.shapes.for_device(req.device, heldout=True)
-        if req.purpose == "final" and not req.heldout
-        else []
-    )
+    held = spec.shapes.for_device(req.device, heldout=True) if req.with_heldout else []
     switches = current_workers().switches
     return Job(
         reference=spec.reference,

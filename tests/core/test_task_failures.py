@@ -143,6 +143,27 @@ def test_the_api_reports_a_broken_task_and_records_no_reward(
     assert [f.status for f in _finished(envs, GOOD)] == ["task"]
 
 
+def test_starting_sources_wrong_on_a_held_out_shape_are_the_tasks_failure(
+    tasks_root: Path, ledger_dir: Path
+) -> None:
+    # every score checks the held-out shape (N=4099 on the CPU); a baseline that fails
+    # there makes every reward 0 unless the task itself is asked the same way
+    kernel = tasks_root / GOOD / "source" / "kernel.py"
+    kernel.write_text(
+        "import torch\n\n\ndef affine(x):\n    return x * 2 + 1 if x.numel() != 4099 else x * 3\n"
+    )
+    timing = TimingSettings(max_time_s=0.2, min_samples=5)
+    with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu", timing=timing) as service:
+        with pytest.raises(TaskError) as caught:
+            service.evaluate(GOOD, {"kernel.py": kernel.read_text()})
+        run_id = service.run_id
+    said = caught.value.render()  # for the task's owner, not the policy: the shape is named
+    assert said.startswith(f"{GOOD}/task.yaml: ") and "{'N': 4099}" in said, said
+    envs = _events(ledger_dir, run_id)
+    assert _finals(envs, GOOD) == []
+    assert [f.status for f in _finished(envs, GOOD)] == ["task"]
+
+
 def test_a_recorded_task_that_no_longer_loads_is_the_tasks_failure(
     tmp_path: Path, tasks_root: Path, ledger_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
