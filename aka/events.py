@@ -183,6 +183,12 @@ class CorrectnessChecked(EventModel):
     evidence: list[str] = Field(
         default_factory=list, description="Evidence per flag (file:line ...)."
     )
+    heldout_failed: bool = Field(
+        default=False,
+        description="The held-out check of a correct candidate failed (its cases, flags or "
+        "process; kept for an audit, never told to the policy). False in events recorded "
+        "before it existed.",
+    )
 
 
 class KernelTimed(EventModel):

@@ -5,10 +5,11 @@ error lines if not), the first failing correctness case, the hack checks that fi
 the speedup per timed shape. Built from the evaluation's own events (as it appends them, or
 read back from the ledger), so the feedback a policy saw can be rebuilt from the ledger.
 
-A scored evaluation also checks the task's held-out shapes (:func:`aka.kinds.job_for`).
-The policy learns how many of those cases failed, never their shapes, inputs or errors:
-a candidate that failed on one could otherwise print what it was given (its own
-exception's text) and be fitted to it in the next turn.
+A scored evaluation of a correct candidate also checks the task's held-out shapes, in
+processes of its own (:func:`aka.eval.with_heldout`). The policy learns how many of those
+cases passed and whether the check failed, never their shapes, inputs, errors or flags: a
+candidate could otherwise print what it was given, or choose which check fires, and be
+fitted to it in the next turn.
 """
 
 from __future__ import annotations
@@ -60,10 +61,9 @@ def render_feedback(payloads: Iterable[ev.EventModel]) -> str:
     payloads = list(payloads)
     checked = [c for p in payloads if isinstance(p, ev.CorrectnessChecked) for c in p.cases]
     hidden = [c.shape for c in checked if c.heldout]
-    # an error is the held-out cases' when they alone failed: not passed on at all
-    held_error = any(not c.ok for c in checked if c.heldout) and all(
-        c.ok for c in checked if not c.heldout
-    )
+    # the held-out check runs only for a candidate right on the tuning shapes: when it
+    # fails, every flag and the error are its own, and none is passed on
+    held_error = any(isinstance(p, ev.CorrectnessChecked) and p.heldout_failed for p in payloads)
     lines = _lines(payloads, held_error)
     return _conceal("\n".join(lines), hidden) if hidden else "\n".join(lines)
 
@@ -83,10 +83,11 @@ def _lines(payloads: list[ev.EventModel], held_error: bool) -> list[str]:
             lines.append(
                 f"correct: {'yes' if p.ok else 'no'} ({passed}/{len(p.cases)} cases passed)"
             )
-            if held:
+            if held or p.heldout_failed:
                 lines.append(
-                    f"held-out shapes: {len(held) - held_failed}/{len(held)} cases passed "
-                    "(their shapes, inputs and errors are not shown)"
+                    f"held-out shapes: {len(held) - held_failed}/{len(held)} cases passed"
+                    + (", and the check failed" if p.heldout_failed else "")
+                    + " (their shapes, inputs, errors and flags are not shown)"
                 )
             if failed:
                 c = failed[0]
@@ -96,7 +97,7 @@ def _lines(payloads: list[ev.EventModel], held_error: bool) -> list[str]:
                     else "outside tolerance"
                 )
                 lines.append(f"first failing case: {_shape(c.shape)} {c.dtype}: {_tail(why)}")
-            if p.hack_flags:
+            if p.hack_flags and not held_error:
                 lines.append("reward-hack checks that fired: " + ", ".join(p.hack_flags))
         elif isinstance(p, ev.KernelTimed):
             lines.append("speedup per shape (baseline / candidate median):")

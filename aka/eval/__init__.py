@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from aka.eval._gate import Gate
     from aka.eval._hostgate import recover as recover_host_gate
     from aka.eval._memory import ADMIT_FREE, gpu_free_fraction, memory_reader
-    from aka.eval._pipeline import Job, Verdict, child_env, run_job
+    from aka.eval._pipeline import Job, Verdict, child_env, heldout_job, run_job, with_heldout
     from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
     from aka.eval._switches import HOST_GATE_ENV, Switches
@@ -57,12 +57,14 @@ __all__ = [
     "gpu_free_fraction",
     "hack_findings",
     "harness_paths",
+    "heldout_job",
     "hide",
     "load_file_module",
     "memory_reader",
     "recover_host_gate",
     "run_job",
     "tree_caches",
+    "with_heldout",
     "workers_for_run",
 ]
 
@@ -77,6 +79,8 @@ _WHERE = {
     "Verdict": "_pipeline",
     "child_env": "_pipeline",
     "run_job": "_pipeline",
+    "heldout_job": "_pipeline",
+    "with_heldout": "_pipeline",
     "load_file_module": "_candidate",
     "Switches": "_switches",
     "Gate": "_gate",

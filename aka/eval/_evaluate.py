@@ -160,6 +160,7 @@ def evaluate(
                 cases=[ev.CaseResult(**c) for c in verdict.cases],
                 hack_flags=verdict.flags,
                 evidence=verdict.evidence,
+                heldout_failed=verdict.heldout_failed,
             )
         )
     timings = _timings(ledger, verdict.timing) if verdict.correct else []

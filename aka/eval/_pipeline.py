@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aka.backends import backend
-from aka.eval import _alone, _foreign, _native, _ops, _plan, _replay, _sites, _spares
+from aka.eval import _alone, _foreign, _native, _ops, _plan, _replay, _sites, _spares, _warm
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._memory import short_of_memory
 from aka.eval._outputs import output_dir
@@ -30,7 +30,15 @@ from aka.eval._static import forbidden_uses, hack_findings
 from aka.eval._wire import CandidateReport, CandidateRequest, CheckerReport
 from aka.eval._workers import Workers, current
 
-__all__ = ["CHILD_TIMEOUT_S", "Job", "Verdict", "child_env", "run_job"]
+__all__ = [
+    "CHILD_TIMEOUT_S",
+    "Job",
+    "Verdict",
+    "child_env",
+    "heldout_job",
+    "run_job",
+    "with_heldout",
+]
 
 CHILD, CHECKER = _spares.MODULES
 
@@ -73,15 +81,9 @@ class Job:
     timer: bool = False  # with the drawer: the baseline timed in a process apart too
     operators: str = "any"
     allowed_operators: list[str] = field(default_factory=list)
-    heldout: int = 0
-    """How many of ``shapes``, at their end, are the task's held-out shapes: checked like
-    the others, never timed (a score's speedup is the tuning shapes'), and never named in
-    what the policy is told (:func:`aka.feedback.render_feedback`)."""
-
-    @property
-    def timed_shapes(self) -> list[dict[str, int]]:
-        """The shapes timed when the job times: every shape but the held-out ones."""
-        return self.shapes[: len(self.shapes) - self.heldout] if self.time else []
+    caches: dict[str, str] | None = None
+    """The candidate process's kernel cache folders, in place of those its tree shares
+    with every evaluation of the same code (:func:`heldout_job`)."""
 
 
 @dataclass
@@ -98,6 +100,9 @@ class Verdict:
     error: str | None
     network: str
     notes: list[str] = field(default_factory=list)
+    heldout_failed: bool = False
+    """The held-out check (:func:`with_heldout`) failed: its cases, flags or process. What
+    it found is kept here for an audit and never told to the policy."""
     stage_s: dict[str, float] = field(default_factory=dict)
     """Wall seconds per stage: ``admit`` (waiting to start beside other evaluations of the
     device), the candidate process's (:func:`stage_times`), ``checker``, and ``settle``
@@ -172,11 +177,10 @@ def _sealed(
 ) -> tuple[CandidateRun, dict[str, Any]]:
     """One candidate process over ``stages`` of the plan; its run and the assembly."""
     plan = _plan.make_plan(job.shapes, job.dtypes, seed=job.seed, seeds=job.seeds,
-                           time=job.time, timing=job.timing, stages=stages,
-                           untimed=job.heldout)  # fmt: skip
+                           time=job.time, timing=job.timing, stages=stages)  # fmt: skip
     out.mkdir(exist_ok=True)
     cand = workers.start(CHILD, cwd=cwd, device=job.device, isolate=job.isolate_network,
-                         cand=Path(request.cand_dir))  # fmt: skip
+                         cand=Path(request.cand_dir), caches=job.caches)  # fmt: skip
     # The next evaluation's processes start up while this candidate loads, compiles
     # and checks (forked behind it, not before its request); the gate stops them while
     # it times.
@@ -365,6 +369,44 @@ def run_job(
     return again
 
 
+def heldout_job(job: Job, held: list[dict[str, int]], root: Path) -> Job:
+    """The held-out check of ``job`` (laid out under ``root``): its candidate, correctness
+    only, on ``held``.
+
+    Its process builds kernels in a copy of the tree's shared caches (under ``root``,
+    gone with the evaluation): whatever it writes there after seeing a held-out input
+    never reaches a later evaluation of the same code, whose errors and speed the policy
+    is shown.
+    """
+    caches = _warm.private_caches(root / "cand", root / "heldout-caches")
+    return dataclasses.replace(job, shapes=held, time=False, caches=caches,
+                               seed=_plan.case_seed(job.seed, "held"))  # fmt: skip
+
+
+def with_heldout(tuning: Verdict, held: Verdict) -> Verdict:
+    """``tuning``'s verdict with its held-out check's (:func:`heldout_job`) merged in.
+
+    The check runs in processes of its own, after ``tuning``'s and only when that one was
+    correct, so nothing the candidate did after seeing a held-out input (its timed calls'
+    speed, an error it raised or printed, a file it opened) is in what the tuning
+    evaluation reports; the policy is told how many held-out cases passed and nothing
+    else of it (:func:`aka.feedback.render_feedback`). Its cases, flags and error stay in
+    the verdict for an audit; a flag it raised counts as any other.
+    """
+    ok = held.correct
+    return dataclasses.replace(
+        tuning,
+        cases=tuning.cases + [{**c, "heldout": True} for c in held.cases],
+        flags=sorted({*tuning.flags, *held.flags}),
+        evidence=tuning.evidence + [f"on a held-out shape: {e}" for e in held.evidence],
+        correct=tuning.correct and ok,
+        error=tuning.error if ok else f"on a held-out shape: {held.error or 'a case failed'}",
+        notes=tuning.notes + [f"held-out check: {n}" for n in held.notes],
+        heldout_failed=not ok,
+        stage_s={**tuning.stage_s, "heldout": round(sum(held.stage_s.values()), 6)},
+    )
+
+
 def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool, *, alone: bool
               ) -> tuple[Verdict, bool]:  # fmt: skip
     """One evaluation of the candidate (:func:`run_job`), and whether it was crowded."""
@@ -380,9 +422,6 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     )
     records = assembled["records"]
     cases, check_flags = judge_records(records, checked, assembled["twins"])
-    held = job.shapes[len(job.shapes) - job.heldout :] if job.heldout else []
-    for case in cases:
-        case["heldout"] = case["shape"] in held
     if compiled.get("ok") and not cases and not run.error:
         assembled["error"] = assembled["error"] or "no correctness case came back"
     for item in assembled["timing"]:  # the device as the checker read it on that device

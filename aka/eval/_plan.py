@@ -129,13 +129,12 @@ def make_plan(
     time: bool,
     timing: dict[str, Any],
     stages: tuple[str, ...] = ("correctness", "timing"),
-    untimed: int = 0,
 ) -> Plan:
     """Every shape x dtype with the first seed, the further seeds on the smallest shape.
 
     Each case is two calls on the same inputs over different poison bytes (an output
-    that depends on leftover memory differs between them). Timing pairs: every shape but
-    the last ``untimed`` (held-out shapes, checked only), the first dtype, when ``time``.
+    that depends on leftover memory differs between them). Timing pairs: every shape,
+    the first dtype, when ``time``.
     """
     small = min(range(len(shapes)), key=lambda i: math.prod(shapes[i].values()))
     calls: list[PlannedCall] = []
@@ -160,7 +159,7 @@ def make_plan(
                         )
     pairs = []
     if time and "timing" in stages:
-        pairs = [(i, dtypes[0], case_seed(seed, "pair", i)) for i in range(len(shapes) - untimed)]
+        pairs = [(i, dtypes[0], case_seed(seed, "pair", i)) for i in range(len(shapes))]
     return Plan(shapes, list(dtypes), calls, pairs, dict(timing))
 
 

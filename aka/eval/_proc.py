@@ -95,13 +95,16 @@ class Proc:
     """One evaluation process: started early, given its request later, then collected."""
 
     def __init__(self, module: str, *, cwd: Path, device: str, workers: Workers,
-                 prepared: bool | None = None, cand: Path | None = None) -> None:  # fmt: skip
+                 prepared: bool | None = None, cand: Path | None = None,
+                 caches: dict[str, str] | None = None) -> None:  # fmt: skip
         """Start ``module``; ``prepared`` (the isolation flag) starts it prepared, ahead.
 
         ``cand``: the tree a candidate process imports as its candidate (its kernel
-        caches are that tree's). A prepared process gets a neutral working directory and
-        no kernel-cache variables; :meth:`send` hands it the real ones with the request.
+        caches are that tree's, or ``caches`` where given). A prepared process gets a
+        neutral working directory and no kernel-cache variables; :meth:`send` hands it
+        the real ones with the request.
         """
+        self.caches = caches
         self.module = module
         self.device = device
         self.workers = workers
@@ -183,7 +186,10 @@ class Proc:
                 self.proc.stdin.close()
 
     def _cache_env(self, cand: Path | None) -> dict[str, str]:
-        """A warm candidate process's kernel caches (shared by equal candidate trees)."""
+        """A warm candidate process's kernel caches (shared by equal candidate trees, unless
+        it was given its own)."""
+        if self.caches is not None and self.workers.warm:
+            return dict(self.caches)
         return _warm.cache_env(self.module, cand, warm=self.workers.warm)
 
     def _frame(self, data: bytes) -> None:

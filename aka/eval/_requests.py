@@ -100,7 +100,7 @@ def checker_request(
         device=job.device,
         records=records,
         native=str(_native.ensure_built(job.device)),
-        timed_shapes=job.timed_shapes,
+        timed_shapes=job.shapes if job.time else [],
         profile=request_field(profile),
     )
 

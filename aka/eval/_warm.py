@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -50,6 +51,19 @@ def cache_env(module: str, cand: Path | None, *, warm: bool = True) -> dict[str,
     if not warm or module != "aka.eval._candidate" or cand is None or not cand.is_dir():
         return {}
     return tree_caches(cand)
+
+
+def private_caches(tree: Path, to: Path) -> dict[str, str]:
+    """A copy of ``tree``'s kernel caches (:func:`tree_caches`) under ``to``: a process
+    given it starts from what that code compiled, and what it writes reaches no other."""
+    out = {}
+    for key, shared in tree_caches(tree).items():
+        mine = to / Path(shared).name
+        if Path(shared).is_dir():
+            shutil.copytree(shared, mine, symlinks=True, dirs_exist_ok=True)
+        mine.mkdir(parents=True, exist_ok=True)
+        out[key] = str(mine)
+    return out
 
 
 def tree_caches(tree: Path) -> dict[str, str]:

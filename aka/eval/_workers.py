@@ -83,17 +83,19 @@ class Workers:
         return self.switches.warm
 
     def start(self, module: str, *, cwd: Path, device: str, isolate: bool,
-              cand: Path | None = None) -> Proc:  # fmt: skip
+              cand: Path | None = None, caches: dict[str, str] | None = None) -> Proc:  # fmt: skip
         """A spare prepared for this device and isolation if one waits, else a new process
-        (``cand``: the tree a candidate process imports, which keys its kernel caches)."""
+        (``cand``: the tree a candidate process imports, which keys its kernel caches;
+        ``caches``: folders of its own in their place)."""
         from aka.eval._proc import Proc
 
         spare = self.spares.take(module, device, isolate)
         if spare is not None:
             spare.released = False  # a checker that served before is this evaluation's now
             spare.lease += 1
+            spare.caches = caches
             return spare
-        return Proc(module, cwd=cwd, device=device, workers=self, cand=cand)
+        return Proc(module, cwd=cwd, device=device, workers=self, cand=cand, caches=caches)
 
     def prepared(self, module: str, device: str, isolate: bool) -> Proc:
         """A process started prepared, ahead of its evaluation (the spares' factory); a

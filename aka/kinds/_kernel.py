@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aka.eval import EvalRequest, Job, Verdict, current_workers, run_job
+from aka.eval import EvalRequest, Job, Verdict, current_workers, heldout_job, run_job, with_heldout
 from aka.kinds._kernel_checks import reference_checks, static_checks
 from aka.kinds._protocol import CheckContext, Stage
 from aka.kinds._registry import baseline_tree
@@ -81,10 +81,6 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
     """
     spec = req.task.spec
     shapes = spec.shapes.for_device(req.device, heldout=req.heldout)
-    # A score is a reward: the held-out shapes are checked with the tuning ones, so a
-    # kernel fitted to the shapes it was shown scores as wrong (never timed; the agent's
-    # own evaluations and validation leave them out).
-    held = spec.shapes.for_device(req.device, heldout=True) if req.with_heldout else []
     switches = current_workers().switches
     return Job(
         reference=spec.reference,
@@ -96,8 +92,7 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
         entry_symbol=spec.entry_symbol,
         pass_shape=spec.pass_shape,
         backend=spec.backend,
-        shapes=[*shapes, *held],
-        heldout=len(held),
+        shapes=shapes,
         dtypes=list(spec.dtypes),
         tolerances={k: v.model_dump() for k, v in spec.tolerances.items()},
         seeds=spec.seeds,
@@ -106,7 +101,7 @@ def job_for(req: EvalRequest, seed: int, hide: tuple[str, ...] = ()) -> Job:
         timing=req.timing.model_dump(),
         seed=seed,
         ceilings=req.ceilings,
-        timeout_s=eval_timeout(req, [*shapes, *held]),
+        timeout_s=eval_timeout(req, shapes),
         hide=hide,
         isolate_network=switches.isolate_network,
         contain=switches.contain,
@@ -192,8 +187,20 @@ class KernelKind:
         return {"task": task_dir, "base": base, "cand": cand}
 
     def judge(self, ledger: Ledger, req: EvalRequest, dest: Path, *, seed: int) -> Verdict:
-        """The candidate process, then the checker process (:func:`run_job`)."""
-        return run_job(job_for(req, seed, hidden_paths(ledger, req)), dest)
+        """The candidate process, then the checker process (:func:`run_job`); for a scored
+        evaluation of a correct candidate, the same again over the held-out shapes.
+
+        A score is a reward: a kernel fitted to the shapes it was shown must score as
+        wrong. The held-out shapes are checked in processes of their own, after the tuning
+        evaluation, so what the candidate saw there cannot reach what the policy is told
+        (:func:`aka.eval.with_heldout`); never timed.
+        """
+        job = job_for(req, seed, hidden_paths(ledger, req))
+        verdict = run_job(job, dest)
+        held = req.task.spec.shapes.for_device(req.device, heldout=True) if req.with_heldout else []
+        if not held or not verdict.correct:
+            return verdict
+        return with_heldout(verdict, run_job(heldout_job(job, held, dest), dest))
 
     def checks(self, ctx: CheckContext) -> list[Stage]:
         """Static, reference-side, then (unless quick) through the evaluator."""

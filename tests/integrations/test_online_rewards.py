@@ -8,6 +8,7 @@ reward lands in the ledger as an attempt with the trainer's sample recorded.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -261,8 +262,8 @@ def test_correct_feedback_lists_each_shape(tasks_root: Path, ledger_dir: Path, g
     with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu") as ev:
         r = LocalScorer(ev).score(TASK, good, Sample(trainer="test"))
     assert r.correct and r.form == "fenced"
-    assert "correct: yes (3/3 cases passed)" in r.feedback
-    assert "held-out shapes: 1/1 cases passed" in r.feedback
+    assert "correct: yes (4/4 cases passed)" in r.feedback
+    assert "held-out shapes: 2/2 cases passed" in r.feedback
     assert "- N=4096 float32: " in r.feedback and "x (baseline " in r.feedback
     assert "4099" not in r.feedback  # checked, never timed, never named
     # The feedback made while evaluating is what the ledger's events for it give later.
@@ -296,12 +297,15 @@ def test_held_out_shapes_decide_the_reward_and_are_never_named(
     from aka.api import Evaluator, Sample
     from aka.integrations._scorer import LocalScorer
 
-    response = f"```python path=kernel.py\nimport torch\n\n\ndef affine(x):\n    {FITTED[fitted]}\n```"
+    response = (
+        f"```python path=kernel.py\nimport torch\n\n\ndef affine(x):\n    {FITTED[fitted]}\n```"
+    )
     with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu") as ev:
         r = LocalScorer(ev).score(TASK, response, Sample(trainer="test"))
     assert r.compiled and not r.correct and r.score == 20.0, (r.score, r.error)
-    assert "correct: no (2/3 cases passed)" in r.feedback, r.feedback
-    assert "held-out shapes: 0/1 cases passed" in r.feedback
+    # two cases of the shown shape, two of the held-out one (its seeds: the smallest shape)
+    assert "correct: no (2/4 cases passed)" in r.feedback, r.feedback
+    assert "held-out shapes: 0/2 cases passed, and the check failed" in r.feedback
     assert "4099" not in r.feedback and "given" not in r.feedback, r.feedback
     led = Ledger.open(ledger_dir, registry=REGISTRY)
     try:  # the ledger keeps what the policy is not told: every score stays auditable
@@ -311,9 +315,36 @@ def test_held_out_shapes_decide_the_reward_and_are_never_named(
     finally:
         led.close()
     held = [c for c in checked.cases if c.heldout]
-    assert [c.shape for c in held] == [{"N": 4099}] and not held[0].ok
+    assert [c.shape for c in held] == [{"N": 4099}] * 2 and not any(c.ok for c in held)
+    assert checked.heldout_failed and "4099" in (r.error or "")  # the trainer's log has it
     assert all(c.ok and not c.heldout for c in checked.cases if c.shape == {"N": 4096})
     assert not timed  # a wrong candidate is not timed
+
+
+LEAKS = Path(__file__).parent / "leaks"
+
+
+@pytest.mark.parametrize("leak", sorted(p.stem for p in LEAKS.glob("*.py")))
+def test_what_a_candidate_saw_of_a_held_out_input_never_reaches_the_policy(
+    tasks_root: Path, ledger_dir: Path, leak: str
+) -> None:
+    # each tries to carry the held-out size (4099, 0x1003) into the text or the numbers a
+    # multi-turn policy is shown; the held-out check runs in processes of its own after
+    # the tuning evaluation, so none of them has seen it there
+    from aka.api import Evaluator, Sample
+    from aka.integrations._scorer import LocalScorer
+
+    source = (LEAKS / f"{leak}.py").read_text()
+    response = f"```python path=kernel.py\n{source}```"
+    with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu") as ev:
+        r = LocalScorer(ev).score(TASK, response, Sample(trainer="test"))
+    assert r.compiled, r.error
+    for told in (r.feedback, r.error or ""):
+        assert "4099" not in told and "1003" not in told and "size-" not in told, told
+    shown = [float(us) for us in re.findall(r"candidate ([\d.]+) us", r.feedback)]
+    assert all(us < 4000 for us in shown), shown  # 2 us x 4099 would be 8198 us
+    # two are judged wrong on the shown shape by themselves (a wrong case, a flagged open)
+    assert r.correct == (leak in ("exit_stderr", "timing")), r.feedback
 
 
 @pytest.mark.parametrize(
