@@ -107,7 +107,8 @@ class Verdict:
     """Wall seconds per stage: ``admit`` (waiting to start beside other evaluations of the
     device), the candidate process's (:func:`stage_times`), ``checker``, and ``settle``
     (the verdict's own work after the processes: the baseline's clean runs and any
-    second timing that settles a suspicion). Disjoint, so they sum to at most the whole."""
+    second timing that settles a suspicion), and ``heldout`` (the held-out check's
+    processes, :func:`with_heldout`). Disjoint, so they sum to at most the whole."""
 
 
 @dataclass
