@@ -22,8 +22,8 @@ def output_dir(root: Path) -> Iterator[Path]:
     At GPU sizes an evaluation hands over gigabytes (every case, rewrite and timed
     output), so a memory-backed ``/dev/shm`` with room to spare is used when there is one
     (removed afterwards, and swept if its evaluator dies first: :func:`sweep_orphans`);
-    otherwise ``root/out``. The candidate's code may not open it either way (the child
-    denies it as it denies the evaluation root).
+    otherwise a new folder in ``root`` (removed afterwards too). The candidate's code may
+    not open it either way (the child denies it as it denies the evaluation root).
     """
     shm = Path(os.environ.get(SHM_ENV, "/dev/shm"))
     try:
@@ -31,15 +31,15 @@ def output_dir(root: Path) -> Iterator[Path]:
         roomy = st.f_bavail * st.f_frsize >= SHM_MIN_FREE and os.access(shm, os.W_OK)
     except OSError:
         roomy = False
-    if not roomy:
-        out = root / "out"
-        out.mkdir(exist_ok=True)
-        yield out
-        return
-    tag = _owner_tag()
-    if tag is not None:
-        sweep_orphans(shm, tag)
-    out = Path(tempfile.mkdtemp(prefix=f"{SHM_PREFIX}{tag or 'x'}-{os.getpid()}-", dir=shm))
+    if not roomy:  # a folder of its own: the processes of one evaluation run one after
+        # another in its root (the held-out check after the tuning shapes), and the core
+        # names its files afresh in each, refusing one that exists
+        out = Path(tempfile.mkdtemp(prefix="out-", dir=root))
+    else:
+        tag = _owner_tag()
+        if tag is not None:
+            sweep_orphans(shm, tag)
+        out = Path(tempfile.mkdtemp(prefix=f"{SHM_PREFIX}{tag or 'x'}-{os.getpid()}-", dir=shm))
     try:
         yield out
     finally:

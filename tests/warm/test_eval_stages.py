@@ -64,10 +64,13 @@ def test_outputs_go_to_a_roomy_memory_folder_and_are_removed(
     monkeypatch.setattr(_outputs, "SHM_MIN_FREE", 1 << 62)  # no folder has that much room
     (tmp_path / "root").mkdir()
     with output_dir(tmp_path / "root") as out:
-        assert out == tmp_path / "root" / "out" and out.is_dir()
+        assert out.parent == tmp_path / "root" and out.is_dir()
+        (out / "o0.bin").write_bytes(b"x")
+    assert not out.exists()
     monkeypatch.setenv(_outputs.SHM_ENV, str(tmp_path / "missing"))
-    with output_dir(tmp_path / "root") as out:
-        assert out == tmp_path / "root" / "out"
+    with output_dir(tmp_path / "root") as again:
+        # the next process of the same evaluation (the held-out check) starts empty
+        assert again.parent == tmp_path / "root" and not any(again.iterdir())
 
 
 PEEK = """import glob, os
