@@ -14,7 +14,6 @@ fitted to it in the next turn.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from aka import events as ev
@@ -42,30 +41,14 @@ def rejection_text(error: str) -> str:
     return f"Your response could not be read as a candidate, so nothing was run.\n{error}"
 
 
-HIDDEN = "a held-out shape"
-"""What a held-out shape is called wherever the evaluator's text names one."""
-
-
-def _conceal(text: str, hidden: list[dict[str, int]]) -> str:
-    """``text`` with each held-out shape, as the evaluator writes one (a dict, or the
-    ``k=v`` list of this module), replaced by :data:`HIDDEN`."""
-    for shape in hidden:
-        for form in (str(shape), _shape(shape)):
-            if form:  # whole sizes only: N=257 is not part of N=2570
-                text = re.sub(rf"(?<![\w.]){re.escape(form)}(?![\w.])", HIDDEN, text)
-    return text
-
-
 def render_feedback(payloads: Iterable[ev.EventModel]) -> str:
     """The feedback from one evaluation's events, in their order (pure)."""
     payloads = list(payloads)
-    checked = [c for p in payloads if isinstance(p, ev.CorrectnessChecked) for c in p.cases]
-    hidden = [c.shape for c in checked if c.heldout]
     # the held-out check runs only for a candidate right on the tuning shapes: when it
-    # fails, every flag and the error are its own, and none is passed on
+    # fails, every flag and the error are its own, and none is passed on (nothing else
+    # in the text comes from its processes)
     held_error = any(isinstance(p, ev.CorrectnessChecked) and p.heldout_failed for p in payloads)
-    lines = _lines(payloads, held_error)
-    return _conceal("\n".join(lines), hidden) if hidden else "\n".join(lines)
+    return "\n".join(_lines(payloads, held_error))
 
 
 def _lines(payloads: list[ev.EventModel], held_error: bool) -> list[str]:
@@ -108,7 +91,7 @@ def _lines(payloads: list[ev.EventModel], held_error: bool) -> list[str]:
                 )
         elif isinstance(p, ev.Scored):
             if held_error:
-                lines.append(f"error: on {HIDDEN} (not shown)")
+                lines.append("error: on a held-out shape (not shown)")
             elif p.error and not any(p.error.strip() in line for line in lines):
                 lines.append(f"error: {_tail(p.error)}")
             speed = f"; speedup {p.speedup:.3f}x" if p.speedup is not None else ""
