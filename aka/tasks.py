@@ -35,6 +35,17 @@ from aka.yamlfile import read_yaml_mapping
 
 TASK_FILE = "task.yaml"
 Shape = dict[str, int]
+VARIANT_PREFIX = "aka_"
+"""A shape key with this prefix is no size: it selects a variant of the inputs, which the
+task's ``make_inputs`` reads (an imported task's held-out stress case, ``aka_stressed``),
+so a held-out shape may carry one its tuning shapes lack."""
+
+
+def size_names(shape: Shape) -> frozenset[str]:
+    """The keys of ``shape`` that are sizes (not :data:`VARIANT_PREFIX` keys)."""
+    return frozenset(k for k in shape if not k.startswith(VARIANT_PREFIX))
+
+
 Device = Literal["cuda", "cpu"]
 
 

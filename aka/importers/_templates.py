@@ -201,7 +201,8 @@ KERNELBENCH_REFERENCE = (
 
 Sizes come from the shape through load_problem (values derived from them recomputed);
 inputs come from the problem's get_inputs() under the trial's seed, those in
-INPUT_RANGES mapped from [0, 1) to [low, high) (see the task's instructions); weights
+INPUT_RANGES mapped from [0, 1) to [low, high) and, in a held-out shape marked
+aka_stressed, those in INPUT_STRESS multiplied (see the task's instructions); weights
 from a fixed seed.
 """
 
@@ -212,6 +213,7 @@ import torch
 
 WEIGHT_SEED = 0
 INPUT_RANGES = {}
+INPUT_STRESS = {}
 _MODELS = {}
 
 
@@ -229,6 +231,9 @@ def make_inputs(shape, dtype, device, seed):
         inputs = list(problem.get_inputs())
     for i, (low, high) in INPUT_RANGES.items():
         inputs[i] = low + (high - low) * inputs[i]
+    if shape.get("aka_stressed"):
+        for i, factor in INPUT_STRESS.items():
+            inputs[i] = inputs[i] * factor
     return tuple(_cast(x, dtype, device) for x in inputs)
 
 

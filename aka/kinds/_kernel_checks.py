@@ -26,7 +26,7 @@ from aka.backends import BACKENDS
 from aka.eval import forbidden_uses, load_file_module
 from aka.kinds._protocol import Status, TaskValidation
 from aka.kinds._shared_checks import py_symbols, targets_check
-from aka.tasks import Task, Tolerance
+from aka.tasks import Task, Tolerance, size_names
 from aka.tolerance import repeats, rms
 
 # -- reference-side checks (shared with tools/task_check.py) --------------------------------
@@ -351,10 +351,10 @@ def _heldout_shapes(task: Task) -> tuple[Status, str]:
         tuning = task.spec.shapes.for_device(dev)
         held = task.spec.shapes.for_device(dev, heldout=True)
         field_name = "shapes.cpu_heldout" if dev == "cpu" else "shapes.heldout"
-        keys = {frozenset(s) for s in tuning}
+        keys = {size_names(s) for s in tuning}
         if not held:
             problems.append(f"{field_name} is empty")
-        elif odd := [s for s in held if frozenset(s) not in keys]:
+        elif odd := [s for s in held if size_names(s) not in keys]:
             problems.append(f"{field_name} {odd} use other size names than the tuning shapes")
         elif seen := [s for s in held if s in tuning]:
             problems.append(f"{field_name} {seen} are also tuning shapes (agents see them)")

@@ -1,0 +1,153 @@
+"""The held-out stress case of an imported KernelBench task: inputs multiplied as far as the
+problem's own float32 code still meets the tolerance, where numerically unsafe kernels
+(a softmax without its max pass) break and honest float32 does not."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka.eval import load_file_module
+from aka.importers._kb_plan import STRESS_KEY
+from aka.tasks import Task, load_task
+from aka.tolerance import effective_atol, rms
+
+UNSAFE = Path(__file__).resolve().parent / "fixtures" / "kernelbench_unsafe_range"
+BASE = "torch2triton/kernelbench"
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture folder imported once (the probe runs each problem for real)."""
+    from aka.importers import import_kernelbench
+
+    tmp = tmp_path_factory.mktemp("stress")
+    shutil.copytree(UNSAFE, tmp / "level1")
+    root = tmp / "tasks"
+    import_kernelbench(tmp / "level1", root)
+    return root
+
+
+def _task(root: Path, name: str) -> Task:
+    return load_task(root / BASE / name, root=root)
+
+
+def _passes(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """The imported tasks' float32 rule, as the checker applies it."""
+    want = want.double()
+    got = got.double()
+    if not bool(torch.isfinite(got).all()):
+        return False
+    bound = effective_atol({"atol": 0.0, "rms_atol": 1e-4}, rms(want)) + 1e-4 * want.abs()
+    return bool(((got - want).abs() <= bound).all())
+
+
+@pytest.mark.parametrize(
+    ("name", "factor"),
+    [("23_softmax", 1000.0), ("90_exp", 10.0), ("91_steepexp", None)],
+)
+def test_inputs_are_stressed_as_far_as_the_problem_s_own_float32_holds(
+    imported: Path, name: str, factor: float | None
+) -> None:
+    """A softmax stays right in float32 at any scale; ``exp`` of a standard normal
+    overflows float32 beyond a factor of about 10 (its largest draws near 4.5); ``exp(80
+    x)`` is at float32's edge already, so it gets no stress case. Where there is one, it
+    is the first held-out shape, marked, on the GPU and on the CPU, and the instructions
+    say what it does."""
+    task = _task(imported, name)
+    shapes = task.spec.shapes
+    ref = load_file_module(task.path / "reference.py", f"_stress_{name}")
+    if factor is None:
+        assert ref.INPUT_STRESS == {}
+        assert not any(STRESS_KEY in s for s in [*shapes.heldout, *shapes.cpu_heldout])
+        assert "held-out checks also" not in task.spec.instructions
+        return
+    assert {0: factor} == ref.INPUT_STRESS
+    assert shapes.heldout == [shapes.heldout[0], {**shapes.heldout[0], STRESS_KEY: 1}]
+    assert shapes.cpu_heldout == [shapes.cpu_heldout[0], {**shapes.cpu_heldout[0], STRESS_KEY: 1}]
+    assert f"input 0 multiplied by {factor:g}" in task.spec.instructions
+    assert "numerically stable" in task.spec.instructions
+    plain, stressed = shapes.cpu_heldout
+    (x,) = ref.make_inputs(plain, torch.float32, "cpu", 5)
+    (y,) = ref.make_inputs(stressed, torch.float32, "cpu", 5)
+    assert torch.equal(y, x * factor)  # the same draw, multiplied
+
+
+def test_a_softmax_without_its_max_pass_fails_the_stress_case_the_baseline_meets_it(
+    imported: Path,
+) -> None:
+    """On upstream's [0, 1) inputs exp never overflows, so the unsafe formula meets the
+    tolerance on every shape the agent is shown; on the stress case it returns NaN. The
+    problem's own float32 code (the starting ModelNew) meets it on every seed."""
+    task = _task(imported, "23_softmax")
+    ref = load_file_module(task.path / "reference.py", "_stress_softmax_ref")
+    plain, stressed = task.spec.shapes.cpu_heldout
+
+    def unsafe(x: torch.Tensor) -> torch.Tensor:
+        e = torch.exp(x)
+        return e / e.sum(dim=1, keepdim=True)
+
+    for seed in range(3):
+        for shape, unsafe_passes in (
+            (task.spec.shapes.cpu[0], True),
+            (plain, True),
+            (stressed, False),
+        ):
+            (x,) = ref.make_inputs(shape, torch.float32, "cpu", seed)
+            want = ref.reference(x, **shape)
+            assert _passes(unsafe(x), want) is unsafe_passes, (shape, seed)
+            assert _passes(torch.softmax(x, dim=1), want), (shape, seed)
+
+
+UNSAFE_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + cols
+        x = tl.load(x_ptr + row * n + offs, mask=offs < n, other=float("-inf"))
+        total += tl.exp(x)
+    s = tl.sum(total, axis=0)
+    for start in range(0, n, BLOCK):
+        offs = start + cols
+        x = tl.load(x_ptr + row * n + offs, mask=offs < n, other=float("-inf"))
+        tl.store(y_ptr + row * n + offs, tl.exp(x) / s, mask=offs < n)
+
+
+def _softmax(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _softmax_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=256)
+    return y
+"""
+
+
+def test_a_trainer_s_reward_for_the_unsafe_kernel_is_incorrect_and_says_no_more(
+    imported: Path, tmp_path: Path
+) -> None:
+    """Through the trainer's scorer (a scored evaluation): the Triton softmax without its
+    max pass is correct on every tuning case, fails the stress case, and the policy is
+    told only that a held-out check failed."""
+    from aka.api import Evaluator, Sample
+    from aka.integrations._scorer import LocalScorer
+
+    start = (_task(imported, "23_softmax").path / "source" / "model_new.py").read_text()
+    head, sep, tail = start.partition("\nfrom kb_loader import")
+    source = head + UNSAFE_KERNEL + sep + tail.replace("torch.softmax(x, dim=1)", "_softmax(x)")
+    assert "_softmax(x)" in source.split("class ModelNew", 1)[1]
+    response = f"```python path=model_new.py\n{source}```"
+    with Evaluator(tmp_path / "ledger", tasks_root=imported, device="cpu") as ev:
+        r = LocalScorer(ev).score(f"{BASE}/23_softmax", response, Sample(trainer="test"))
+    assert r.compiled and not r.correct, (r.score, r.error)
+    assert STRESS_KEY in (r.error or "") and "NaN or Inf" in (r.error or "")
+    assert "held-out shapes: 3/4 cases passed, and the check failed" in r.feedback, r.feedback
+    assert STRESS_KEY not in r.feedback and "NaN" not in r.feedback
