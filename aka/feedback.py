@@ -6,10 +6,13 @@ the speedup per timed shape. Built from the evaluation's own events (as it appen
 read back from the ledger), so the feedback a policy saw can be rebuilt from the ledger.
 
 A scored evaluation of a correct candidate also checks the task's held-out shapes, in
-processes of its own (:func:`aka.eval.with_heldout`). The policy learns how many of those
-cases passed and whether the check failed, never their shapes, inputs, errors or flags: a
-candidate could otherwise print what it was given, or choose which check fires, and be
-fitted to it in the next turn.
+processes of its own (:func:`aka.eval.with_heldout`). The policy learns whether that check
+passed, the one bit the reward carries anyway, and nothing else: not how many held-out
+cases there were or passed (a candidate that fails on purpose where a size exceeds a guess
+would read the held-out sizes off the count, a few bits a turn), nor their shapes, inputs,
+errors or flags (it could print what it was given, or choose which check fires, and be
+fitted to it in the next turn). The case count on the ``correct`` line is the shown
+shapes' alone.
 """
 
 from __future__ import annotations
@@ -62,15 +65,16 @@ def _lines(payloads: list[ev.EventModel], held_error: bool) -> list[str]:
             failed = [c for c in p.cases if not c.ok and not c.heldout]
             held = [c for c in p.cases if c.heldout]
             held_failed = sum(not c.ok for c in held)
-            passed = len(p.cases) - len(failed) - held_failed
+            shown = len(p.cases) - len(held)
             lines.append(
-                f"correct: {'yes' if p.ok else 'no'} ({passed}/{len(p.cases)} cases passed)"
+                f"correct: {'yes' if p.ok else 'no'} "
+                f"({shown - len(failed)}/{shown} cases of the shown shapes passed)"
             )
             if held or p.heldout_failed:
+                verdict = "failed" if p.heldout_failed or held_failed else "passed"
                 lines.append(
-                    f"held-out shapes: {len(held) - held_failed}/{len(held)} cases passed"
-                    + (", and the check failed" if p.heldout_failed else "")
-                    + " (their shapes, inputs, errors and flags are not shown)"
+                    f"held-out shapes: {verdict} (how many, their shapes, inputs, errors and "
+                    "flags are not shown)"
                 )
             if failed:
                 c = failed[0]

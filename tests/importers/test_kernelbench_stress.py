@@ -149,5 +149,5 @@ def test_a_trainer_s_reward_for_the_unsafe_kernel_is_incorrect_and_says_no_more(
         r = LocalScorer(ev).score(f"{BASE}/23_softmax", response, Sample(trainer="test"))
     assert r.compiled and not r.correct, (r.score, r.error)
     assert STRESS_KEY in (r.error or "") and "NaN or Inf" in (r.error or "")
-    assert "held-out shapes: 3/4 cases passed, and the check failed" in r.feedback, r.feedback
+    assert "held-out shapes: failed (how many" in r.feedback, r.feedback
     assert STRESS_KEY not in r.feedback and "NaN" not in r.feedback

@@ -262,8 +262,8 @@ def test_correct_feedback_lists_each_shape(tasks_root: Path, ledger_dir: Path, g
     with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu") as ev:
         r = LocalScorer(ev).score(TASK, good, Sample(trainer="test"))
     assert r.correct and r.form == "fenced"
-    assert "correct: yes (4/4 cases passed)" in r.feedback
-    assert "held-out shapes: 2/2 cases passed" in r.feedback
+    assert "correct: yes (2/2 cases of the shown shapes passed)" in r.feedback
+    assert "held-out shapes: passed" in r.feedback
     assert "- N=4096 float32: " in r.feedback and "x (baseline " in r.feedback
     assert "4099" not in r.feedback  # checked, never timed, never named
     # The feedback made while evaluating is what the ledger's events for it give later.
@@ -304,8 +304,10 @@ def test_held_out_shapes_decide_the_reward_and_are_never_named(
         r = LocalScorer(ev).score(TASK, response, Sample(trainer="test"))
     assert r.compiled and not r.correct and r.score == 20.0, (r.score, r.error)
     # two cases of the shown shape, two of the held-out one (its seeds: the smallest shape)
-    assert "correct: no (2/4 cases passed)" in r.feedback, r.feedback
-    assert "held-out shapes: 0/2 cases passed, and the check failed" in r.feedback
+    assert "correct: no (2/2 cases of the shown shapes passed)" in r.feedback, r.feedback
+    assert "held-out shapes: failed (how many" in r.feedback
+    held_line = next(line for line in r.feedback.splitlines() if line.startswith("held-out"))
+    assert not any(ch.isdigit() for ch in held_line), held_line  # no count to read sizes off
     assert "4099" not in r.feedback and "given" not in r.feedback, r.feedback
     led = Ledger.open(ledger_dir, registry=REGISTRY)
     try:  # the ledger keeps what the policy is not told: every score stays auditable
