@@ -390,8 +390,9 @@ def with_heldout(tuning: Verdict, held: Verdict) -> Verdict:
     The check runs in processes of its own, after ``tuning``'s and only when that one was
     correct, so nothing the candidate did after seeing a held-out input (its timed calls'
     speed, an error it raised or printed, a file it opened) is in what the tuning
-    evaluation reports; the policy is told whether it passed and nothing else of it (:func:`aka.feedback.render_feedback`). Its cases, flags and error stay in
-    the verdict for an audit; a flag it raised counts as any other.
+    evaluation reports; the policy is told whether it passed and nothing else of it
+    (:func:`aka.feedback.render_feedback`). Its cases, flags and error stay in the verdict
+    for an audit; a flag it raised counts as any other.
     """
     ok = held.correct
     return dataclasses.replace(
