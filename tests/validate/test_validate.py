@@ -139,6 +139,22 @@ def test_spec_problems(
     assert _statuses(ledger_dir, folder, tasks_root)[check] == "fail"
 
 
+@pytest.mark.parametrize(("extra", "status"), [("aka_stressed", "pass"), ("stressed", "fail")])
+def test_an_input_variant_key_is_no_size_name(
+    extra: str, status: str, tasks_root: Path, ledger_dir: Path
+) -> None:
+    """A held-out shape may carry an ``aka_`` key its tuning shapes lack (an input variant
+    its reference reads, such as an imported task's stress case); any other extra key is
+    a size the tuning shapes do not name."""
+    folder = _clone(tasks_root, f"variant_{extra}")
+    spec = yaml.safe_load((folder / "task.yaml").read_text())
+    shapes = spec["shapes"]
+    shapes["heldout"] = [*shapes["heldout"], {**shapes["heldout"][0], extra: 1}]
+    shapes["cpu_heldout"] = [*shapes["cpu_heldout"], {**shapes["cpu_heldout"][0], extra: 1}]
+    _edit_spec(folder, shapes=shapes)
+    assert _statuses(ledger_dir, folder, tasks_root)["heldout_shapes"] == status
+
+
 def test_forbidden_reference_copy_is_flagged(tasks_root: Path, ledger_dir: Path) -> None:
     folder = _clone(tasks_root, "forbids")
     (folder / "reference.py").write_text(
