@@ -207,10 +207,14 @@
 #                                    serial and cached, each pass profiled (ranked by
 #                                    cumulative and own time; raw profiles stay there), then
 #                                    the sharing again through an MPS server where there is one
+#   bash tools/device_session.sh ks SECONDS ROOT...
+#                                    imported KernelBench tasks under each ROOT: their starting
+#                                    code against the reference on the plain and the stressed
+#                                    held-out cases (tools/stress_check.py), SECONDS each
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|pf|lv|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|pf|lv|ks|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R; START=$(date +%s)
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -288,6 +292,13 @@ pf)
     cp -r /tmp/mpslog $R/ 2>/dev/null
   fi
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
+  ;;
+ks)
+  SECS=$2; shift 2
+  for ROOT in "$@"; do
+    step "stress_$(basename "$ROOT")" $((SECS + 30)) python3 tools/stress_check.py "$ROOT" \
+      --device cuda --seconds "$SECS" --out "$R/stress_$(basename "$ROOT").json"
+  done
   ;;
 dr)
   step drawer 240 python3 tools/bench_drawer.py --device cuda --out $R/drawer.json
