@@ -1,17 +1,17 @@
-"""Whether imported KernelBench baselines meet their tolerance on the held-out stress case.
+"""Whether imported KernelBench baselines meet their tolerance on the held-out stress cases.
 
 Usage::
 
     python tools/stress_check.py ROOT --device cuda --out rows.json [--seconds 400]
 
-For every imported task under ROOT whose held-out shapes include a stress case
-(``aka_stressed``, :func:`aka.importers._kb_cpu.stressed_inputs`), the starting
-``ModelNew`` (the problem's own float32 code) and the float64 reference run on the plain
-held-out shape and on the stress case, seeds 0 and 1, with the evaluator's float32
-settings (TF32 off). A row gives each case's verdict and the worst element's share of the
-tolerance (1.0 is the edge). The import probed the factors on the CPU; this says whether
-a GPU's float32 libraries hold them too. Rows are written after each task, and a rerun
-skips the tasks already in ``--out``.
+For every imported task under ROOT whose held-out shapes include a stress case (scaled
+or shifted inputs, :mod:`aka.importers._kb_stress`), the starting ``ModelNew`` (the
+problem's own float32 code) and the float64 reference run on each held-out case, seeds 0
+and 1, with the evaluator's float32 settings (TF32 off). A row gives, per case (``plain``,
+``stressed``, ``shifted``), the worst element's share of the tolerance (1.0 is the edge).
+The import chose the values on the CPU; this says whether a GPU's float32 libraries hold
+them too. Rows are written after each task, and a rerun skips the tasks already in
+``--out``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from aka.eval import load_file_module
-from aka.importers._kb_plan import STRESS_KEY
+from aka.importers._kb_stress import CASES
 from aka.tasks import TASK_FILE, Task, load_task
 from aka.tolerance import effective_atol, rms
 
@@ -63,9 +63,10 @@ def check(task: Task, device: str, tag: str) -> dict[str, Any]:
     row: dict[str, Any] = {
         "task": task.spec.name,
         "stress": {str(k): v for k, v in ref.INPUT_STRESS.items()},
+        "shift": {str(k): v for k, v in getattr(ref, "INPUT_SHIFT", {}).items()},
     }
     for shape in task.spec.shapes.for_device(device, heldout=True):
-        label = "stressed" if shape.get(STRESS_KEY) else "plain"
+        label = next((name for name, key, *_ in CASES if shape.get(key)), "plain")
         shares = []
         for seed in (0, 1):
             inputs = ref.make_inputs(shape, torch.float32, device, seed)
@@ -94,9 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() > deadline:
             break
         task = load_task(spec.parent, root=args.root)
-        if (
-            task.spec.name in done
-            or "INPUT_STRESS = {}" in (task.path / "reference.py").read_text()
+        if task.spec.name in done or not any(
+            key in s for s in task.spec.shapes.heldout for _, key, *_ in CASES
         ):
             continue
         dev = "cpu" if args.device == "cpu" else "cuda"
@@ -119,17 +119,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summary(rows: list[dict[str, Any]]) -> None:
-    """Counts of tasks whose baseline meets every plain and every stressed case."""
+    """Counts of tasks whose baseline meets every case of each kind."""
     ok = [r for r in rows if "error" not in r]
-    plain = sum(all(s <= 1 for s in r.get("plain", [])) for r in ok)
-    stressed = sum(all(s <= 1 for s in r.get("stressed", [])) for r in ok)
+    met = {
+        label: f"{sum(all(v <= 1 for v in r[label]) for r in ok if label in r)}"
+        f"/{sum(label in r for r in ok)}"
+        for label in ("plain", *(name for name, *_ in CASES))
+    }
     print(
         f"{len(rows)} tasks with a stress case; {len(rows) - len(ok)} raised; baseline meets "
-        f"the plain held-out cases on {plain}, the stress cases on {stressed}"
+        + ", ".join(f"{k} {v}" for k, v in met.items())
     )
     for r in ok:
-        if not all(s <= 1 for s in r.get("stressed", [])):
-            print(f"  fails the stress case: {r['task']} {r['stress']} shares {r['stressed']}")
+        for label in (name for name, *_ in CASES):
+            if not all(v <= 1 for v in r.get(label, [])):
+                print(f"  fails {label}: {r['task']} {r['stress']} {r['shift']} shares {r[label]}")
 
 
 if __name__ == "__main__":

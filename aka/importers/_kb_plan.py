@@ -17,7 +17,7 @@ from aka.importers._common import Status
 from aka.importers._kb_cpu import RANDOM_FORWARD
 from aka.importers._kb_meta import SEVERAL_OUTPUTS
 from aka.importers._kb_probe import GPU_ELEMENTS
-from aka.tasks import VARIANT_PREFIX
+from aka.importers._kb_stress import CASES as STRESS_CASES
 
 NETWORK_ERRORS = ("huggingface", "offline mode", "couldn't connect", "connection",
                   "name resolution", "network is unreachable", "urlopen")  # fmt: skip
@@ -76,9 +76,10 @@ class Plan:
     """(input, low, high): inputs drawn from [low, high) instead of upstream's [0, 1)
     (:func:`aka.importers._kb_cpu.widened_inputs`)."""
     stressed: tuple[tuple[int, float], ...] = ()
-    """(input, factor): inputs the held-out stress case multiplies
-    (:func:`aka.importers._kb_cpu.stressed_inputs`), in the held-out shapes marked with
-    :data:`STRESS_KEY`."""
+    """(input, factor): inputs the held-out scaled case multiplies."""
+    shifted: tuple[tuple[int, float], ...] = ()
+    """(input, offset): inputs the held-out shifted case moves
+    (:mod:`aka.importers._kb_stress`, both)."""
     precision: str = ""
     """:func:`precision_note`, when the file draws half-precision inputs."""
     module_calls: tuple[str, ...] = ()
@@ -86,18 +87,13 @@ class Plan:
     ``torch.convolution``): forbidden beside those forward's source names."""
 
 
-STRESS_KEY = f"{VARIANT_PREFIX}stressed"
-"""The key of a held-out shape whose inputs the task's reference multiplies (its
-``INPUT_STRESS``): an input variant, not a size (:data:`aka.tasks.VARIANT_PREFIX`). The
-loader sets a problem's name only where the file assigns it, so the key changes no size."""
-
-
-def with_stress(
-    shapes: list[dict[str, int]], stressed: tuple[tuple[int, float], ...]
-) -> list[dict[str, int]]:
-    """Held-out ``shapes`` followed, when some input is stressed, by the first of them
-    marked as the stress case."""
-    return [*shapes, {**shapes[0], STRESS_KEY: 1}] if stressed and shapes else shapes
+def with_stress(shapes: list[dict[str, int]], cpu_run: dict[str, Any]) -> list[dict[str, int]]:
+    """Held-out ``shapes`` followed by the first of them marked as each stress case the
+    CPU run found (:mod:`aka.importers._kb_stress`)."""
+    if not shapes:
+        return shapes
+    marked = [{**shapes[0], key: 1} for name, key, *_ in STRESS_CASES if cpu_run.get(name)]
+    return [*shapes, *marked]
 
 
 FIX_RANDOM = (
@@ -149,9 +145,10 @@ def _shapes_plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possi
             "refused", f"no held-out shape near {movers} builds the problem",
             "make Model accept sizes other than the file's (e.g. odd or 1/8 larger)",
         )  # fmt: skip
-    stressed = tuple((int(i), float(f)) for i, f in cpu_run.get("stressed", ()))
+    stressed = tuple((int(i), float(v)) for i, v in cpu_run.get("stressed", ()))
+    shifted = tuple((int(i), float(v)) for i, v in cpu_run.get("shifted", ()))
     shapes: dict[str, list[dict[str, int]]] = {
-        "tuning": [movers], "heldout": with_stress([analysis["heldout"]], stressed),
+        "tuning": [movers], "heldout": with_stress([analysis["heldout"]], cpu_run),
     }  # fmt: skip
     scaled = (
         f" (upstream {analysis['upstream']}, {analysis['upstream_elements']:,} elements, "
@@ -165,27 +162,31 @@ def _shapes_plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possi
     widened = tuple((int(i), float(lo), float(hi)) for i, lo, hi in cpu_run.get("widened", ()))
     if widened:
         detail += f"; {widened_note(widened)}"
-    if stressed:
-        detail += f"; {stressed_note(stressed)}"
+    if note := stress_note(stressed, shifted):
+        detail += f"; {note}"
     if not cpu_possible:
-        return Plan("imported", detail, shapes=shapes, widened=widened, stressed=stressed)
+        return Plan(
+            "imported", detail, shapes=shapes, widened=widened, stressed=stressed, shifted=shifted
+        )
     cpu, cpu_held = analysis.get("cpu"), analysis.get("cpu_heldout")
     if not cpu or not cpu_held:
         why = "no CPU shape small enough builds the problem" if not cpu else (
             f"no CPU held-out shape near {cpu} builds the problem"
         )  # fmt: skip
-        return Plan("imported GPU-only", why, FIX_SIZES, shapes=shapes, stressed=stressed)
+        return Plan(
+            "imported GPU-only", why, FIX_SIZES, shapes=shapes, stressed=stressed, shifted=shifted
+        )
     if RANDOM_FORWARD in cpu_run.get("error", ""):  # no device makes it checkable
         return Plan("refused", cpu_run["error"], FIX_RANDOM)
     if "error" in cpu_run:
         why = f"the reference fails on the CPU shapes {cpu}, {cpu_held}: {cpu_run['error']}"
         return Plan("imported GPU-only", why, "", shapes=shapes)
-    shapes |= {"cpu": [cpu], "cpu_heldout": with_stress([cpu_held], stressed)}
+    shapes |= {"cpu": [cpu], "cpu_heldout": with_stress([cpu_held], cpu_run)}
     passed = analysis.get("cpu_degenerate")
     over = f" (not {passed}, where the output does not depend on the inputs)" if passed else ""
     return Plan(
         "imported", f"{detail}; cpu {cpu}{over}", shapes=shapes, devices=("cuda", "cpu"),
-        widened=widened, stressed=stressed,
+        widened=widened, stressed=stressed, shifted=shifted,
     )  # fmt: skip
 
 
@@ -215,10 +216,20 @@ def widened_note(widened: tuple[tuple[int, float, float], ...]) -> str:
     )
 
 
-def stressed_note(stressed: tuple[tuple[int, float], ...]) -> str:
-    """What the stress case does, in the words of the import line and the instructions."""
-    which = ", ".join(f"input {i} multiplied by {f:g}" for i, f in stressed)
+def stress_note(
+    stressed: tuple[tuple[int, float], ...], shifted: tuple[tuple[int, float], ...]
+) -> str:
+    """What the stress cases do, in the words of the import line and the instructions
+    (empty when there is none)."""
+    cases = [
+        ", ".join(f"input {i} {how} {v:g}" for i, v in values)
+        for how, values in (("multiplied by", stressed), ("plus", shifted))
+        if values
+    ]
+    if not cases:
+        return ""
+    which = " in one case and ".join(cases) + (" in another" if len(cases) > 1 else " in one case")
     return (
-        f"held-out checks also draw get_inputs()'s {which}, a range on which the problem's "
-        "own float32 code still meets the tolerance"
+        f"held-out checks also draw get_inputs()'s {which}, where the problem's own float32 "
+        "code still meets the tolerance"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from aka.importers._common import origin, write_spec
 from aka.importers._kb_cpu import TOLERANCE
-from aka.importers._kb_plan import Plan, stressed_note, widened_note
+from aka.importers._kb_plan import Plan, stress_note, widened_note
 from aka.importers._kb_problem import Problem
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 
@@ -29,8 +29,8 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
     (dest / "source" / "kb_loader.py").write_text(KERNELBENCH_LOADER)
     ranges = {i: (lo, hi) for i, lo, hi in plan.widened}
     reference = KERNELBENCH_REFERENCE.replace("INPUT_RANGES = {}", f"INPUT_RANGES = {ranges!r}", 1)
-    stress = dict(plan.stressed)
-    reference = reference.replace("INPUT_STRESS = {}", f"INPUT_STRESS = {stress!r}", 1)
+    for name, values in (("INPUT_STRESS", plan.stressed), ("INPUT_SHIFT", plan.shifted)):
+        reference = reference.replace(f"{name} = {{}}", f"{name} = {dict(values)!r}", 1)
     (dest / "reference.py").write_text(reference)
     imports = "\n".join(problem.imports)
     if "import torch\n" not in f"{imports}\n":
@@ -44,6 +44,7 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
             body=problem.body,
         )
     )
+    note = stress_note(plan.stressed, plan.shifted)
     what = "Triton kernels" if backend == "triton" else "CUDA kernels (torch.utils.cpp_extension)"
     spec = {
         "name": name,
@@ -55,11 +56,7 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
             "keeping its parameters and its outputs (within tolerance) for any sizes. The torch "
             "functions listed as forbidden, and the original Model, may not be called."
             + (f" Unlike upstream, it draws {widened_note(plan.widened)}." if plan.widened else "")
-            + (
-                f" The {stressed_note(plan.stressed)}: keep kernels numerically stable."
-                if plan.stressed
-                else ""
-            )
+            + (f" The {note}: keep kernels numerically stable." if note else "")
             + (f" The problem file's {plan.precision}." if plan.precision else "")
         ),
         "backend": backend,

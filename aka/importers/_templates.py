@@ -201,9 +201,9 @@ KERNELBENCH_REFERENCE = (
 
 Sizes come from the shape through load_problem (values derived from them recomputed);
 inputs come from the problem's get_inputs() under the trial's seed, those in
-INPUT_RANGES mapped from [0, 1) to [low, high) and, in a held-out shape marked
-aka_stressed, those in INPUT_STRESS multiplied (see the task's instructions); weights
-from a fixed seed.
+INPUT_RANGES mapped from [0, 1) to [low, high), and in held-out shapes marked
+aka_stressed or aka_shifted those in INPUT_STRESS multiplied or those in INPUT_SHIFT
+moved (see the task's instructions); weights from a fixed seed.
 """
 
 '''
@@ -214,6 +214,7 @@ import torch
 WEIGHT_SEED = 0
 INPUT_RANGES = {}
 INPUT_STRESS = {}
+INPUT_SHIFT = {}
 _MODELS = {}
 
 
@@ -234,6 +235,9 @@ def make_inputs(shape, dtype, device, seed):
     if shape.get("aka_stressed"):
         for i, factor in INPUT_STRESS.items():
             inputs[i] = inputs[i] * factor
+    if shape.get("aka_shifted"):
+        for i, offset in INPUT_SHIFT.items():
+            inputs[i] = inputs[i] + offset
     return tuple(_cast(x, dtype, device) for x in inputs)
 
 

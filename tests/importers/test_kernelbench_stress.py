@@ -1,6 +1,7 @@
-"""The held-out stress case of an imported KernelBench task: inputs multiplied as far as the
-problem's own float32 code still meets the tolerance, where numerically unsafe kernels
-(a softmax without its max pass) break and honest float32 does not."""
+"""The held-out stress cases of an imported KernelBench task: inputs multiplied, and moved,
+as far as the problem's own float32 code still meets the tolerance, where numerically
+unsafe kernels (a softmax without its max pass, a one-pass variance) break and honest
+float32 does not."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from aka.eval import load_file_module
-from aka.importers._kb_plan import STRESS_KEY
+from aka.importers._kb_stress import SCALED_KEY, SHIFTED_KEY
 from aka.tasks import Task, load_task
 from aka.tolerance import effective_atol, rms
 
@@ -46,34 +47,43 @@ def _passes(got: torch.Tensor, want: torch.Tensor) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("name", "factor"),
-    [("23_softmax", 1000.0), ("90_exp", 10.0), ("91_steepexp", None)],
+    ("name", "factor", "offset"),
+    [
+        ("23_softmax", 1000.0, 1000.0),
+        ("40_layernorm", 1000.0, 30.0),
+        ("90_exp", 10.0, 30.0),
+        ("91_steepexp", None, None),
+    ],
 )
 def test_inputs_are_stressed_as_far_as_the_problem_s_own_float32_holds(
-    imported: Path, name: str, factor: float | None
+    imported: Path, name: str, factor: float | None, offset: float | None
 ) -> None:
-    """A softmax stays right in float32 at any scale; ``exp`` of a standard normal
-    overflows float32 beyond a factor of about 10 (its largest draws near 4.5); ``exp(80
-    x)`` is at float32's edge already, so it gets no stress case. Where there is one, it
-    is the first held-out shape, marked, on the GPU and on the CPU, and the instructions
-    say what it does."""
+    """A softmax stays right in float32 at any scale and offset; a layer norm at any
+    scale, but its float32 mean loses digits as [0, 1) moves away from zero (100 uses
+    more than a quarter of the tolerance); ``exp`` of a standard normal overflows float32
+    beyond a factor of about 10 (its largest draws near 4.5) or an offset near 80; ``exp(80
+    x)`` is at float32's edge already, so it gets no stress case. Each case is the first
+    held-out shape again, marked, on the GPU and on the CPU, and the instructions say
+    what it does."""
     task = _task(imported, name)
     shapes = task.spec.shapes
     ref = load_file_module(task.path / "reference.py", f"_stress_{name}")
+    assert ({0: factor} if factor else {}) == ref.INPUT_STRESS
+    assert ({0: offset} if offset else {}) == ref.INPUT_SHIFT
+    marks = [{key: 1} for key, on in ((SCALED_KEY, factor), (SHIFTED_KEY, offset)) if on]
+    for held in (shapes.heldout, shapes.cpu_heldout):
+        assert held == [held[0], *({**held[0], **m} for m in marks)]
     if factor is None:
-        assert ref.INPUT_STRESS == {}
-        assert not any(STRESS_KEY in s for s in [*shapes.heldout, *shapes.cpu_heldout])
         assert "held-out checks also" not in task.spec.instructions
         return
-    assert {0: factor} == ref.INPUT_STRESS
-    assert shapes.heldout == [shapes.heldout[0], {**shapes.heldout[0], STRESS_KEY: 1}]
-    assert shapes.cpu_heldout == [shapes.cpu_heldout[0], {**shapes.cpu_heldout[0], STRESS_KEY: 1}]
-    assert f"input 0 multiplied by {factor:g}" in task.spec.instructions
+    assert f"input 0 multiplied by {factor:g} in one case" in task.spec.instructions
+    assert f"input 0 plus {offset:g} in another" in task.spec.instructions
     assert "numerically stable" in task.spec.instructions
-    plain, stressed = shapes.cpu_heldout
+    plain, scaled, shifted = shapes.cpu_heldout
     (x,) = ref.make_inputs(plain, torch.float32, "cpu", 5)
-    (y,) = ref.make_inputs(stressed, torch.float32, "cpu", 5)
-    assert torch.equal(y, x * factor)  # the same draw, multiplied
+    (y,) = ref.make_inputs(scaled, torch.float32, "cpu", 5)
+    (z,) = ref.make_inputs(shifted, torch.float32, "cpu", 5)
+    assert torch.equal(y, x * factor) and torch.equal(z, x + offset)  # the same draw, moved
 
 
 def test_a_softmax_without_its_max_pass_fails_the_stress_case_the_baseline_meets_it(
@@ -84,7 +94,7 @@ def test_a_softmax_without_its_max_pass_fails_the_stress_case_the_baseline_meets
     problem's own float32 code (the starting ModelNew) meets it on every seed."""
     task = _task(imported, "23_softmax")
     ref = load_file_module(task.path / "reference.py", "_stress_softmax_ref")
-    plain, stressed = task.spec.shapes.cpu_heldout
+    plain, stressed, _ = task.spec.shapes.cpu_heldout
 
     def unsafe(x: torch.Tensor) -> torch.Tensor:
         e = torch.exp(x)
@@ -148,6 +158,33 @@ def test_a_trainer_s_reward_for_the_unsafe_kernel_is_incorrect_and_says_no_more(
     with Evaluator(tmp_path / "ledger", tasks_root=imported, device="cpu") as ev:
         r = LocalScorer(ev).score(f"{BASE}/23_softmax", response, Sample(trainer="test"))
     assert r.compiled and not r.correct, (r.score, r.error)
-    assert STRESS_KEY in (r.error or "") and "NaN or Inf" in (r.error or "")
+    assert SCALED_KEY in (r.error or "") and "NaN or Inf" in (r.error or "")
     assert "held-out shapes: failed (how many" in r.feedback, r.feedback
-    assert STRESS_KEY not in r.feedback and "NaN" not in r.feedback
+    assert SCALED_KEY not in r.feedback and "NaN" not in r.feedback
+
+
+def test_a_one_pass_variance_fails_the_shifted_case_the_two_pass_one_meets_it(
+    imported: Path,
+) -> None:
+    """``E[x^2] - E[x]^2`` in float32 meets the tolerance on upstream's [0, 1) inputs and
+    cancels catastrophically on the shifted case; torch's own layer norm (the starting
+    code) meets it on every seed."""
+    task = _task(imported, "40_layernorm")
+    ref = load_file_module(task.path / "reference.py", "_stress_layernorm_ref")
+    plain, _, shifted = task.spec.shapes.cpu_heldout
+    shape = task.spec.shapes.cpu[0]
+    dims = (shape["features"], shape["dim1"], shape["dim2"])
+
+    def one_pass(x: torch.Tensor) -> torch.Tensor:
+        axes = (1, 2, 3)
+        mean = x.mean(dim=axes, keepdim=True)
+        var = (x * x).mean(dim=axes, keepdim=True) - mean * mean
+        return (x - mean) / torch.sqrt(var.clamp_min(0) + 1e-5)
+
+    for seed in range(3):
+        for at, one_pass_passes in ((shape, True), (plain, True), (shifted, False)):
+            (x,) = ref.make_inputs(at, torch.float32, "cpu", seed)
+            want = ref.reference(x, **at)
+            assert _passes(one_pass(x), want) is one_pass_passes, (at, seed)
+            sizes = (at["features"], at["dim1"], at["dim2"]) if at is not shape else dims
+            assert _passes(torch.nn.functional.layer_norm(x, sizes), want), (at, seed)

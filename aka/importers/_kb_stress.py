@@ -1,0 +1,196 @@
+"""The held-out stress cases of an imported KernelBench problem, probed on the CPU.
+
+Upstream draws most inputs from [0, 1) or a standard normal. On those, kernels that are
+numerically unsafe where the problem's own code is not are judged correct, by
+KernelBench's own harness too: a softmax or a log-sum-exp without its max pass, a
+softplus or a tanh written with a bare ``exp`` (float32's ``exp`` overflows above about
+88), a norm whose variance is ``E[x^2] - E[x]^2`` in one pass (it cancels catastrophically
+once the mean is large beside the spread). Two held-out cases draw inputs where those
+break and honest float32 does not:
+
+- **scaled** (:data:`SCALED_KEY`): chosen inputs multiplied, by the largest of
+  :data:`SCALES`;
+- **shifted** (:data:`SHIFTED_KEY`): chosen inputs moved, by the largest of
+  :data:`SHIFTS`.
+
+Each input gets the largest value at which the problem's own float32 forward stays finite
+and within a share of the tolerance (:data:`SCALE_MARGIN`, :data:`SHIFT_MARGIN`) of its
+float64 reference on every CPU shape and two seeds whose outputs differ, alone and then
+with the others (if together they fail, only the input with the largest value is kept).
+A problem whose float32 code takes no value (an ``exp`` of its input) gets no such case.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aka.importers._kb_loader import _float64, _forward, _inputs, _loaded, _placed
+from aka.importers._kb_sizes import Shape
+from aka.tasks import VARIANT_PREFIX
+from aka.tolerance import effective_atol, repeats, rms
+
+SCALED_KEY = f"{VARIANT_PREFIX}stressed"
+"""The key of the held-out shape whose inputs the reference multiplies (``INPUT_STRESS``)."""
+SHIFTED_KEY = f"{VARIANT_PREFIX}shifted"
+"""The key of the held-out shape whose inputs the reference moves (``INPUT_SHIFT``)."""
+
+SCALES = (1000.0, 100.0, 10.0)
+"""Factors tried, largest first: a bare ``exp`` of [0, 1000) overflows in float32."""
+SHIFTS = (1000.0, 300.0, 100.0, 30.0, 10.0)
+"""Offsets tried, largest first. A one-pass variance of [0, 1) + 30 misses float32's
+tolerance about ten times over where the two-pass one uses a tenth of it; finer steps
+than the factors', since honest float32 loses precision as the offset grows."""
+SCALE_MARGIN = 0.5
+"""The share of the tolerance the problem's own float32 output may use on scaled inputs:
+GPU libraries round differently from the CPU's, and a case the CPU's float32 only just
+passes could fail an honest GPU baseline. Scaling leaves relative errors alone for most
+operations, so half is enough."""
+SHIFT_MARGIN = 0.25
+"""As :data:`SCALE_MARGIN`, for shifted inputs: honest float32's error on them grows with
+the length of the reductions, longer on the GPU's shapes than on the CPU's."""
+SECONDS = 20.0
+"""The probe's time on one problem; one that takes longer gets no stress case."""
+
+Move = Callable[[Any, float], Any]
+CASES: tuple[tuple[str, str, tuple[float, ...], float, Move], ...] = (
+    ("stressed", SCALED_KEY, SCALES, SCALE_MARGIN, lambda x, v: x * v),
+    ("shifted", SHIFTED_KEY, SHIFTS, SHIFT_MARGIN, lambda x, v: x + v),
+)
+"""(name in the CPU run's result, shape key, values, margin, how an input moves)."""
+
+
+def _float32(module: Any) -> Any:
+    """The problem's Model in float32, as its own code runs (built under the weight seed)."""
+    with _loaded()["seeded"](0), _placed("cpu"):
+        return module.Model(*module.get_init_inputs()).eval()
+
+
+def _outputs(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def within(got: Any, want: Any, share: float, tol: dict[str, float]) -> bool:
+    """Whether every output of ``got`` (float32) is finite and within ``share`` of ``tol``
+    of ``want`` (float64), element by element."""
+    import torch
+
+    gots, wants = _outputs(got), _outputs(want)
+    if not wants or len(gots) != len(wants):
+        return False
+    for a, b in zip(gots, wants, strict=True):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return False
+        if a.shape != b.shape or not b.is_floating_point():
+            return False
+        a, b = a.detach().double(), b.detach().double()
+        if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+            return False
+        bound = effective_atol(tol, rms(b)) + tol["rtol"] * b.abs()
+        if not bool(((a - b).abs() <= share * bound).all()):
+            return False
+    return True
+
+
+def _moved(inputs: list[Any], values: dict[int, float], move: Move) -> tuple[list[Any], list[Any]]:
+    """``inputs`` with those in ``values`` moved, rounded to float32 as the task draws
+    them: the float32 arguments and the same values in float64."""
+    import torch
+
+    low = [move(x, values[i]) if i in values else x for i, x in enumerate(inputs)]
+    low = [x.float() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in low]
+    high = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in low]
+    return low, high
+
+
+class _Trials:
+    """The problem's float32 and float64 models and two draws of inputs per CPU shape."""
+
+    def __init__(
+        self, load: Any, path: Path, shapes: list[Shape], widened: dict[int, tuple[float, float]]
+    ):
+        self.deadline = time.monotonic() + SECONDS
+        self.runs = []
+        for shape in shapes:
+            module = load(shape, path)
+            with _loaded()["seeded"](0):
+                model64 = _float64(module)
+            draws = []
+            for seed in (0, 1):
+                inputs = _inputs(module, seed)
+                for i, (low, high) in widened.items():
+                    inputs[i] = low + (high - low) * inputs[i]
+                draws.append(inputs)
+            self.runs.append((_float32(module), model64, draws))
+
+    def floats(self) -> list[int]:
+        """The indices of the floating inputs (those a case may move)."""
+        import torch
+
+        first = self.runs[0][2][0] if self.runs else []
+        return [
+            i for i, x in enumerate(first)
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()
+        ]  # fmt: skip
+
+    def hold(
+        self, values: dict[int, float], move: Move, margin: float, tol: dict[str, float]
+    ) -> bool:
+        """Float32 within the margin on every draw, and the output still moving with the
+        seed (large inputs can saturate it: a group norm over two features gives +-1)."""
+        import torch
+
+        for model32, model64, draws in self.runs:
+            wants = []
+            for inputs in draws:
+                if time.monotonic() > self.deadline:
+                    raise TimeoutError
+                args32, args64 = _moved(inputs, values, move)
+                with torch.no_grad(), _placed("cpu"):
+                    got = model32(*args32)
+                wants.append(_forward(model64, args64))
+                if not within(got, wants[-1], margin, tol):
+                    return False
+            if repeats(*wants):
+                return False
+        return True
+
+
+def _pick(
+    trials: _Trials, ladder: tuple[float, ...], margin: float, move: Move, tol: dict[str, float]
+) -> dict[int, float]:
+    """Each floating input's largest value of ``ladder`` that holds alone, then together."""
+    picks: dict[int, float] = {}
+    for i in trials.floats():
+        picks |= next(({i: v} for v in ladder if trials.hold({i: v}, move, margin, tol)), {})
+    if len(picks) > 1 and not trials.hold(picks, move, margin, tol):
+        top = max(picks, key=lambda i: picks[i])
+        picks = {top: picks[top]}
+    return picks
+
+
+def stress_cases(
+    load: Any,
+    path: Path,
+    shapes: list[Shape],
+    widened: dict[int, tuple[float, float]],
+    tol: dict[str, float],
+) -> dict[str, list[list[float]]]:
+    """``{"stressed": [[input, factor], ...], "shifted": [[input, offset], ...]}`` for the
+    problem at ``path`` on its CPU ``shapes`` (inputs ``widened`` as the task draws them);
+    empty lists where float32 already misses the margin on upstream's inputs, where the
+    float32 model fails, or when the probe runs out of time."""
+    found: dict[str, list[list[float]]] = {name: [] for name, *_ in CASES}
+    try:
+        trials = _Trials(load, path, shapes, widened)
+        if not trials.hold({}, CASES[0][4], min(c[3] for c in CASES), tol):
+            return found
+        for name, _key, ladder, margin, move in CASES:
+            found[name] = [[i, v] for i, v in _pick(trials, ladder, margin, move, tol).items()]
+    except TimeoutError:
+        pass  # the cases probed in time stand
+    except Exception:  # the float32 model fails where float64 ran: no stress case
+        return {name: [] for name, *_ in CASES}
+    return found
