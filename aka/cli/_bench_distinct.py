@@ -99,6 +99,7 @@ def evaluate_variant(task: Path, entry: str, text: str, device: str, workers: Wo
             phases[name] = phases.get(name, 0.0) + float(seconds)
     return {"wall_s": wall, "kernel_s": kernel, "speedup": speedup, "correct": verdict.correct,
             "flags": verdict.flags, "error": verdict.error, "stage_s": verdict.stage_s,
+            "notes": verdict.notes,
             "timing_phases_s": phases, "again_alone": again}  # fmt: skip
 
 

@@ -15,9 +15,10 @@ import dataclasses
 import os
 import sysconfig
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aka.backends import backend
 from aka.eval import _alone, _foreign, _native, _ops, _plan, _replay, _sites, _spares, _warm
@@ -29,6 +30,8 @@ from aka.eval._requests import candidate_request, checker_request, task_files
 from aka.eval._static import forbidden_uses, hack_findings
 from aka.eval._wire import CandidateReport, CandidateRequest, CheckerReport
 from aka.eval._workers import Workers, current
+
+_T = TypeVar("_T")
 
 __all__ = [
     "CHILD_TIMEOUT_S",
@@ -105,9 +108,12 @@ class Verdict:
     it found is kept here for an audit and never told to the policy."""
     stage_s: dict[str, float] = field(default_factory=dict)
     """Wall seconds per stage: ``admit`` (waiting to start beside other evaluations of the
-    device), the candidate process's (:func:`stage_times`), ``checker``, and ``settle``
-    (the verdict's own work after the processes: the baseline's clean runs and any
-    second timing that settles a suspicion), and ``heldout`` (the held-out check's
+    device), the candidate process's (:func:`stage_times`), ``checker``, the verdict's own
+    work after the processes in four: ``settle_alone`` (the baseline's checked calls in a
+    process of their own, once per task and settings), ``settle_replay`` (a second timing
+    that settles a suspected replay), ``settle_rebase`` (the baseline's clean timing, once
+    per task and settings, and a second timing of the candidate where the baseline ran
+    slower beside it) and ``settle`` (the rest); and ``heldout`` (the held-out check's
     processes, :func:`with_heldout`). Disjoint, so they sum to at most the whole."""
 
 
@@ -415,6 +421,16 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     run, assembled, checked = run_processes(job, root, workers=workers, split_stages=split_stages,
                                             alone=alone)  # fmt: skip
     processes_done = time.perf_counter()
+    parts: dict[str, float] = {}
+
+    def part(name: str, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)``, its wall seconds added to the stage ``name`` of the settling."""
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            parts[name] = parts.get(name, 0.0) + time.perf_counter() - t0
+
     core_ran = bool(assembled["records"]) or bool(assembled["timing"])
     compiled = run.compiled or (
         {"ok": True, "error": None, "wall_s": 0.0}
@@ -431,7 +447,7 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     found = static + run.flags + check_flags + list(assembled["flags"])
     plain, sites = _sites.split(assembled["ops"])
     found += forbidden_ops(job.forbidden, plain, strict=bool(job_allowed(job)))
-    found += _alone.task_site_flags(job, root, sites, workers or current())
+    found += part("settle_alone", _alone.task_site_flags, job, root, sites, workers or current())
     found += _foreign.flags(job.backend, assembled["code"], _foreign.writable_roots(),
                             gpu=job.device.startswith("cuda"), env=_foreign.environment(),
                             own=root)  # fmt: skip
@@ -442,16 +458,19 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     found += parent_flags(job, timing, run.marks, checked.work)
     rebased: list[str] = []
     if timing and cases and not found and all(c["ok"] for c in cases):  # a suspicion is settled
-        timing, replayed, rebased, late = _alone.settle_replay(
-            job, root, timing, assembled["timing"], workers or current())  # fmt: skip
+        timing, replayed, rebased, late = part(
+            "settle_replay", _alone.settle_replay, job, root, timing, assembled["timing"],
+            workers or current())  # fmt: skip
         found += late
     else:  # judged wrong whatever a second timing says
         replayed = _replay.input_replay(assembled["timing"], _replay.ratio_for(job.device))
     found += [{"flag": "input_replay", "evidence": e} for e in replayed]
     if cases and not found and all(c["ok"] for c in cases):  # would be judged correct
-        found += _alone.output_dtype_flags(job, root, records, workers or current())
+        found += part("settle_alone", _alone.output_dtype_flags, job, root, records,
+                      workers or current())  # fmt: skip
     if timing and not found and all(c["ok"] for c in cases):  # a speedup would be scored
-        timing, slowed, late = _alone.rebase_slowed(job, root, timing, workers or current())
+        timing, slowed, late = part("settle_rebase", _alone.rebase_slowed, job, root, timing,
+                                    workers or current())  # fmt: skip
         rebased += slowed
         found += late
     names = sorted({f["flag"] for f in found})
@@ -471,6 +490,7 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
     notes = list(run.notes) + rebased + list(assembled.get("notes") or []) + thread_notes
     if run.contained:
         notes.append(f"containment: {run.contained}")
+    settled = time.perf_counter() - processes_done - sum(parts.values())
     return Verdict(
         compiled=compiled,
         cases=cases,
@@ -482,5 +502,5 @@ def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool,
         error=error,
         network=run.network,
         notes=notes,
-        stage_s={**run.stage_s, "settle": time.perf_counter() - processes_done},
+        stage_s={**run.stage_s, **parts, "settle": settled},
     ), run.crowded
