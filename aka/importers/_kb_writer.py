@@ -29,8 +29,8 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
     (dest / "source" / "kb_loader.py").write_text(KERNELBENCH_LOADER)
     ranges = {i: (lo, hi) for i, lo, hi in plan.widened}
     reference = KERNELBENCH_REFERENCE.replace("INPUT_RANGES = {}", f"INPUT_RANGES = {ranges!r}", 1)
-    for name, values in (("INPUT_STRESS", plan.stressed), ("INPUT_SHIFT", plan.shifted)):
-        reference = reference.replace(f"{name} = {{}}", f"{name} = {dict(values)!r}", 1)
+    for table, values in (("INPUT_STRESS", plan.stressed), ("INPUT_SHIFT", plan.shifted)):
+        reference = reference.replace(f"{table} = {{}}", f"{table} = {dict(values)!r}", 1)
     (dest / "reference.py").write_text(reference)
     imports = "\n".join(problem.imports)
     if "import torch\n" not in f"{imports}\n":

@@ -66,6 +66,7 @@ def test_inputs_are_stressed_as_far_as_the_problem_s_own_float32_holds(
     held-out shape again, marked, on the GPU and on the CPU, and the instructions say
     what it does."""
     task = _task(imported, name)
+    assert task.spec.name == name
     shapes = task.spec.shapes
     ref = load_file_module(task.path / "reference.py", f"_stress_{name}")
     assert ({0: factor} if factor else {}) == ref.INPUT_STRESS
