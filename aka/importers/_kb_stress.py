@@ -110,9 +110,9 @@ class _Trials:
 
     def __init__(
         self, load: Any, path: Path, shapes: list[Shape], widened: dict[int, tuple[float, float]]
-    ):
+    ) -> None:
         self.deadline = time.monotonic() + SECONDS
-        self.runs = []
+        self.runs: list[tuple[Any, Any, list[list[Any]]]] = []
         for shape in shapes:
             module = load(shape, path)
             with _loaded()["seeded"](0):
