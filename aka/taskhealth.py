@@ -21,7 +21,7 @@ from pathlib import Path
 from aka import events as ev
 from aka.errors import TaskError
 from aka.eval import EvalRequest, evaluate
-from aka.tasks import Task, baseline_task
+from aka.tasks import VARIANT_PREFIX, Task, baseline_task
 from aka_ledger import Ledger
 
 __all__ = ["TaskHealth"]
@@ -103,13 +103,22 @@ class TaskHealth:
                 if spec.entry_file in why
                 else "task.yaml"
             )
+            fix = f"fix the task (`aka tasks validate {task_key}` shows what fails), then "
+            if f"'{VARIANT_PREFIX}" in why:  # an input variant: an imported task's stress case
+                culprit = "task.yaml"
+                fix = (
+                    f"the failing case is an input variant (a held-out shape with an "
+                    f"`{VARIANT_PREFIX}` key, an imported task's stress case) its own code does "
+                    "not meet on this device: remove that shape from task.yaml's held-out "
+                    "shapes (or lower its values, INPUT_STRESS or INPUT_SHIFT, in "
+                    f"{spec.reference}), then "
+                )
             raise TaskError(
                 f"task {task_key} fails by itself: its starting sources, judged as a "
                 f"candidate, fail ({why.strip()[:1000]}); the candidate was not scored and "
                 "nothing was charged to the agent",
                 where=f"{task_key}/{culprit}",
-                fix=f"fix the task (`aka tasks validate {task_key}` shows what fails), then "
-                f"`aka resume {self._run_id}`",
+                fix=f"{fix}`aka resume {self._run_id}`",
             )
 
         return check

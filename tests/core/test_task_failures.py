@@ -164,6 +164,36 @@ def test_starting_sources_wrong_on_a_held_out_shape_are_the_tasks_failure(
     assert [f.status for f in _finished(envs, GOOD)] == ["task"]
 
 
+def test_a_stress_case_the_starting_sources_fail_says_how_to_drop_it(
+    tasks_root: Path, ledger_dir: Path
+) -> None:
+    """An input variant (a held-out shape with an ``aka_`` key, as an imported task's
+    stress case) that the task's own code does not meet on this device: the fix names
+    the shape to remove, not the sources."""
+    import yaml
+
+    folder = tasks_root / GOOD
+    spec = yaml.safe_load((folder / "task.yaml").read_text())
+    held = spec["shapes"]["cpu_heldout"][0]
+    spec["shapes"]["cpu_heldout"].append({**held, "aka_stressed": 1})
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
+    reference = folder / "reference.py"
+    reference.write_text(  # float32 overflows where the float64 reference does not
+        reference.read_text().replace(
+            "    return ((torch.randn(",
+            "    scale = 1e38 if shape.get('aka_stressed') else 1.0\n"
+            "    return ((scale * torch.randn(",
+        )
+    )
+    timing = TimingSettings(max_time_s=0.2, min_samples=5)
+    with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu", timing=timing) as service:
+        with pytest.raises(TaskError) as caught:
+            service.evaluate(GOOD, {"kernel.py": (folder / "source" / "kernel.py").read_text()})
+    said = caught.value.render()
+    assert said.startswith(f"{GOOD}/task.yaml: ") and "'aka_stressed': 1" in said, said
+    assert "remove that shape from task.yaml's held-out shapes" in said, said
+
+
 def test_a_recorded_task_that_no_longer_loads_is_the_tasks_failure(
     tmp_path: Path, tasks_root: Path, ledger_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
