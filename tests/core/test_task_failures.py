@@ -186,9 +186,12 @@ def test_a_stress_case_the_starting_sources_fail_says_how_to_drop_it(
         )
     )
     timing = TimingSettings(max_time_s=0.2, min_samples=5)
-    with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu", timing=timing) as service:
-        with pytest.raises(TaskError) as caught:
-            service.evaluate(GOOD, {"kernel.py": (folder / "source" / "kernel.py").read_text()})
+    source = {"kernel.py": (folder / "source" / "kernel.py").read_text()}
+    with (
+        Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu", timing=timing) as service,
+        pytest.raises(TaskError) as caught,
+    ):
+        service.evaluate(GOOD, source)
     said = caught.value.render()
     assert said.startswith(f"{GOOD}/task.yaml: ") and "'aka_stressed': 1" in said, said
     assert "remove that shape from task.yaml's held-out shapes" in said, said
