@@ -165,11 +165,11 @@ class _Trials:
 def _weak(inputs: list[Any], want: Any, tol: dict[str, float]) -> bool:
     """Whether an answer validation rejects passes on this case: zeros, garbage, a copy of
     an input (a ReLU of inputs moved far above zero returns them), bfloat16's precision
-    (:mod:`aka.kinds._kernel_checks`). A case on which one passes checks nothing a kernel
+    (:mod:`aka.kinds`, as validation judges them). A case on which one passes checks nothing a kernel
     could get wrong there, and would fail the task's validation."""
     import torch
 
-    from aka.kinds._kernel_checks import downgrade_passes, null_answers, passes
+    from aka.kinds import downgrade_passes, null_answers, passes
     from aka.tasks import Tolerance
 
     if not isinstance(want, torch.Tensor):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from aka.kinds._command import CommandKind
 from aka.kinds._image import ImageKind
 from aka.kinds._kernel import KernelKind
+from aka.kinds._kernel_checks import downgrade_passes, null_answers, passes
 from aka.kinds._protocol import CheckContext, Judge, Stage, Status, TaskKind, TaskValidation
 from aka.kinds._registry import (
     baseline_tree,
@@ -37,9 +38,12 @@ __all__ = [
     "TaskKind",
     "TaskValidation",
     "baseline_tree",
+    "downgrade_passes",
     "kind_name",
     "kind_of",
     "kinds",
+    "null_answers",
+    "passes",
     "register_kind",
     "sealed",
     "stage_tree",
