@@ -31,7 +31,7 @@ from typing import Any
 from aka.importers._kb_loader import _float64, _forward, _inputs, _loaded, _placed
 from aka.importers._kb_sizes import Shape
 from aka.tasks import VARIANT_PREFIX
-from aka.tolerance import effective_atol, repeats, rms
+from aka.tolerance import repeats
 
 SCALED_KEY = f"{VARIANT_PREFIX}stressed"
 """The key of the held-out shape whose inputs the reference multiplies (``INPUT_STRESS``)."""
@@ -74,25 +74,23 @@ def _outputs(out: Any) -> list[Any]:
 
 
 def within(got: Any, want: Any, share: float, tol: dict[str, float]) -> bool:
-    """Whether every output of ``got`` (float32) is finite and within ``share`` of ``tol``
-    of ``want`` (float64), element by element."""
+    """Whether every output of ``got`` (float32) passes ``share`` of ``tol`` against the
+    finite floating output of ``want`` (float64): validation's rule (:func:`aka.kinds.passes`)
+    with every part of the tolerance scaled by ``share``."""
     import torch
 
+    from aka.kinds import passes
+    from aka.tasks import Tolerance
+
+    rule = Tolerance(**{k: share * float(v) for k, v in tol.items()})
     gots, wants = _outputs(got), _outputs(want)
     if not wants or len(gots) != len(wants):
         return False
-    for a, b in zip(gots, wants, strict=True):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-            return False
-        if a.shape != b.shape or not b.is_floating_point():
-            return False
-        a, b = a.detach().double(), b.detach().double()
-        if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
-            return False
-        bound = effective_atol(tol, rms(b)) + tol["rtol"] * b.abs()
-        if not bool(((a - b).abs() <= share * bound).all()):
-            return False
-    return True
+    return all(
+        isinstance(b, torch.Tensor) and b.is_floating_point()
+        and bool(torch.isfinite(b).all()) and passes(a, b, rule)
+        for a, b in zip(gots, wants, strict=True)
+    )  # fmt: skip
 
 
 def _moved(inputs: list[Any], values: dict[int, float], move: Move) -> tuple[list[Any], list[Any]]:
