@@ -27,9 +27,10 @@ if TYPE_CHECKING:
     from aka.eval._contain import hide
     from aka.eval._evaluate import evaluate, harness_paths
     from aka.eval._gate import Gate
+    from aka.eval._heldout import heldout_job, with_heldout
     from aka.eval._hostgate import recover as recover_host_gate
     from aka.eval._memory import ADMIT_FREE, gpu_free_fraction, memory_reader
-    from aka.eval._pipeline import Job, Verdict, child_env, heldout_job, run_job, with_heldout
+    from aka.eval._pipeline import Job, Verdict, child_env, run_job
     from aka.eval._request import EvalRequest
     from aka.eval._static import Finding, forbidden_uses, hack_findings
     from aka.eval._switches import HOST_GATE_ENV, Switches
@@ -79,8 +80,8 @@ _WHERE = {
     "Verdict": "_pipeline",
     "child_env": "_pipeline",
     "run_job": "_pipeline",
-    "heldout_job": "_pipeline",
-    "with_heldout": "_pipeline",
+    "heldout_job": "_heldout",
+    "with_heldout": "_heldout",
     "load_file_module": "_candidate",
     "Switches": "_switches",
     "Gate": "_gate",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aka.backends import backend
-from aka.eval import _alone, _foreign, _native, _ops, _plan, _replay, _sites, _spares, _warm
+from aka.eval import _alone, _foreign, _native, _ops, _plan, _replay, _sites, _spares
 from aka.eval._judge import forbidden_ops, judge_records, parent_flags, timing_results
 from aka.eval._memory import short_of_memory
 from aka.eval._outputs import output_dir
@@ -38,9 +38,7 @@ __all__ = [
     "Job",
     "Verdict",
     "child_env",
-    "heldout_job",
     "run_job",
-    "with_heldout",
 ]
 
 CHILD, CHECKER = _spares.MODULES
@@ -86,7 +84,7 @@ class Job:
     allowed_operators: list[str] = field(default_factory=list)
     caches: dict[str, str] | None = None
     """The candidate process's kernel cache folders, in place of those its tree shares
-    with every evaluation of the same code (:func:`heldout_job`)."""
+    with every evaluation of the same code (:func:`aka.eval._heldout.heldout_job`)."""
 
 
 @dataclass
@@ -104,7 +102,7 @@ class Verdict:
     network: str
     notes: list[str] = field(default_factory=list)
     heldout_failed: bool = False
-    """The held-out check (:func:`with_heldout`) failed: its cases, flags or process. What
+    """The held-out check (:func:`aka.eval._heldout.with_heldout`) failed: its cases, flags or process. What
     it found is kept here for an audit and never told to the policy."""
     stage_s: dict[str, float] = field(default_factory=dict)
     """Wall seconds per stage: ``admit`` (waiting to start beside other evaluations of the
@@ -114,7 +112,7 @@ class Verdict:
     that settles a suspected replay), ``settle_rebase`` (the baseline's clean timing, once
     per task and settings, and a second timing of the candidate where the baseline ran
     slower beside it) and ``settle`` (the rest); and ``heldout`` (the held-out check's
-    processes, :func:`with_heldout`). Disjoint, so they sum to at most the whole."""
+    processes, :func:`aka.eval._heldout.with_heldout`). Disjoint, so they sum to at most the whole."""
 
 
 @dataclass
@@ -374,44 +372,6 @@ def run_job(
     again.notes.append(f"evaluated again with the device to itself: beside other "
                        f"evaluations it {reason}")  # fmt: skip
     return again
-
-
-def heldout_job(job: Job, held: list[dict[str, int]], root: Path) -> Job:
-    """The held-out check of ``job`` (laid out under ``root``): its candidate, correctness
-    only, on ``held``.
-
-    Its process builds kernels in a copy of the tree's shared caches (under ``root``,
-    gone with the evaluation): whatever it writes there after seeing a held-out input
-    never reaches a later evaluation of the same code, whose errors and speed the policy
-    is shown.
-    """
-    caches = _warm.private_caches(root / "cand", root / "heldout-caches")
-    return dataclasses.replace(job, shapes=held, time=False, caches=caches,
-                               seed=_plan.case_seed(job.seed, "held"))  # fmt: skip
-
-
-def with_heldout(tuning: Verdict, held: Verdict) -> Verdict:
-    """``tuning``'s verdict with its held-out check's (:func:`heldout_job`) merged in.
-
-    The check runs in processes of its own, after ``tuning``'s and only when that one was
-    correct, so nothing the candidate did after seeing a held-out input (its timed calls'
-    speed, an error it raised or printed, a file it opened) is in what the tuning
-    evaluation reports; the policy is told whether it passed and nothing else of it
-    (:func:`aka.feedback.render_feedback`). Its cases, flags and error stay in the verdict
-    for an audit; a flag it raised counts as any other.
-    """
-    ok = held.correct
-    return dataclasses.replace(
-        tuning,
-        cases=tuning.cases + [{**c, "heldout": True} for c in held.cases],
-        flags=sorted({*tuning.flags, *held.flags}),
-        evidence=tuning.evidence + [f"on a held-out shape: {e}" for e in held.evidence],
-        correct=tuning.correct and ok,
-        error=tuning.error if ok else f"on a held-out shape: {held.error or 'a case failed'}",
-        notes=tuning.notes + [f"held-out check: {n}" for n in held.notes],
-        heldout_failed=not ok,
-        stage_s={**tuning.stage_s, "heldout": round(sum(held.stage_s.values()), 6)},
-    )
 
 
 def _evaluate(job: Job, root: Path, workers: Workers | None, split_stages: bool, *, alone: bool
