@@ -110,7 +110,7 @@ class TaskHealth:
                     f"the failing case is an input variant (a held-out shape with an "
                     f"`{VARIANT_PREFIX}` key, an imported task's stress case) its own code does "
                     "not meet on this device: remove that shape from task.yaml's held-out "
-                    "shapes (or lower its values, INPUT_STRESS or INPUT_SHIFT, in "
+                    "shapes (or lower its values: INPUT_STRESS, INPUT_NEGATE or INPUT_SHIFT in "
                     f"{spec.reference}), then "
                 )
             raise TaskError(

@@ -211,10 +211,15 @@
 #                                    imported KernelBench tasks under each ROOT: their starting
 #                                    code against the reference on the plain and the stressed
 #                                    held-out cases (tools/stress_check.py), SECONDS each
+#   bash tools/device_session.sh sn [N] [ROOT...]
+#                                    the core's build, N (default 16) distinct new candidates
+#                                    after a warm-up, 8 in flight then serial and cached at
+#                                    0.05 s per shape (which settling each verdict needed: its
+#                                    stage times and notes), then part ks for each ROOT (120 s)
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|pf|lv|ks|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|pf|sn|lv|ks|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R; START=$(date +%s)
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -292,6 +297,17 @@ pf)
     cp -r /tmp/mpslog $R/ 2>/dev/null
   fi
   tar czf $OUT/results.tgz -C $R . 2>/dev/null
+  ;;
+sn)
+  sealbuild
+  step distinct 300 python3 -m aka.cli._bench_distinct --device cuda --distinct "${2:-16}" \
+    --in-flight 8 --tasks 4 --max-time-s 0.05 --in-flight-first --warm-up \
+    --output $R/distinct.json
+  shift $(( $# > 1 ? 2 : 1 ))
+  for ROOT in "$@"; do
+    step "stress_$(basename "$ROOT")" 150 python3 tools/stress_check.py "$ROOT" \
+      --device cuda --seconds 120 --out "$R/stress_$(basename "$ROOT").json"
+  done
   ;;
 ks)
   SECS=$2; shift 2

@@ -19,6 +19,8 @@ from aka.importers._kb_meta import SEVERAL_OUTPUTS
 from aka.importers._kb_probe import GPU_ELEMENTS
 from aka.importers._kb_stress import CASES as STRESS_CASES
 
+Stress = tuple[tuple[str, tuple[tuple[int, float], ...]], ...]
+
 NETWORK_ERRORS = ("huggingface", "offline mode", "couldn't connect", "connection",
                   "name resolution", "network is unreachable", "urlopen")  # fmt: skip
 
@@ -75,11 +77,9 @@ class Plan:
     widened: tuple[tuple[int, float, float], ...] = ()
     """(input, low, high): inputs drawn from [low, high) instead of upstream's [0, 1)
     (:func:`aka.importers._kb_cpu.widened_inputs`)."""
-    stressed: tuple[tuple[int, float], ...] = ()
-    """(input, factor): inputs the held-out scaled case multiplies."""
-    shifted: tuple[tuple[int, float], ...] = ()
-    """(input, offset): inputs the held-out shifted case moves
-    (:mod:`aka.importers._kb_stress`, both)."""
+    stress: Stress = ()
+    """(case name, ((input, value), ...)) for each held-out stress case the CPU run found
+    (:data:`aka.importers._kb_stress.CASES`)."""
     precision: str = ""
     """:func:`precision_note`, when the file draws half-precision inputs."""
     module_calls: tuple[str, ...] = ()
@@ -92,8 +92,16 @@ def with_stress(shapes: list[dict[str, int]], cpu_run: dict[str, Any]) -> list[d
     CPU run found (:mod:`aka.importers._kb_stress`)."""
     if not shapes:
         return shapes
-    marked = [{**shapes[0], key: 1} for name, key, *_ in STRESS_CASES if cpu_run.get(name)]
+    marked = [{**shapes[0], case.key: 1} for case in STRESS_CASES if cpu_run.get(case.name)]
     return [*shapes, *marked]
+
+
+def stress_of(cpu_run: dict[str, Any]) -> Stress:
+    """The stress cases of a CPU run's result, in :data:`STRESS_CASES`' order."""
+    return tuple(
+        (case.name, tuple((int(i), float(v)) for i, v in cpu_run[case.name]))
+        for case in STRESS_CASES if cpu_run.get(case.name)
+    )  # fmt: skip
 
 
 FIX_RANDOM = (
@@ -145,8 +153,7 @@ def _shapes_plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possi
             "refused", f"no held-out shape near {movers} builds the problem",
             "make Model accept sizes other than the file's (e.g. odd or 1/8 larger)",
         )  # fmt: skip
-    stressed = tuple((int(i), float(v)) for i, v in cpu_run.get("stressed", ()))
-    shifted = tuple((int(i), float(v)) for i, v in cpu_run.get("shifted", ()))
+    stress = stress_of(cpu_run)
     shapes: dict[str, list[dict[str, int]]] = {
         "tuning": [movers], "heldout": with_stress([analysis["heldout"]], cpu_run),
     }  # fmt: skip
@@ -162,11 +169,11 @@ def _shapes_plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possi
     widened = tuple((int(i), float(lo), float(hi)) for i, lo, hi in cpu_run.get("widened", ()))
     if widened:
         detail += f"; {widened_note(widened)}"
-    if note := stress_note(stressed, shifted):
+    if note := stress_note(stress):
         detail += f"; {note}"
     if not cpu_possible:
         return Plan(
-            "imported", detail, shapes=shapes, widened=widened, stressed=stressed, shifted=shifted
+            "imported", detail, shapes=shapes, widened=widened, stress=stress
         )
     cpu, cpu_held = analysis.get("cpu"), analysis.get("cpu_heldout")
     if not cpu or not cpu_held:
@@ -174,7 +181,7 @@ def _shapes_plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possi
             f"no CPU held-out shape near {cpu} builds the problem"
         )  # fmt: skip
         return Plan(
-            "imported GPU-only", why, FIX_SIZES, shapes=shapes, stressed=stressed, shifted=shifted
+            "imported GPU-only", why, FIX_SIZES, shapes=shapes, stress=stress
         )
     if RANDOM_FORWARD in cpu_run.get("error", ""):  # no device makes it checkable
         return Plan("refused", cpu_run["error"], FIX_RANDOM)
@@ -186,7 +193,7 @@ def _shapes_plan(analysis: dict[str, Any], cpu_run: dict[str, Any], *, cpu_possi
     over = f" (not {passed}, where the output does not depend on the inputs)" if passed else ""
     return Plan(
         "imported", f"{detail}; cpu {cpu}{over}", shapes=shapes, devices=("cuda", "cpu"),
-        widened=widened, stressed=stressed, shifted=shifted,
+        widened=widened, stress=stress,
     )  # fmt: skip
 
 
@@ -216,20 +223,15 @@ def widened_note(widened: tuple[tuple[int, float, float], ...]) -> str:
     )
 
 
-def stress_note(
-    stressed: tuple[tuple[int, float], ...], shifted: tuple[tuple[int, float], ...]
-) -> str:
+def stress_note(stress: Stress) -> str:
     """What the stress cases do, in the words of the import line and the instructions
     (empty when there is none)."""
-    cases = [
-        ", ".join(f"input {i} {how} {v:g}" for i, v in values)
-        for how, values in (("multiplied by", stressed), ("plus", shifted))
-        if values
-    ]
+    how = {case.name: case.how for case in STRESS_CASES}
+    cases = [", ".join(f"input {i} {how[name]} {v:g}" for i, v in values) for name, values in stress]
     if not cases:
         return ""
-    which = " in one case and ".join(cases) + (" in another" if len(cases) > 1 else " in one case")
     return (
-        f"held-out checks also draw get_inputs()'s {which}, where the problem's own float32 "
-        "code still meets the tolerance"
+        f"held-out checks also draw get_inputs()'s {'; '.join(cases)} ("
+        + ("one case" if len(cases) == 1 else "a case each")
+        + "), where the problem's own float32 code still meets the tolerance"
     )

@@ -11,7 +11,11 @@ break and honest float32 does not:
 - **scaled** (:data:`SCALED_KEY`): chosen inputs multiplied, by the largest of
   :data:`SCALES`;
 - **shifted** (:data:`SHIFTED_KEY`): chosen inputs moved, by the largest of
-  :data:`SHIFTS`.
+  :data:`SHIFTS`;
+- **negated** (:data:`NEGATED_KEY`): inputs drawn non-negative (upstream's ``torch.rand``)
+  multiplied by the largest negative factor of :data:`NEGATIONS`. Scaling alone keeps them
+  non-negative, so a kernel that overflows only for large negative inputs (a tanh written
+  with ``exp(-2x)``, a softplus as ``x + log(1 + exp(-x))``) would pass it.
 
 Each input gets the largest value at which the problem's own float32 forward stays finite
 and within a share of the tolerance (:data:`SCALE_MARGIN`, :data:`SHIFT_MARGIN`) of its
@@ -26,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from aka.importers._kb_loader import _float64, _forward, _inputs, _loaded, _placed
 from aka.importers._kb_sizes import Shape
@@ -37,6 +41,9 @@ SCALED_KEY = f"{VARIANT_PREFIX}stressed"
 """The key of the held-out shape whose inputs the reference multiplies (``INPUT_STRESS``)."""
 SHIFTED_KEY = f"{VARIANT_PREFIX}shifted"
 """The key of the held-out shape whose inputs the reference moves (``INPUT_SHIFT``)."""
+NEGATED_KEY = f"{VARIANT_PREFIX}negated"
+"""The key of the held-out shape whose non-negative inputs the reference multiplies by a
+negative factor (``INPUT_NEGATE``)."""
 
 SCALES = (1000.0, 100.0, 10.0)
 """Factors tried, largest first: a bare ``exp`` of [0, 1000) overflows in float32."""
@@ -44,6 +51,8 @@ SHIFTS = (1000.0, 300.0, 100.0, 30.0, 10.0)
 """Offsets tried, largest first. A one-pass variance of [0, 1) + 30 misses float32's
 tolerance about ten times over where the two-pass one uses a tenth of it; finer steps
 than the factors', since honest float32 loses precision as the offset grows."""
+NEGATIONS = tuple(-v for v in SCALES)
+"""Factors tried on inputs drawn non-negative, largest magnitude first."""
 SCALE_MARGIN = 0.5
 """The share of the tolerance the problem's own float32 output may use on scaled inputs:
 GPU libraries round differently from the CPU's, and a case the CPU's float32 only just
@@ -56,11 +65,44 @@ SECONDS = 20.0
 """The probe's time on one problem; one that takes longer gets no stress case."""
 
 Move = Callable[[Any, float], Any]
-CASES: tuple[tuple[str, str, tuple[float, ...], float, Move], ...] = (
-    ("stressed", SCALED_KEY, SCALES, SCALE_MARGIN, lambda x, v: x * v),
-    ("shifted", SHIFTED_KEY, SHIFTS, SHIFT_MARGIN, lambda x, v: x + v),
-)
-"""(name in the CPU run's result, shape key, values, margin, how an input moves)."""
+
+
+def _times(x: Any, v: float) -> Any:
+    return x * v
+
+
+def _plus(x: Any, v: float) -> Any:
+    return x + v
+
+
+class Case(NamedTuple):
+    """One kind of held-out stress case."""
+
+    name: str
+    """Its name in the CPU run's result and in the task's plan."""
+    key: str
+    """The held-out shape's key that turns it on."""
+    table: str
+    """The table of ``reference.py`` that holds its values, input by input."""
+    how: str
+    """What it does to an input, in the words of the import line (``input 0 {how} 10``)."""
+    values: tuple[float, ...]
+    """The values tried, the first that holds wins."""
+    margin: float
+    """The share of the tolerance the problem's own float32 code may use on it."""
+    move: Move
+    """How an input moves (the template's ``make_inputs`` does the same)."""
+    non_negative: bool = False
+    """Tried only on inputs drawn non-negative."""
+
+
+CASES: tuple[Case, ...] = (
+    Case("stressed", SCALED_KEY, "INPUT_STRESS", "multiplied by", SCALES, SCALE_MARGIN, _times),
+    Case("shifted", SHIFTED_KEY, "INPUT_SHIFT", "plus", SHIFTS, SHIFT_MARGIN, _plus),
+    Case("negated", NEGATED_KEY, "INPUT_NEGATE", "multiplied by", NEGATIONS, SCALE_MARGIN,
+         _times, non_negative=True),
+)  # fmt: skip
+"""Every kind of stress case, in the order their held-out shapes follow the plain one."""
 
 
 def _float32(module: Any) -> Any:
@@ -124,15 +166,20 @@ class _Trials:
                 draws.append(inputs)
             self.runs.append((_float32(module), model64, draws))
 
-    def floats(self) -> list[int]:
-        """The indices of the floating inputs (those a case may move)."""
+    def floats(self, non_negative: bool = False) -> list[int]:
+        """The indices of the floating inputs (those a case may move); with
+        ``non_negative``, only those no draw gives a negative value."""
         import torch
 
         first = self.runs[0][2][0] if self.runs else []
-        return [
+        found = [
             i for i, x in enumerate(first)
             if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()
         ]  # fmt: skip
+        if non_negative:
+            draws = [inputs for *_, pairs in self.runs for inputs in pairs]
+            found = [i for i in found if all(bool((d[i] >= 0).all()) for d in draws)]
+        return found
 
     def hold(
         self, values: dict[int, float], move: Move, margin: float, tol: dict[str, float]
@@ -177,15 +224,18 @@ def _weak(inputs: list[Any], want: Any, tol: dict[str, float]) -> bool:
     return any(passes(n, want, rule) for n in nulls) or downgrade_passes(want, rule)
 
 
-def _pick(
-    trials: _Trials, ladder: tuple[float, ...], margin: float, move: Move, tol: dict[str, float]
-) -> dict[int, float]:
-    """Each floating input's largest value of ``ladder`` that holds alone, then together."""
+def _pick(trials: _Trials, case: Case, tol: dict[str, float]) -> dict[int, float]:
+    """Each floating input's first value of the case's ladder that holds alone, then
+    together (the largest in magnitude where they do not)."""
     picks: dict[int, float] = {}
-    for i in trials.floats():
-        picks |= next(({i: v} for v in ladder if trials.hold({i: v}, move, margin, tol)), {})
-    if len(picks) > 1 and not trials.hold(picks, move, margin, tol):
-        top = max(picks, key=lambda i: picks[i])
+
+    def hold(values: dict[int, float]) -> bool:
+        return trials.hold(values, case.move, case.margin, tol)
+
+    for i in trials.floats(case.non_negative):
+        picks |= next(({i: v} for v in case.values if hold({i: v})), {})
+    if len(picks) > 1 and not hold(picks):
+        top = max(picks, key=lambda i: abs(picks[i]))
         picks = {top: picks[top]}
     return picks
 
@@ -197,19 +247,19 @@ def stress_cases(
     widened: dict[int, tuple[float, float]],
     tol: dict[str, float],
 ) -> dict[str, list[list[float]]]:
-    """``{"stressed": [[input, factor], ...], "shifted": [[input, offset], ...]}`` for the
-    problem at ``path`` on its CPU ``shapes`` (inputs ``widened`` as the task draws them);
+    """``{"stressed": [[input, factor], ...], "shifted": [[input, offset], ...], ...}``
+    (:data:`CASES`) for the problem at ``path`` on its CPU ``shapes`` (inputs ``widened`` as the task draws them);
     empty lists where float32 already misses the margin on upstream's inputs, where the
     float32 model fails, or when the probe runs out of time."""
-    found: dict[str, list[list[float]]] = {name: [] for name, *_ in CASES}
+    found: dict[str, list[list[float]]] = {case.name: [] for case in CASES}
     try:
         trials = _Trials(load, path, shapes, widened)
-        if not trials.hold({}, CASES[0][4], min(c[3] for c in CASES), tol):
+        if not trials.hold({}, _times, min(case.margin for case in CASES), tol):
             return found
-        for name, _key, ladder, margin, move in CASES:
-            found[name] = [[i, v] for i, v in _pick(trials, ladder, margin, move, tol).items()]
+        for case in CASES:
+            found[case.name] = [[i, v] for i, v in _pick(trials, case, tol).items()]
     except TimeoutError:
         pass  # the cases probed in time stand
     except Exception:  # the float32 model fails where float64 ran: no stress case
-        return {name: [] for name, *_ in CASES}
+        return {case.name: [] for case in CASES}
     return found

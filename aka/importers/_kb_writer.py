@@ -14,6 +14,7 @@ from aka.importers._common import origin, write_spec
 from aka.importers._kb_cpu import TOLERANCE
 from aka.importers._kb_plan import Plan, stress_note, widened_note
 from aka.importers._kb_problem import Problem
+from aka.importers._kb_stress import CASES as STRESS_CASES
 from aka.importers._templates import KERNELBENCH_ENTRY, KERNELBENCH_LOADER, KERNELBENCH_REFERENCE
 
 KINDS = {"torch2triton": "triton", "torch2cuda": "cuda"}
@@ -29,8 +30,10 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
     (dest / "source" / "kb_loader.py").write_text(KERNELBENCH_LOADER)
     ranges = {i: (lo, hi) for i, lo, hi in plan.widened}
     reference = KERNELBENCH_REFERENCE.replace("INPUT_RANGES = {}", f"INPUT_RANGES = {ranges!r}", 1)
-    for table, values in (("INPUT_STRESS", plan.stressed), ("INPUT_SHIFT", plan.shifted)):
-        reference = reference.replace(f"{table} = {{}}", f"{table} = {dict(values)!r}", 1)
+    stress = dict(plan.stress)
+    for case in STRESS_CASES:
+        values = dict(stress.get(case.name, ()))
+        reference = reference.replace(f"{case.table} = {{}}", f"{case.table} = {values!r}", 1)
     (dest / "reference.py").write_text(reference)
     imports = "\n".join(problem.imports)
     if "import torch\n" not in f"{imports}\n":
@@ -44,7 +47,7 @@ def write_task(problem: Problem, dest: Path, *, kind: str, name: str, plan: Plan
             body=problem.body,
         )
     )
-    note = stress_note(plan.stressed, plan.shifted)
+    note = stress_note(plan.stress)
     what = "Triton kernels" if backend == "triton" else "CUDA kernels (torch.utils.cpp_extension)"
     spec = {
         "name": name,

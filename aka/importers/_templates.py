@@ -202,8 +202,8 @@ KERNELBENCH_REFERENCE = (
 Sizes come from the shape through load_problem (values derived from them recomputed);
 inputs come from the problem's get_inputs() under the trial's seed, those in
 INPUT_RANGES mapped from [0, 1) to [low, high), and in held-out shapes marked
-aka_stressed or aka_shifted those in INPUT_STRESS multiplied or those in INPUT_SHIFT
-moved (see the task's instructions); weights from a fixed seed.
+aka_stressed, aka_negated or aka_shifted those in INPUT_STRESS or INPUT_NEGATE multiplied
+or those in INPUT_SHIFT moved (see the task's instructions); weights from a fixed seed.
 """
 
 '''
@@ -214,6 +214,7 @@ import torch
 WEIGHT_SEED = 0
 INPUT_RANGES = {}
 INPUT_STRESS = {}
+INPUT_NEGATE = {}
 INPUT_SHIFT = {}
 _MODELS = {}
 
@@ -232,9 +233,10 @@ def make_inputs(shape, dtype, device, seed):
         inputs = list(problem.get_inputs())
     for i, (low, high) in INPUT_RANGES.items():
         inputs[i] = low + (high - low) * inputs[i]
-    if shape.get("aka_stressed"):
-        for i, factor in INPUT_STRESS.items():
-            inputs[i] = inputs[i] * factor
+    for key, factors in (("aka_stressed", INPUT_STRESS), ("aka_negated", INPUT_NEGATE)):
+        if shape.get(key):
+            for i, factor in factors.items():
+                inputs[i] = inputs[i] * factor
     if shape.get("aka_shifted"):
         for i, offset in INPUT_SHIFT.items():
             inputs[i] = inputs[i] + offset

@@ -1,7 +1,8 @@
-"""The held-out stress cases of an imported KernelBench task: inputs multiplied, and moved,
-as far as the problem's own float32 code still meets the tolerance, where numerically
-unsafe kernels (a softmax without its max pass, a one-pass variance) break and honest
-float32 does not."""
+"""The held-out stress cases of an imported KernelBench task: inputs multiplied, moved, and
+(drawn non-negative) multiplied by a negative factor, as far as the problem's own float32
+code still meets the tolerance, where numerically unsafe kernels (a softmax without its
+max pass, a one-pass variance, a tanh through ``exp(-2x)``) break and honest float32 does
+not."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from aka.eval import load_file_module
-from aka.importers._kb_stress import SCALED_KEY, SHIFTED_KEY
+from aka.importers._kb_stress import NEGATED_KEY, SCALED_KEY, SHIFTED_KEY
 from aka.tasks import Task, load_task
 from aka.tolerance import effective_atol, rms
 
@@ -47,44 +48,49 @@ def _passes(got: torch.Tensor, want: torch.Tensor) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("name", "factor", "offset"),
+    ("name", "factor", "offset", "negated"),
     [
-        ("23_softmax", 1000.0, 1000.0),
-        ("40_layernorm", 1000.0, 30.0),
-        ("90_exp", 10.0, 30.0),
-        ("91_steepexp", None, None),
+        ("22_tanh", 1000.0, 10.0, -1000.0),
+        ("23_softmax", 1000.0, 1000.0, -1000.0),
+        ("40_layernorm", 1000.0, 30.0, -1000.0),
+        ("90_exp", 10.0, 30.0, None),
+        ("91_steepexp", None, None, -1000.0),
     ],
 )
 def test_inputs_are_stressed_as_far_as_the_problem_s_own_float32_holds(
-    imported: Path, name: str, factor: float | None, offset: float | None
+    imported: Path, name: str, factor: float | None, offset: float | None, negated: float | None
 ) -> None:
     """A softmax stays right in float32 at any scale and offset; a layer norm at any
     scale, but its float32 mean loses digits as [0, 1) moves away from zero (100 uses
-    more than a quarter of the tolerance); ``exp`` of a standard normal overflows float32
-    beyond a factor of about 10 (its largest draws near 4.5) or an offset near 80; ``exp(80
-    x)`` is at float32's edge already, so it gets no stress case. Each case is the first
-    held-out shape again, marked, on the GPU and on the CPU, and the instructions say
-    what it does."""
+    more than a quarter of the tolerance); a tanh saturates beyond an offset of about 10
+    (its output no longer moves with the draw); ``exp`` of a standard normal overflows
+    float32 beyond a factor of about 10 (its largest draws near 4.5) or an offset near 80;
+    ``exp(80 x)`` is at float32's edge already, so only the negated case holds for it. A
+    standard normal has both signs already: it gets no negated case. Each case is the
+    first held-out shape again, marked, on the GPU and on the CPU, and the instructions
+    say what it does."""
     task = _task(imported, name)
     assert task.spec.name == name
     shapes = task.spec.shapes
     ref = load_file_module(task.path / "reference.py", f"_stress_{name}")
     assert ({0: factor} if factor else {}) == ref.INPUT_STRESS
     assert ({0: offset} if offset else {}) == ref.INPUT_SHIFT
-    marks = [{key: 1} for key, on in ((SCALED_KEY, factor), (SHIFTED_KEY, offset)) if on]
+    assert ({0: negated} if negated else {}) == ref.INPUT_NEGATE
+    cases = ((SCALED_KEY, factor), (SHIFTED_KEY, offset), (NEGATED_KEY, negated))
+    marks = [{key: 1} for key, on in cases if on]
     for held in (shapes.heldout, shapes.cpu_heldout):
         assert held == [held[0], *({**held[0], **m} for m in marks)]
-    if factor is None:
-        assert "held-out checks also" not in task.spec.instructions
-        return
-    assert f"input 0 multiplied by {factor:g} in one case" in task.spec.instructions
-    assert f"input 0 plus {offset:g} in another" in task.spec.instructions
+    said = [f"input 0 {how} {v:g}" for how, v in (("multiplied by", factor), ("plus", offset),
+                                                   ("multiplied by", negated)) if v]  # fmt: skip
+    ending = "(one case)" if len(said) == 1 else "(a case each)"
+    assert f"{'; '.join(said)} {ending}" in task.spec.instructions
     assert "numerically stable" in task.spec.instructions
-    plain, scaled, shifted = shapes.cpu_heldout
+    plain, *moved = shapes.cpu_heldout
     (x,) = ref.make_inputs(plain, torch.float32, "cpu", 5)
-    (y,) = ref.make_inputs(scaled, torch.float32, "cpu", 5)
-    (z,) = ref.make_inputs(shifted, torch.float32, "cpu", 5)
-    assert torch.equal(y, x * factor) and torch.equal(z, x + offset)  # the same draw, moved
+    for shape, value in zip(moved, (v for _, v in cases if v), strict=True):
+        (y,) = ref.make_inputs(shape, torch.float32, "cpu", 5)
+        want = x + value if shape.get(SHIFTED_KEY) else x * value
+        assert torch.equal(y, want), shape  # the same draw, moved
 
 
 def test_a_softmax_without_its_max_pass_fails_the_stress_case_the_baseline_meets_it(
@@ -95,7 +101,7 @@ def test_a_softmax_without_its_max_pass_fails_the_stress_case_the_baseline_meets
     problem's own float32 code (the starting ModelNew) meets it on every seed."""
     task = _task(imported, "23_softmax")
     ref = load_file_module(task.path / "reference.py", "_stress_softmax_ref")
-    plain, stressed, _ = task.spec.shapes.cpu_heldout
+    plain, stressed, *_ = task.spec.shapes.cpu_heldout
 
     def unsafe(x: torch.Tensor) -> torch.Tensor:
         e = torch.exp(x)
@@ -172,7 +178,7 @@ def test_a_one_pass_variance_fails_the_shifted_case_the_two_pass_one_meets_it(
     code) meets it on every seed."""
     task = _task(imported, "40_layernorm")
     ref = load_file_module(task.path / "reference.py", "_stress_layernorm_ref")
-    plain, _, shifted = task.spec.shapes.cpu_heldout
+    plain, _, shifted, _ = task.spec.shapes.cpu_heldout
     shape = task.spec.shapes.cpu[0]
     dims = (shape["features"], shape["dim1"], shape["dim2"])
 
@@ -189,3 +195,30 @@ def test_a_one_pass_variance_fails_the_shifted_case_the_two_pass_one_meets_it(
             assert _passes(one_pass(x), want) is one_pass_passes, (at, seed)
             sizes = (at["features"], at["dim1"], at["dim2"]) if at is not shape else dims
             assert _passes(torch.nn.functional.layer_norm(x, sizes), want), (at, seed)
+
+
+def test_a_tanh_through_exp_of_minus_2x_fails_only_the_negated_case(imported: Path) -> None:
+    """``(1 - e^-2x) / (1 + e^-2x)`` is right for every non-negative input, so it meets
+    upstream's [0, 1) draws and the scaled case; ``e^-2x`` overflows for inputs below about
+    -44, and the negated case returns NaN from it. torch's own tanh meets every case."""
+    task = _task(imported, "22_tanh")
+    ref = load_file_module(task.path / "reference.py", "_stress_tanh_ref")
+    plain, stressed, shifted, negated = task.spec.shapes.cpu_heldout
+    assert negated.get(NEGATED_KEY) == 1
+
+    def unsafe(x: torch.Tensor) -> torch.Tensor:
+        e = torch.exp(-2.0 * x)
+        return (1.0 - e) / (1.0 + e)
+
+    for seed in range(3):
+        for at, unsafe_passes in (
+            (task.spec.shapes.cpu[0], True),
+            (plain, True),
+            (stressed, True),
+            (shifted, True),
+            (negated, False),
+        ):
+            (x,) = ref.make_inputs(at, torch.float32, "cpu", seed)
+            want = ref.reference(x, **at)
+            assert _passes(unsafe(x), want) is unsafe_passes, (at, seed)
+            assert _passes(torch.tanh(x), want), (at, seed)
