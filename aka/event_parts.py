@@ -45,6 +45,11 @@ class CaseResult(_Part):
         "its tuning shapes: never timed, never named to the policy. False in events recorded "
         "before it existed and in held-out re-evaluations (every case there is held out).",
     )
+    excused: bool = Field(
+        default=False,
+        description="A failed input-variant case (an imported task's stress case) that the "
+        "task's own code, judged on the same inputs on this device, fails too: not counted.",
+    )
 
 
 class ShapeTiming(_Part):

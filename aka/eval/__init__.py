@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from aka.eval._contain import hide
     from aka.eval._evaluate import evaluate, harness_paths
     from aka.eval._gate import Gate
-    from aka.eval._heldout import heldout_job, with_heldout
+    from aka.eval._heldout import excuse_variants, heldout_job, missed_variants, with_heldout
     from aka.eval._hostgate import recover as recover_host_gate
     from aka.eval._memory import ADMIT_FREE, gpu_free_fraction, memory_reader
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
@@ -54,6 +54,7 @@ __all__ = [
     "configure_workers",
     "current_workers",
     "evaluate",
+    "excuse_variants",
     "forbidden_uses",
     "gpu_free_fraction",
     "hack_findings",
@@ -62,6 +63,7 @@ __all__ = [
     "hide",
     "load_file_module",
     "memory_reader",
+    "missed_variants",
     "recover_host_gate",
     "run_job",
     "tree_caches",
@@ -81,6 +83,8 @@ _WHERE = {
     "child_env": "_pipeline",
     "run_job": "_pipeline",
     "heldout_job": "_heldout",
+    "missed_variants": "_heldout",
+    "excuse_variants": "_heldout",
     "with_heldout": "_heldout",
     "load_file_module": "_candidate",
     "Switches": "_switches",

@@ -164,12 +164,10 @@ def test_starting_sources_wrong_on_a_held_out_shape_are_the_tasks_failure(
     assert [f.status for f in _finished(envs, GOOD)] == ["task"]
 
 
-def test_a_stress_case_the_starting_sources_fail_says_how_to_drop_it(
-    tasks_root: Path, ledger_dir: Path
-) -> None:
-    """An input variant (a held-out shape with an ``aka_`` key, as an imported task's
-    stress case) that the task's own code does not meet on this device: the fix names
-    the shape to remove, not the sources."""
+def _unmet_variant(tasks_root: Path) -> dict[str, str]:
+    """GOOD with an input variant (a held-out shape with an ``aka_`` key, as an imported
+    task's stress case) whose float32 overflows where the float64 reference does not:
+    one the task's own code cannot meet. Returns its starting source."""
     import yaml
 
     folder = tasks_root / GOOD
@@ -178,23 +176,45 @@ def test_a_stress_case_the_starting_sources_fail_says_how_to_drop_it(
     spec["shapes"]["cpu_heldout"].append({**held, "aka_stressed": 1})
     (folder / "task.yaml").write_text(yaml.safe_dump(spec))
     reference = folder / "reference.py"
-    reference.write_text(  # float32 overflows where the float64 reference does not
+    reference.write_text(
         reference.read_text().replace(
             "    return ((torch.randn(",
             "    scale = 1e38 if shape.get('aka_stressed') else 1.0\n"
             "    return ((scale * torch.randn(",
         )
     )
+    return {"kernel.py": (folder / "source" / "kernel.py").read_text()}
+
+
+def test_a_variant_the_task_s_own_code_fails_here_is_held_against_no_candidate(
+    tasks_root: Path, ledger_dir: Path
+) -> None:
+    """A candidate is held to no more than the task's own code meets on the same inputs:
+    the variant case it fails where the starting code fails too is recorded, marked
+    excused, and the candidate is correct (imported stress cases were chosen on the CPU,
+    and a GPU's libraries can miss one the CPU's met). A candidate that also fails a
+    plain held-out case is still wrong."""
+    source = _unmet_variant(tasks_root)
     timing = TimingSettings(max_time_s=0.2, min_samples=5)
-    source = {"kernel.py": (folder / "source" / "kernel.py").read_text()}
-    with (
-        Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu", timing=timing) as service,
-        pytest.raises(TaskError) as caught,
-    ):
-        service.evaluate(GOOD, source)
-    said = caught.value.render()
-    assert said.startswith(f"{GOOD}/task.yaml: ") and "'aka_stressed': 1" in said, said
-    assert "remove that shape from task.yaml's held-out shapes" in said, said
+    with Evaluator(ledger_dir, tasks_root=tasks_root, device="cpu", timing=timing) as service:
+        fine = service.evaluate(GOOD, source)
+        fitted = (
+            "import torch\n\n\ndef affine(x):\n    return x * 2 + 1 if x.numel() != 4099 else x\n"
+        )
+        wrong = service.evaluate(GOOD, {"kernel.py": fitted})  # wrong at N = 4099 only
+        run_id = service.run_id
+    assert fine.correct, fine.error
+    assert not wrong.correct and wrong.error, wrong
+    envs = _events(ledger_dir, run_id)
+    finals = _finals(envs, GOOD)
+    assert [s.correct for s in finals] == [True, False]
+    checked = {e.payload.eval_id: e.payload for e in envs
+               if isinstance(e.payload, ev.CorrectnessChecked)}  # fmt: skip
+    first, second = (checked[s.eval_id] for s in finals)
+    excused = [c for c in first.cases if c.excused]
+    assert excused and all(c.shape.get("aka_stressed") == 1 for c in excused)
+    assert all(not c.ok and c.heldout for c in excused)
+    assert any(c.heldout and not c.ok and not c.excused for c in second.cases)
 
 
 def test_a_recorded_task_that_no_longer_loads_is_the_tasks_failure(
