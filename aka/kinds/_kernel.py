@@ -206,22 +206,29 @@ class KernelKind:
         evaluation, so what the candidate saw there cannot reach what the policy is told
         (:func:`aka.eval.with_heldout`); never timed.
         """
-        hide = hidden_paths(ledger, req)
-        job = job_for(req, seed, hide)
+        job = job_for(req, seed, hidden_paths(ledger, req))
         verdict = run_job(job, dest)
         held = req.task.spec.shapes.for_device(req.device, heldout=True) if req.with_heldout else []
         if not held or not verdict.correct:
             return verdict
         checked = run_job(heldout_job(job, held, dest), dest)
         if missed_variants(checked):  # held to no more than the task's own code meets
-            own = replace(req, task=baseline_task(req.task))
-            root = dest / "own-variants"
-            for part in ("task", "base"):
-                shutil.copytree(dest / part, root / part, symlinks=True)
-            shutil.copytree(dest / "base", root / "cand", symlinks=True)
-            mine = run_job(heldout_job(job_for(own, seed, hide), held, root), root)
-            checked = excuse_variants(checked, mine)
+            checked = excuse_variants(checked, self._own_heldout(ledger, req, dest, seed, held))
         return with_heldout(verdict, checked)
+
+    def _own_heldout(
+        self, ledger: Ledger, req: EvalRequest, dest: Path, seed: int, held: list[dict[str, int]]
+    ) -> Verdict:
+        """The task's starting code judged as the baseline is, on ``held`` with the
+        candidate's seed (the same inputs), in a folder laid out afresh from the task's
+        digest: nothing the candidate's processes could reach under ``dest`` is used."""
+        root = dest / "own-heldout"
+        task_dir = root / "task"
+        ledger.cas.materialize(req.task_tree, task_dir)
+        for part in ("base", "cand"):
+            shutil.copytree(task_dir / req.task.spec.source_dir, root / part)
+        own = replace(req, task=baseline_task(req.task))
+        return run_job(heldout_job(job_for(own, seed, hidden_paths(ledger, req)), held, root), root)
 
     def checks(self, ctx: CheckContext) -> list[Stage]:
         """Static, reference-side, then (unless quick) through the evaluator."""
