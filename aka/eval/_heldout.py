@@ -85,7 +85,9 @@ def excuse_variants(held: Verdict, own: Verdict) -> Verdict:
     (kept, marked ``excused``, for an audit), and a note naming it.
 
     Correct again only when no case is left failing; ``own`` must itself be clean (it
-    compiled and raised no flag), or nothing is excused.
+    compiled and raised no flag), or nothing is excused. Whatever ``held`` timed is
+    dropped: a verdict with a failed case skips the settling of its timing
+    (:func:`aka.eval._alone.rebase_slowed`), so no speedup comes from one excused after.
     """
     if not own.compiled.get("ok") or own.flags:
         return held
@@ -106,7 +108,7 @@ def excuse_variants(held: Verdict, own: Verdict) -> Verdict:
     ]
     return dataclasses.replace(
         held, cases=cases, correct=not left, error=left[0].get("error") if left else None,
-        notes=held.notes + notes,
+        notes=held.notes + notes, timing=[],
     )  # fmt: skip
 
 

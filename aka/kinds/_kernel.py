@@ -208,27 +208,32 @@ class KernelKind:
         """
         job = job_for(req, seed, hidden_paths(ledger, req))
         verdict = run_job(job, dest)
+        if req.heldout and missed_variants(verdict):  # a held-out re-evaluation or validation
+            verdict = excuse_variants(verdict, self._own(ledger, req, dest, seed, None))
         held = req.task.spec.shapes.for_device(req.device, heldout=True) if req.with_heldout else []
         if not held or not verdict.correct:
             return verdict
         checked = run_job(heldout_job(job, held, dest), dest)
         if missed_variants(checked):  # held to no more than the task's own code meets
-            checked = excuse_variants(checked, self._own_heldout(ledger, req, dest, seed, held))
+            checked = excuse_variants(checked, self._own(ledger, req, dest, seed, held))
         return with_heldout(verdict, checked)
 
-    def _own_heldout(
-        self, ledger: Ledger, req: EvalRequest, dest: Path, seed: int, held: list[dict[str, int]]
-    ) -> Verdict:
-        """The task's starting code judged as the baseline is, on ``held`` with the
-        candidate's seed (the same inputs), in a folder laid out afresh from the task's
-        digest: nothing the candidate's processes could reach under ``dest`` is used."""
-        root = dest / "own-heldout"
+    def _own(
+        self, ledger: Ledger, req: EvalRequest, dest: Path, seed: int,
+        held: list[dict[str, int]] | None,
+    ) -> Verdict:  # fmt: skip
+        """The task's starting code judged as the baseline is, with the candidate's seed
+        and shapes (the same inputs; ``held``: as its held-out check), untimed, in a folder
+        laid out afresh from the task's digest: nothing the candidate's processes could
+        reach under ``dest`` is used."""
+        root = dest / ("own-heldout" if held is not None else "own")
         task_dir = root / "task"
         ledger.cas.materialize(req.task_tree, task_dir)
         for part in ("base", "cand"):
             shutil.copytree(task_dir / req.task.spec.source_dir, root / part)
-        own = replace(req, task=baseline_task(req.task))
-        return run_job(heldout_job(job_for(own, seed, hidden_paths(ledger, req)), held, root), root)
+        own = replace(req, task=baseline_task(req.task), time=False)
+        job = job_for(own, seed, hidden_paths(ledger, req))
+        return run_job(heldout_job(job, held, root) if held is not None else job, root)
 
     def checks(self, ctx: CheckContext) -> list[Stage]:
         """Static, reference-side, then (unless quick) through the evaluator."""

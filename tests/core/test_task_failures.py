@@ -217,6 +217,24 @@ def test_a_variant_the_task_s_own_code_fails_here_is_held_against_no_candidate(
     assert any(c.heldout and not c.ok and not c.excused for c in second.cases)
 
 
+def test_validation_of_a_task_with_a_variant_its_own_code_fails_here_passes_its_held_out(
+    tasks_root: Path, ledger_dir: Path
+) -> None:
+    """``aka tasks validate`` judges the baseline on the held-out shapes as a held-out
+    re-evaluation (every case held out): the same rule, so an imported task whose stress
+    case the device's float32 misses validates, its variant case recorded as excused."""
+    from aka.validate import validate_task
+
+    _unmet_variant(tasks_root)
+    with Ledger.open(ledger_dir, registry=REGISTRY, create=True) as led:
+        res = validate_task(led, tasks_root / GOOD, root=tasks_root, device="cpu", run_id="v")
+        checked = [e.payload for e in led.events(run_id="v", types=["CorrectnessChecked"])]
+    statuses = {c.name: c.status for c in res.checks}
+    assert statuses["baseline_passes_heldout"] == "pass", res.checks
+    excused = [c for p in checked for c in p.cases if c.excused]
+    assert excused and all(c.shape.get("aka_stressed") == 1 and not c.ok for c in excused)
+
+
 def test_a_recorded_task_that_no_longer_loads_is_the_tasks_failure(
     tmp_path: Path, tasks_root: Path, ledger_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
