@@ -125,32 +125,42 @@ def amd_only(cfg: ArenaConfig) -> str | None:
     return None
 
 
-_FNUZ = re.compile(r"\bfloat8_e[45]m[23]fnuz\b")
+_FNUZ = re.compile(r"\bfloat8_(e4m3|e5m2)fnuz\b")
+_NVIDIA_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+"""AMD's fp8 formats and NVIDIA's of the same widths (exponent and mantissa bits)."""
 
 
-def amd_fp8_note(dest: Path, platform: str) -> str | None:
-    """What to know before running, on an NVIDIA ``platform``, a task whose Python names
-    AMD's fp8 formats (``float8_e4m3fnuz``, ``float8_e5m2fnuz``), or None.
+def nvidia_fp8(dest: Path, platform: str) -> str | None:
+    """On an NVIDIA ``platform``, rewrite the Python of the imported task at ``dest`` that
+    names AMD's fp8 formats (``float8_e4m3fnuz``, ``float8_e5m2fnuz``) to name NVIDIA's
+    (``float8_e4m3fn``, ``float8_e5m2``); returns what was rewritten, or None.
 
-    Upstream's tasks pick them by probing torch (``hasattr(torch, "float8_e4m3fnuz")``,
-    a tensor made or cast in that format), which succeeds on NVIDIA too; Triton's NVIDIA
-    backend then refuses the format (``type fp8e4b8 not supported in this
-    architecture``), and the task's own baseline fails its correctness command there.
+    Upstream's tasks pick a format by probing torch (``hasattr(torch, "float8_e4m3fnuz")``,
+    a tensor made or cast in it), meaning AMD's where the GPU is AMD's and NVIDIA's
+    elsewhere. The probe succeeds on NVIDIA too, where Triton's NVIDIA backend refuses the
+    format (``type fp8e4b8 not supported in this architecture``) and the task's own
+    baseline fails. Renaming the format everywhere in the task (kernel, runner, reference
+    alike) gives what the probe meant on NVIDIA, and keeps the kernel and its reference on
+    one format, so their scales and clamps still agree.
     """
     if not platform.startswith("sm_"):
         return None
-    found = sorted(
-        p.relative_to(dest).as_posix()
-        for p in dest.rglob("*.py")
-        if "__pycache__" not in p.parts and _FNUZ.search(p.read_text(errors="replace"))
-    )
-    if not found:
+    done = []
+    for path in sorted(dest.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        text = path.read_text(errors="surrogateescape")
+        new, count = _FNUZ.subn(lambda m: _NVIDIA_FP8[m.group(1)], text)
+        if count:
+            path.write_text(new, errors="surrogateescape")
+            done.append(f"{path.relative_to(dest).as_posix()} ({count})")
+    if not done:
         return None
     return (
-        f"{', '.join(found)} name AMD's fp8 formats (float8_e4m3fnuz): a probe that picks "
-        "them where torch has them picks them on NVIDIA too, where a Triton kernel given "
-        "them does not compile and the baseline fails (fix: pick torch.float8_e4m3fn "
-        "unless torch.version.hip)"
+        f"AMD's fp8 formats renamed to NVIDIA's (float8_e4m3fnuz to float8_e4m3fn, "
+        f"float8_e5m2fnuz to float8_e5m2) in {', '.join(done)}: upstream's probe picks "
+        f"AMD's wherever torch has them, and Triton does not compile them for {platform} "
+        "(import with --platform gfx942 to keep them)"
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aka.errors import InputError
 from aka.importers._arena_config import ArenaConfig
-from aka.importers._arena_support import _backend, amd_fp8_note, skip_reason
+from aka.importers._arena_support import _backend, nvidia_fp8, skip_reason
 from aka.importers._arena_timing import (
     BEGIN,
     PYTEST_PERF,
@@ -126,7 +126,7 @@ def write_task(
     reason = skip_reason(cfg.platform_support, platform)
     if reason:
         done.append(f"cannot run on this platform: {reason}")
-    elif note := amd_fp8_note(dest, platform):
+    elif note := nvidia_fp8(dest, platform):
         done.append(note)
     first = editable[0]
     target = (cfg.target_kernel_functions or ["main"])[0]

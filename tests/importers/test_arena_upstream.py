@@ -352,21 +352,46 @@ except (AttributeError, RuntimeError):
 
 
 @pytest.mark.parametrize(
-    ("platform", "probe", "noted"),
-    [("sm_90", FNUZ_PROBE, True), ("sm_90", FNUZ_CAST, True), ("gfx942", FNUZ_PROBE, False)],
+    ("platform", "probe", "chosen"),
+    [
+        ("sm_90", FNUZ_PROBE, "float8_e4m3fn"),
+        ("sm_90", FNUZ_CAST, "float8_e5m2"),
+        ("gfx942", FNUZ_CAST, "float8_e5m2fnuz"),
+        ("cpu", FNUZ_CAST, "float8_e5m2fnuz"),
+    ],
 )
-def test_amd_fp8_formats_are_named_when_importing_for_nvidia(
-    platform: str, probe: str, noted: bool, tmp_path: Path, cli
+def test_amd_fp8_formats_become_nvidia_s_when_importing_for_nvidia(
+    platform: str, probe: str, chosen: str, tmp_path: Path, cli
 ) -> None:
     """On an H200 every such task validated had its baseline fail (Triton's NVIDIA backend
-    refuses ``fp8e4b8``) with nothing said at import; now the import line names the files
-    and the fix, for NVIDIA platforms only."""
+    refuses ``fp8e4b8``): upstream's probe picks AMD's format wherever torch has it. For
+    an NVIDIA platform the import renames the formats throughout the task, says so on the
+    task's line, and the probe then picks NVIDIA's format of the same width; for AMD (and
+    the CPU, where no Triton fp8 kernel compiles either way) the code is kept as it is."""
     folder = _row_scale(tmp_path / "row_scale_fp8")
     source = folder / "source" / "triton_row_scale.py"
     source.write_text(source.read_text() + probe)
+    runner = folder / "scripts" / "task_runner.py"
+    runner.write_text(
+        runner.read_text() + "\nREF_FP8 = 'float8_e4m3fnuz'  # the reference's side\n"
+    )
     res = cli("tasks", "import", "aka", str(folder), "--root", str(tmp_path / "t"),
               "--platform", platform)  # fmt: skip
     assert res.code == 0, res.err
     (line,) = [x for x in (res.out + res.err).splitlines() if x.startswith("imported ")]
-    assert ("source/triton_row_scale.py name AMD's fp8 formats" in line) is noted, line
-    assert ("fix: pick torch.float8_e4m3fn unless torch.version.hip" in line) is noted, line
+    renamed = platform.startswith("sm_")
+    assert ("AMD's fp8 formats renamed to NVIDIA's" in line) is renamed, line
+    assert ("source/triton_row_scale.py (" in line) is renamed, line
+    assert ("scripts/task_runner.py (1)" in line) is renamed, line
+    dest = tmp_path / "t" / "command" / "agentkernelarena" / "row_scale_fp8"
+    text = (dest / "source" / "triton_row_scale.py").read_text()
+    assert ("fnuz" in text) is not renamed
+    assert ("fnuz" in (dest / "scripts" / "task_runner.py").read_text()) is not renamed
+    # What the imported probe picks here (the cast idiom needs no GPU; the allocation one
+    # falls through to its last line on a machine without CUDA either way).
+    import torch
+
+    scope: dict[str, object] = {"torch": torch}
+    exec(text[text.rindex(probe.strip().splitlines()[0]) :], scope)
+    picked = scope["FP8"] if "FP8" in scope else scope["_fp8_dtype"]()  # type: ignore[operator]
+    assert picked == getattr(torch, chosen)
