@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from aka.eval._contain import hide
     from aka.eval._evaluate import evaluate, harness_paths
     from aka.eval._gate import Gate
-    from aka.eval._heldout import excuse_variants, heldout_job, missed_variants, with_heldout
+    from aka.eval._heldout import (
+        excuse_variants,
+        heldout_job,
+        keep_excused,
+        missed_variants,
+        unexcused_shapes,
+        with_heldout,
+    )
     from aka.eval._hostgate import recover as recover_host_gate
     from aka.eval._memory import ADMIT_FREE, gpu_free_fraction, memory_reader
     from aka.eval._pipeline import Job, Verdict, child_env, run_job
@@ -61,12 +68,14 @@ __all__ = [
     "harness_paths",
     "heldout_job",
     "hide",
+    "keep_excused",
     "load_file_module",
     "memory_reader",
     "missed_variants",
     "recover_host_gate",
     "run_job",
     "tree_caches",
+    "unexcused_shapes",
     "with_heldout",
     "workers_for_run",
 ]
@@ -85,6 +94,8 @@ _WHERE = {
     "heldout_job": "_heldout",
     "missed_variants": "_heldout",
     "excuse_variants": "_heldout",
+    "keep_excused": "_heldout",
+    "unexcused_shapes": "_heldout",
     "with_heldout": "_heldout",
     "load_file_module": "_candidate",
     "Switches": "_switches",

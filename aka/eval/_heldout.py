@@ -23,7 +23,14 @@ from aka.eval import _plan, _warm
 from aka.eval._pipeline import Job, Verdict
 from aka.tasks import VARIANT_PREFIX
 
-__all__ = ["excuse_variants", "heldout_job", "missed_variants", "with_heldout"]
+__all__ = [
+    "excuse_variants",
+    "heldout_job",
+    "keep_excused",
+    "missed_variants",
+    "unexcused_shapes",
+    "with_heldout",
+]
 
 
 def heldout_job(job: Job, held: list[dict[str, int]], root: Path) -> Job:
@@ -110,6 +117,25 @@ def excuse_variants(held: Verdict, own: Verdict) -> Verdict:
         held, cases=cases, correct=not left, error=left[0].get("error") if left else None,
         notes=held.notes + notes, timing=[],
     )  # fmt: skip
+
+
+def unexcused_shapes(shapes: list[dict[str, Any]], excused: Verdict) -> list[dict[str, Any]]:
+    """``shapes`` less those with a case :func:`excuse_variants` excused: what a timed
+    re-evaluation of a verdict it excused times again (the timing it dropped)."""
+    out = {json.dumps(c.get("shape"), sort_keys=True) for c in excused.cases if c.get("excused")}
+    return [s for s in shapes if json.dumps(s, sort_keys=True) not in out]
+
+
+def keep_excused(settled: Verdict, excused: Verdict) -> Verdict:
+    """``settled``, the timed run of :func:`unexcused_shapes`, with ``excused``'s excused
+    cases and its notes about them kept for an audit. A ``settled`` that failed is
+    returned as it is: a case the first run passed and this one failed is the
+    candidate's, never excused."""
+    if not settled.correct:
+        return settled
+    cases = [c for c in excused.cases if c.get("excused")]
+    notes = [n for n in excused.notes if n not in settled.notes]
+    return dataclasses.replace(settled, cases=settled.cases + cases, notes=settled.notes + notes)
 
 
 def _case_key(case: dict[str, Any]) -> tuple[str, str, Any]:

@@ -9,6 +9,7 @@ runs the waiting attempts once the folder is fixed.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -215,6 +216,39 @@ def test_a_variant_the_task_s_own_code_fails_here_is_held_against_no_candidate(
     assert excused and all(c.shape.get("aka_stressed") == 1 for c in excused)
     assert all(not c.ok and c.heldout for c in excused)
     assert any(c.heldout and not c.ok and not c.excused for c in second.cases)
+
+
+def test_a_timed_held_out_re_evaluation_excusing_a_variant_still_reports_a_speedup(
+    tmp_path: Path, tasks_root: Path, ledger_dir: Path
+) -> None:
+    """``aka heldout`` times candidates on the held-out shapes. A failed case skips the
+    settling of a timing, so the excused verdict drops the one it took; the shapes with
+    no excused case are then timed again in a folder laid out afresh: the starting code
+    is correct there with a speedup, its variant case recorded as excused, and the
+    baseline's own row (untimed) is correct too."""
+    from aka.heldout import run_heldout
+    from aka.orchestrator import run
+
+    _unmet_variant(tasks_root)
+    cfg = write_config(tmp_path, tasks_root, max_tries=1)
+    with Ledger.open(ledger_dir, registry=REGISTRY, create=True) as led:
+        run_id = run(led, cfg)
+        (row,) = run_heldout(led, run_id)
+    assert row.heldout_correct and row.baseline_correct, row
+    assert row.heldout_speedup is not None and row.heldout_speedup > 0, row
+    envs = _events(ledger_dir, run_id)
+    checked = {e.payload.eval_id: e.payload for e in envs
+               if isinstance(e.payload, ev.CorrectnessChecked)}  # fmt: skip
+    held = checked[row.heldout_eval_id]
+    excused = [c for c in held.cases if c.excused]
+    assert excused and all(c.shape.get("aka_stressed") == 1 and not c.ok for c in excused)
+    timed = {
+        json.dumps(t.shape, sort_keys=True)
+        for e in envs
+        if isinstance(e.payload, ev.KernelTimed) and e.payload.eval_id == row.heldout_eval_id
+        for t in e.payload.shapes
+    }
+    assert timed and not any("aka_stressed" in t for t in timed), timed
 
 
 def test_validation_of_a_task_with_a_variant_its_own_code_fails_here_passes_its_held_out(

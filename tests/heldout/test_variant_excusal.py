@@ -5,11 +5,12 @@ them is in ``tests/core/test_task_failures.py``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from aka.eval import Verdict, excuse_variants, missed_variants
+from aka.eval import Verdict, excuse_variants, keep_excused, missed_variants, unexcused_shapes
 
 PLAIN = {"N": 4099}
 STRESSED = {"N": 4099, "aka_stressed": 1}
@@ -81,3 +82,29 @@ def test_nothing_is_excused_by_a_task_run_that_is_not_clean_or_not_the_same(own:
     (shape, dtype and seed: the same inputs)."""
     held = _verdict(_case(PLAIN, True), _case(STRESSED, False))
     assert excuse_variants(held, own) == held
+
+
+def test_a_timed_re_evaluation_retimes_only_the_shapes_with_no_excused_case() -> None:
+    """The excused verdict dropped its timing (a failed case skipped the settling); the
+    retimed run covers the shapes left, and the excused cases ride along for an audit."""
+    held = _verdict(_case(PLAIN, True), _case(STRESSED, False), _case(SHIFTED, True))
+    excused = excuse_variants(held, _verdict(_case(STRESSED, False)))
+    assert excused.correct
+    assert unexcused_shapes([PLAIN, STRESSED, SHIFTED], excused) == [PLAIN, SHIFTED]
+    timing = [{"shape": PLAIN, "candidate_s": 1.0}, {"shape": SHIFTED, "candidate_s": 1.0}]
+    settled = replace(_verdict(_case(PLAIN, True), _case(SHIFTED, True)), timing=timing)
+    kept = keep_excused(settled, excused)
+    assert kept.correct and kept.timing == timing
+    assert [c["shape"] for c in kept.cases if c.get("excused")] == [STRESSED]
+    assert any("not counted" in n for n in kept.notes)
+
+
+def test_a_retimed_run_that_fails_is_the_candidate_s() -> None:
+    """A case the first run passed and the retimed run fails (a candidate that behaves
+    differently once timed) is never excused: the failed run is the verdict."""
+    excused = excuse_variants(
+        _verdict(_case(PLAIN, True), _case(STRESSED, False)), _verdict(_case(STRESSED, False))
+    )
+    failed = _verdict(_case(PLAIN, False))
+    assert keep_excused(failed, excused) is failed
+    assert not keep_excused(failed, excused).correct
