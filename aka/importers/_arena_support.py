@@ -10,8 +10,6 @@ but the task's ``skip_reason``, so the task is there for the machine that has it
 from __future__ import annotations
 
 import difflib
-import re
-from pathlib import Path
 
 from aka.importers._arena_config import ArenaConfig, PlatformSupport
 
@@ -123,45 +121,6 @@ def amd_only(cfg: ArenaConfig) -> str | None:
         what = f"{cfg.task_type} task" + (f" with HIP sources {hip}" if hip else "")
         return f"a {what}: its kernels are written for AMD GPUs; aka runs NVIDIA (CUDA, Triton) and CPU kernels"
     return None
-
-
-_FNUZ = re.compile(r"\bfloat8_(e4m3|e5m2)fnuz\b")
-_NVIDIA_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
-"""AMD's fp8 formats and NVIDIA's of the same widths (exponent and mantissa bits)."""
-
-
-def nvidia_fp8(dest: Path, platform: str) -> str | None:
-    """On an NVIDIA ``platform``, rewrite the Python of the imported task at ``dest`` that
-    names AMD's fp8 formats (``float8_e4m3fnuz``, ``float8_e5m2fnuz``) to name NVIDIA's
-    (``float8_e4m3fn``, ``float8_e5m2``); returns what was rewritten, or None.
-
-    Upstream's tasks pick a format by probing torch (``hasattr(torch, "float8_e4m3fnuz")``,
-    a tensor made or cast in it), meaning AMD's where the GPU is AMD's and NVIDIA's
-    elsewhere. The probe succeeds on NVIDIA too, where Triton's NVIDIA backend refuses the
-    format (``type fp8e4b8 not supported in this architecture``) and the task's own
-    baseline fails. Renaming the format everywhere in the task (kernel, runner, reference
-    alike) gives what the probe meant on NVIDIA, and keeps the kernel and its reference on
-    one format, so their scales and clamps still agree.
-    """
-    if not platform.startswith("sm_"):
-        return None
-    done = []
-    for path in sorted(dest.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        text = path.read_text(errors="surrogateescape")
-        new, count = _FNUZ.subn(lambda m: _NVIDIA_FP8[m.group(1)], text)
-        if count:
-            path.write_text(new, errors="surrogateescape")
-            done.append(f"{path.relative_to(dest).as_posix()} ({count})")
-    if not done:
-        return None
-    return (
-        f"AMD's fp8 formats renamed to NVIDIA's (float8_e4m3fnuz to float8_e4m3fn, "
-        f"float8_e5m2fnuz to float8_e5m2) in {', '.join(done)}: upstream's probe picks "
-        f"AMD's wherever torch has them, and Triton does not compile them for {platform} "
-        "(import with --platform gfx942 to keep them)"
-    )
 
 
 def _backend(task_type: str) -> str:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from aka.errors import InputError
 from aka.importers._arena_config import ArenaConfig
-from aka.importers._arena_support import _backend, nvidia_fp8, skip_reason
+from aka.importers._arena_fp8 import nvidia_fp8
+from aka.importers._arena_support import _backend, skip_reason
 from aka.importers._arena_timing import (
     BEGIN,
     PYTEST_PERF,

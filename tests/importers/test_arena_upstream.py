@@ -15,6 +15,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -351,6 +352,25 @@ except (AttributeError, RuntimeError):
 """
 
 
+# What the chosen format is then tested against, in their manner: a table from torch's
+# formats to Triton's, and a clamp for AMD's narrower range. Both must keep naming AMD's
+# format: renamed, the table would lose NVIDIA's entry to a duplicate key.
+FNUZ_TESTS = """
+
+TO_TRITON = {torch.float8_e4m3fn: "fp8e4nv", torch.float8_e4m3fnuz: "fp8e4b8"}
+
+
+def fp8_max(dtype):
+    if dtype == torch.float8_e4m3fnuz:
+        return 240.0
+    return float(torch.finfo(dtype).max)
+"""
+# The runner's reference picks its own, the same way.
+RUNNER_PICK = """
+REF_FP8 = torch.float8_e4m3fnuz if hasattr(torch, "float8_e4m3fnuz") else torch.float8_e4m3fn
+"""
+
+
 @pytest.mark.parametrize(
     ("platform", "probe", "chosen"),
     [
@@ -360,38 +380,46 @@ except (AttributeError, RuntimeError):
         ("cpu", FNUZ_CAST, "float8_e5m2fnuz"),
     ],
 )
-def test_amd_fp8_formats_become_nvidia_s_when_importing_for_nvidia(
+def test_amd_fp8_formats_chosen_become_nvidia_s_when_importing_for_nvidia(
     platform: str, probe: str, chosen: str, tmp_path: Path, cli
 ) -> None:
     """On an H200 every such task validated had its baseline fail (Triton's NVIDIA backend
     refuses ``fp8e4b8``): upstream's probe picks AMD's format wherever torch has it. For
-    an NVIDIA platform the import renames the formats throughout the task, says so on the
-    task's line, and the probe then picks NVIDIA's format of the same width; for AMD (and
-    the CPU, where no Triton fp8 kernel compiles either way) the code is kept as it is."""
+    an NVIDIA platform the import renames each AMD format the task's code *chooses*
+    (kernel and runner alike) and says so on the task's line; comparisons and table keys
+    keep AMD's name, so they read as on a GPU without it. For AMD (and the CPU, where no
+    Triton fp8 kernel compiles either way) the code is kept as it is."""
+    import torch
+
     folder = _row_scale(tmp_path / "row_scale_fp8")
     source = folder / "source" / "triton_row_scale.py"
-    source.write_text(source.read_text() + probe)
+    source.write_text(source.read_text() + probe + FNUZ_TESTS)
     runner = folder / "scripts" / "task_runner.py"
-    runner.write_text(
-        runner.read_text() + "\nREF_FP8 = 'float8_e4m3fnuz'  # the reference's side\n"
-    )
+    runner.write_text(runner.read_text() + "\nimport torch\n" + RUNNER_PICK)
     res = cli("tasks", "import", "aka", str(folder), "--root", str(tmp_path / "t"),
               "--platform", platform)  # fmt: skip
     assert res.code == 0, res.err
     (line,) = [x for x in (res.out + res.err).splitlines() if x.startswith("imported ")]
     renamed = platform.startswith("sm_")
-    assert ("AMD's fp8 formats renamed to NVIDIA's" in line) is renamed, line
+    assert ("AMD's fp8 formats it chooses renamed to NVIDIA's" in line) is renamed, line
     assert ("source/triton_row_scale.py (" in line) is renamed, line
     assert ("scripts/task_runner.py (1)" in line) is renamed, line
     dest = tmp_path / "t" / "command" / "agentkernelarena" / "row_scale_fp8"
     text = (dest / "source" / "triton_row_scale.py").read_text()
-    assert ("fnuz" in text) is not renamed
-    assert ("fnuz" in (dest / "scripts" / "task_runner.py").read_text()) is not renamed
-    # What the imported probe picks here (the cast idiom needs no GPU; the allocation one
-    # falls through to its last line on a machine without CUDA either way).
-    import torch
-
-    scope: dict[str, object] = {"torch": torch}
+    assert 'torch.float8_e4m3fnuz: "fp8e4b8"' in text and "dtype == torch.float8_e4m3fnuz" in text
+    chosen_amd = ("return torch.float8_e4m3fnuz", "dtype=torch.float8_e4m3fnuz",
+                  "FP8 = torch.float8_e5m2fnuz")  # fmt: skip
+    assert any(c in text for c in chosen_amd) is not renamed
+    # What the imported code picks here (the cast idiom needs no GPU; the allocation one
+    # falls through to its last line on a machine without CUDA either way), and what
+    # the tests of the pick then say.
+    scope: dict[str, Any] = {"torch": torch}
     exec(text[text.rindex(probe.strip().splitlines()[0]) :], scope)
-    picked = scope["FP8"] if "FP8" in scope else scope["_fp8_dtype"]()  # type: ignore[operator]
+    picked = scope["FP8"] if "FP8" in scope else scope["_fp8_dtype"]()
     assert picked == getattr(torch, chosen)
+    assert len(scope["TO_TRITON"]) == 2
+    assert scope["fp8_max"](picked) == (240.0 if "fnuz" in chosen and "e4m3" in chosen
+                                        else float(torch.finfo(picked).max))  # fmt: skip
+    ref: dict[str, Any] = {"torch": torch}
+    exec((dest / "scripts" / "task_runner.py").read_text().split("import torch\n")[-1], ref)
+    assert (ref["REF_FP8"] == torch.float8_e4m3fn) is renamed
