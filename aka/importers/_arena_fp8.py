@@ -26,6 +26,7 @@ __all__ = ["nvidia_fp8", "rename"]
 _FNUZ = re.compile(r"float8_(e4m3|e5m2)fnuz")
 _NVIDIA = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
 """AMD's fp8 formats and NVIDIA's of the same exponent and mantissa widths."""
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _tests(tree: ast.AST) -> set[int]:
@@ -65,7 +66,7 @@ def rename(source: str) -> tuple[str, int]:
         ):
             col = node.end_col_offset - len(node.attr)
             spans.append((node.end_lineno, col, node.attr, _NVIDIA[m[1]]))
-    lines = source.splitlines(keepends=True)
+    lines = _LINES.findall(source)  # as the parser counts them: not at a form feed
     for line, col, old, new in sorted(spans, reverse=True):
         raw = lines[line - 1].encode("utf-8", "surrogateescape")  # AST columns count bytes
         if raw[col : col + len(old)] != old.encode():

@@ -32,6 +32,10 @@ from aka.importers._arena_fp8 import rename
         # not this format (a longer name), and a line with multi-byte text before it
         ("x = torch.float8_e4m3fnuz_x\n", None, 0),
         ("s = 'µ'; d = torch.float8_e4m3fnuz\n", "s = 'µ'; d = torch.float8_e4m3fn\n", 1),
+        # saved on Windows, with a form feed (a page break, not a line, to the parser)
+        ("\x0c\r\nx = 1\r\nd = torch.float8_e4m3fnuz\r\n",
+         "\x0c\r\nx = 1\r\nd = torch.float8_e4m3fn\r\n", 1),
+        ("# a\x0cb\nd = torch.float8_e4m3fnuz", "# a\x0cb\nd = torch.float8_e4m3fn", 1),
     ],
 )  # fmt: skip
 def test_only_chosen_formats_are_renamed(line: str, want: str | None, count: int) -> None:
