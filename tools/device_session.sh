@@ -216,10 +216,15 @@
 #                                    after a warm-up, 8 in flight then serial and cached at
 #                                    0.05 s per shape (which settling each verdict needed: its
 #                                    stage times and notes), then part ks for each ROOT (120 s)
+#   bash tools/device_session.sh iv JOBS SECONDS KIND PATH [KIND PATH]...
+#                                    the core's build, then each upstream PATH (KIND kernelbench:
+#                                    problem files; aka: AgentKernelArena task folders) imported
+#                                    on the device, for its platform (sm_*: AMD's fp8 formats
+#                                    renamed), and validated JOBS at once for at most SECONDS
 # Each step logs under /tmp/res (never into a pipe, so a stray process cannot hold the
 # call open), has a hard time limit, and is re-packed into $OUT/results.tgz after it ends.
 set -u
-PART=${1:?usage: device_session.sh a|b|pf|sn|lv|ks|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
+PART=${1:?usage: device_session.sh a|b|iv|pf|sn|lv|ks|c|check|dr|gl|nl|st|sy|sz|nx|ndd|de|df|dg|dv|dw|dx|dy|ab|d|dd|i|o|one|rl|audit|r|p|w|g|s|t|u|v|x|y|z|q|e|f|h|j|l|k|m|n}
 R=/tmp/res; mkdir -p $R; START=$(date +%s)
 . tools/device_env.sh > $R/env.log 2>&1 || { cat $R/env.log; exit 1; }
 export PYTHONUNBUFFERED=1
@@ -307,6 +312,16 @@ sn)
   for ROOT in "$@"; do
     step "stress_$(basename "$ROOT")" 150 python3 tools/stress_check.py "$ROOT" \
       --device cuda --seconds 120 --out "$R/stress_$(basename "$ROOT").json"
+  done
+  ;;
+iv)
+  sealbuild
+  JOBS=$2; SECS=$3; shift 3
+  while [ $# -ge 2 ]; do
+    NAME=$(basename "$2")
+    step "iv_$NAME" "$SECS" python3 tools/import_check.py "$1" "$2" --root "/tmp/iv_$NAME" \
+      --device cuda --jobs "$JOBS" --out "$R/iv_$NAME.json"
+    shift 2
   done
   ;;
 ks)
